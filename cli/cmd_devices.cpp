@@ -1,0 +1,133 @@
+// `backplane devices`: every plugin the loader can see, whether it was
+// accepted, and its devices; for each rejected one, why.
+#include "commands.h"
+
+#include <backplane/backplane.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <system_error>
+
+namespace bp::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string format_bytes(uint64_t bytes) {
+  if (bytes == 0) return "memory unknown";
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) v /= 1024, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
+  return buf;
+}
+
+// Paths compared as files, so "./lib/x.so" and "/abs/lib/x.so" are one plugin.
+bool same_file(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  bool same = fs::equivalent(a, b, ec);
+  return ec ? a == b : same;
+}
+
+void print_backend(const Backend& b) {
+  int n = b.device_count();
+  std::cout << "    loaded: version " << b.version() << ", ABI " << b.abi_major() << "."
+            << b.abi_minor() << ", ";
+  if (n == 0) {
+    std::cout << "0 devices: "
+              << (b.no_device_reason().empty() ? "no reason given" : b.no_device_reason())
+              << "\n";
+    return;
+  }
+  std::cout << n << (n == 1 ? " device" : " devices") << "\n";
+  for (int i = 0; i < n; ++i) {
+    bp_device_props p = b.device_props(i);
+    std::cout << "    device " << i << ": " << p.name << ", " << format_bytes(p.total_memory)
+              << (p.host_addressable ? ", host-addressable" : ", not host-addressable") << "\n";
+  }
+}
+
+void print_candidate(const PluginCandidate& c, const char* note = "") {
+  std::cout << "  " << (c.name.empty() ? "?" : c.name) << "  " << c.path << note << "\n";
+  if (c.loaded && c.backend)
+    print_backend(*c.backend);
+  else
+    std::cout << "    rejected: " << (c.reason.empty() ? "no reason given" : c.reason) << "\n";
+}
+
+class DevicesCommand : public Command {
+ public:
+  const char* name() const override { return "devices"; }
+  const char* summary() const override {
+    return "List the plugins found, their versions, ABI and devices";
+  }
+  const char* details() const override {
+    return "Opens every libbackplane_*.so in the plugin folders (in search order: the\n"
+           "--plugin-path folders, BACKPLANE_PLUGIN_PATH, the program's folder, the plugin\n"
+           "folder beside libbackplane, the install's plugin folder) and prints, for each,\n"
+           "its name, version, ABI and devices (name, memory, whether the host can address\n"
+           "it), or why it was rejected, or why it has no device. The --backend plugin is\n"
+           "loaded too, so a plugin given by path shows even outside those folders; when it\n"
+           "cannot be loaded the command prints why and exits 2.\n\n"
+           "Examples:\n"
+           "  backplane devices\n"
+           "  backplane devices --backend ./build/lib/backplane/libbackplane_cuda.so\n"
+           "  backplane --plugin-path /opt/plugins devices\n";
+  }
+
+  int run(const BackendFlags& flags) override {
+    PluginLoader& loader = PluginLoader::instance();
+    // Loaded first so that a plugin given by path is listed even when no
+    // search folder holds it.
+    Backend* selected = nullptr;
+    std::string selected_error;
+    try {
+      selected = &loader.load(flags.backend);
+    } catch (const PluginError& e) {
+      selected_error = e.what();
+    }
+    std::vector<PluginCandidate> candidates = loader.discover();
+
+    std::cout << "Plugin folders searched, in order:\n";
+    for (const auto& dir : loader.search_dirs()) {
+      std::error_code ec;
+      std::cout << "  " << dir << (fs::is_directory(dir, ec) ? "" : " (missing)") << "\n";
+    }
+    std::cout << "\nPlugins found:\n";
+    bool selected_listed = false;
+    for (const auto& c : candidates) {
+      print_candidate(c);
+      if (selected && same_file(c.path, selected->path())) selected_listed = true;
+    }
+    if (selected && !selected_listed) {
+      PluginCandidate c;
+      c.path = selected->path();
+      c.name = selected->name();
+      c.loaded = true;
+      c.backend = IntrusivePtr<Backend>(selected);
+      print_candidate(c, "  (from --backend)");
+    } else if (candidates.empty()) {
+      std::cout << "  (none)\n";
+    }
+
+    std::cout << "\nSelected backend (--backend " << flags.backend << "): ";
+    if (!selected) {
+      std::cout << "not loaded\n";
+      std::cerr << selected_error << "\n";
+      return kExitUsage;
+    }
+    std::cout << selected->name() << ", " << selected->path() << "\n";
+    return kExitOk;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_devices_command() { return std::make_unique<DevicesCommand>(); }
+
+}  // namespace bp::cli

@@ -1,0 +1,45 @@
+// The subcommands of the `backplane` program. Each one declares its own
+// options; main.cpp adds the global ones (--backend, --plugin-path) so they
+// are accepted before or after the subcommand's name.
+#pragma once
+
+#include <backplane/options.h>
+
+#include <boost/program_options.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace bp::cli {
+
+namespace po = boost::program_options;
+
+// Exit codes shared by every subcommand (docs/cli.md lists them).
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitFailed = 1,     // the command ran and found failures (conformance)
+  kExitUsage = 2,      // bad command line, or the backend could not be loaded
+  kExitNoDevice = 3,   // the backend loaded but has no device
+  kExitInternal = 4,   // an unexpected error
+};
+
+class Command {
+ public:
+  virtual ~Command() = default;
+  virtual const char* name() const = 0;
+  // One line for the command list.
+  virtual const char* summary() const = 0;
+  // What `backplane <cmd> --help` prints after the options: details and examples.
+  virtual const char* details() const = 0;
+  // The command's own options, bound to its members.
+  virtual po::options_description options() { return po::options_description("Options"); }
+  // Runs with the global flags already applied (plugin folders registered).
+  virtual int run(const BackendFlags& flags) = 0;
+};
+
+std::unique_ptr<Command> make_devices_command();
+std::unique_ptr<Command> make_conformance_command();
+std::unique_ptr<Command> make_version_command();
+
+}  // namespace bp::cli

@@ -1,0 +1,179 @@
+// The `backplane` program: finds the subcommand, parses its options together
+// with the global ones, and maps errors to exit codes.
+#include "commands.h"
+
+#include <backplane/backplane.h>
+
+#include <algorithm>
+#include <iostream>
+#include <string>
+#include <vector>
+
+namespace bp::cli {
+
+namespace {
+
+const char* kExamples =
+    "Examples:\n"
+    "  backplane devices\n"
+    "  backplane conformance --json report.json\n"
+    "  backplane --backend cuda conformance\n"
+    "  backplane conformance --backend ./build/lib/backplane/libbackplane_cpu_onednn.so\n"
+    "  backplane --plugin-path ~/my-plugins --backend mine devices\n"
+    "  backplane help conformance\n";
+
+const char* kExitCodes =
+    "Exit codes: 0 success; 1 conformance cases failed; 2 usage error or the backend could\n"
+    "not be loaded; 3 the backend has no device; 4 unexpected error.\n";
+
+class VersionCommand : public Command {
+ public:
+  const char* name() const override { return "version"; }
+  const char* summary() const override { return "Print the core version and the plugin ABI version"; }
+  const char* details() const override {
+    return "Plugins must have the same ABI major version as the core and at most its minor.\n\n"
+           "Example:\n  backplane version\n";
+  }
+  int run(const BackendFlags&) override {
+    std::cout << "backplane " << bp::version() << "\n"
+              << "plugin ABI " << BP_ABI_MAJOR << "." << BP_ABI_MINOR << "\n";
+    return kExitOk;
+  }
+};
+
+std::vector<std::unique_ptr<Command>> all_commands() {
+  std::vector<std::unique_ptr<Command>> commands;
+  commands.push_back(make_devices_command());
+  commands.push_back(make_conformance_command());
+  commands.push_back(make_version_command());
+  return commands;
+}
+
+Command* find_command(const std::vector<std::unique_ptr<Command>>& commands,
+                      const std::string& name) {
+  for (const auto& c : commands)
+    if (name == c->name()) return c.get();
+  return nullptr;
+}
+
+po::options_description global_options(BackendFlags& flags) {
+  po::options_description global("Global options (before or after the command)");
+  global.add(bp::backend_options(flags));
+  global.add_options()("help,h", "show help (for the command, when one is given)");
+  return global;
+}
+
+void print_general_help(const std::vector<std::unique_ptr<Command>>& commands,
+                        const po::options_description& global) {
+  std::cout << "backplane: list, load and check Backplane backend plugins.\n\n"
+            << "Usage: backplane [global options] <command> [options]\n\nCommands:\n";
+  for (const auto& c : commands)
+    std::cout << "  " << c->name() << std::string(14 - std::string(c->name()).size(), ' ')
+              << c->summary() << "\n";
+  std::cout << "  help [CMD]    Show this help, or the help of CMD\n\n"
+            << global << "\n"
+            << kExamples << "\n"
+            << kExitCodes << "\nRun 'backplane <command> --help' for a command's options.\n";
+}
+
+void print_command_help(Command& cmd, const po::options_description& global) {
+  std::cout << "Usage: backplane [global options] " << cmd.name() << " [options]\n\n"
+            << cmd.summary() << ".\n\n";
+  po::options_description own = cmd.options();
+  if (!own.options().empty()) std::cout << own << "\n";
+  std::cout << global << "\n"
+            << cmd.details() << "\n"
+            << kExitCodes;
+}
+
+// The index of the subcommand's name in `args`, or -1. Values of the global
+// options ("--backend cuda") are skipped so that a backend name is not taken
+// for a command.
+int find_command_index(const std::vector<std::string>& args,
+                       const po::options_description& global) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.rfind("--", 0) == 0) {
+      if (a.find('=') != std::string::npos) continue;
+      const po::option_description* d = global.find_nothrow(a.substr(2), false);
+      if (d && d->semantic()->max_tokens() > 0) ++i;
+      continue;
+    }
+    if (a.size() > 1 && a[0] == '-') continue;
+    return static_cast<int>(i);
+  }
+  return -1;
+}
+
+int usage_error(const std::string& message) {
+  std::cerr << "[backplane] " << message << "\nRun 'backplane --help' for usage.\n";
+  return kExitUsage;
+}
+
+int run(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  auto commands = all_commands();
+  BackendFlags flags;
+  po::options_description global = global_options(flags);
+
+  int at = find_command_index(args, global);
+  bool wants_help = std::any_of(args.begin(), args.end(),
+                                [](const std::string& a) { return a == "--help" || a == "-h"; });
+  if (at < 0) {
+    if (wants_help) {
+      print_general_help(commands, global);
+      return kExitOk;
+    }
+    return usage_error("no command given");
+  }
+  std::string name = args[at];
+  args.erase(args.begin() + at);
+
+  if (name == "help") {
+    int topic = find_command_index(args, global);
+    if (topic < 0) {
+      print_general_help(commands, global);
+      return kExitOk;
+    }
+    Command* cmd = find_command(commands, args[topic]);
+    if (!cmd) return usage_error("no command named '" + args[topic] + "'");
+    print_command_help(*cmd, global);
+    return kExitOk;
+  }
+  Command* cmd = find_command(commands, name);
+  if (!cmd) return usage_error("unknown command '" + name + "'");
+
+  po::options_description all;
+  all.add(cmd->options()).add(global);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(all).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    return usage_error(std::string(name) + ": " + e.what());
+  }
+  if (vm.count("help")) {
+    print_command_help(*cmd, global);
+    return kExitOk;
+  }
+  bp::apply_backend_flags(flags);
+  return cmd->run(flags);
+}
+
+}  // namespace
+
+std::unique_ptr<Command> make_version_command() { return std::make_unique<VersionCommand>(); }
+
+}  // namespace bp::cli
+
+int main(int argc, char** argv) {
+  try {
+    return bp::cli::run(argc, argv);
+  } catch (const bp::PluginError& e) {
+    std::cerr << e.what() << "\n";
+    return bp::cli::kExitUsage;
+  } catch (const std::exception& e) {
+    std::cerr << "[backplane] unexpected error: " << e.what() << "\n";
+    return bp::cli::kExitInternal;
+  }
+}

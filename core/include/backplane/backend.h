@@ -1,0 +1,125 @@
+// A loaded backend plugin, and the loader that finds, opens and vets them.
+#pragma once
+
+#include <backplane/device.h>
+#include <backplane/intrusive_ptr.h>
+#include <backplane/plugin.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace bp {
+
+inline constexpr int kMaxBackends = 32;
+inline constexpr const char* kDefaultBackend = "cpu_onednn";
+
+// One plugin library, opened and accepted. Storages and the loader hold it
+// by reference; the library is unloaded when the last reference goes.
+class Backend : public RefCounted {
+ public:
+  struct Library;  // the Boost.DLL handle, kept out of this header
+  Backend(int id, std::unique_ptr<Library> lib, const bp_plugin* api, std::string path);
+  ~Backend() override;
+
+  int id() const { return id_; }
+  const std::string& name() const { return name_; }
+  const std::string& version() const { return version_; }
+  const std::string& path() const { return path_; }
+  uint32_t abi_major() const { return api_->abi_major; }
+  uint32_t abi_minor() const { return api_->abi_minor; }
+  int32_t dl_device_type() const { return api_->dl_device_type; }
+  const bp_plugin& api() const { return *api_; }
+
+  // Devices, as counted when the plugin was loaded.
+  int device_count() const { return device_count_; }
+  // Why there is no device (the plugin's words) when device_count() == 0.
+  const std::string& no_device_reason() const { return no_device_reason_; }
+  bp_device_props device_props(int device) const;
+  bool host_addressable(int device) const;
+  // Allocator statistics, if the plugin keeps them (ABI 1.1).
+  std::optional<bp_memory_stats> memory_stats(int device) const;
+
+  // Memory, through the plugin. Each throws a typed error on failure.
+  void* allocate(int device, std::size_t nbytes) const;
+  void deallocate(int device, void* ptr, std::size_t nbytes) const noexcept;
+  void copy_from_host(int device, void* dst, const void* src, std::size_t n) const;
+  void copy_to_host(int device, void* dst, const void* src, std::size_t n) const;
+  void copy_on_device(int dst_device, void* dst, int src_device, const void* src,
+                      std::size_t n) const;
+  void memset(int device, void* dst, int value, std::size_t n) const;
+  void synchronize(int device) const;
+
+ private:
+  std::unique_ptr<Library> lib_;  // declared first: unloaded last
+  const bp_plugin* api_;
+  int id_;
+  std::string name_, version_, path_;
+  int device_count_ = 0;
+  std::string no_device_reason_;
+};
+
+// What the loader saw for one candidate file (for `backplane devices`).
+struct PluginCandidate {
+  std::string path;
+  std::string name;  // from the plugin, or guessed from the file name
+  bool loaded = false;
+  std::string reason;  // why it was rejected, when !loaded
+  IntrusivePtr<Backend> backend;  // when loaded
+};
+
+// Finds, opens and vets plugins. Search order for a name: the --plugin-path
+// folders, BACKPLANE_PLUGIN_PATH, the folder of the running program, the
+// plugin folder beside libbackplane, the install's plugin folder.
+class PluginLoader {
+ public:
+  static PluginLoader& instance();
+
+  // Adds a folder searched before every other (--plugin-path), in order.
+  void add_search_path(std::string dir);
+  // The folders searched, in order, existing or not.
+  std::vector<std::string> search_dirs() const;
+
+  // Loads a backend by name ("cpu_onednn": libbackplane_cpu_onednn.so in
+  // the search folders) or by path (anything with a '/' or ending in .so).
+  // Returns the already loaded one for a known name. Throws PluginError
+  // saying why (not found: the folders searched; or the rejection reason).
+  Backend& load(std::string_view name_or_path);
+  // A loaded backend by name, or nullptr.
+  Backend* find(std::string_view name) const;
+  // A loaded backend by id (O(1)); nullptr when none.
+  Backend* by_id(int id) const noexcept {
+    return id >= 0 && id < kMaxBackends ? by_id_[id].load(std::memory_order_acquire) : nullptr;
+  }
+  // Every loaded backend.
+  std::vector<Backend*> loaded() const;
+  // Opens every candidate file in the search folders (libbackplane_*.so),
+  // loading those not loaded yet, and reports each one.
+  std::vector<PluginCandidate> discover();
+  // Forgets a backend: its kernels are unregistered; its library stays
+  // loaded while tensors from it live.
+  void unload(std::string_view name);
+
+ private:
+  PluginLoader() = default;
+  Backend& load_file(const std::string& path);
+  std::string locate(std::string_view name) const;
+
+  mutable std::recursive_mutex mu_;
+  std::vector<std::string> extra_dirs_;
+  std::vector<IntrusivePtr<Backend>> backends_;
+  std::atomic<Backend*> by_id_[kMaxBackends] = {};
+  int next_id_ = 0;
+};
+
+// The default backend used when TensorOptions name no device. Set by
+// --backend (see options.h) or set_default_backend; cpu_onednn otherwise.
+void set_default_backend(std::string_view name_or_path);
+Device default_device();
+
+}  // namespace bp

@@ -1,0 +1,17 @@
+// Everything a program built on Backplane needs.
+#pragma once
+
+#include <backplane/backend.h>
+#include <backplane/device.h>
+#include <backplane/dispatcher.h>
+#include <backplane/dtype.h>
+#include <backplane/error.h>
+#include <backplane/ops.h>
+#include <backplane/options.h>
+#include <backplane/shape.h>
+#include <backplane/tensor.h>
+
+namespace bp {
+// The core's version, "MAJOR.MINOR.PATCH".
+const char* version();
+}  // namespace bp

@@ -1,0 +1,65 @@
+// The kernel registry and dispatcher: a flat table indexed by
+// (op, backend id, dtype), so finding a kernel is three array indexings with
+// no hashing and no allocation.
+#pragma once
+
+#include <backplane/backend.h>
+#include <backplane/dtype.h>
+#include <backplane/plugin.h>
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace bp {
+
+enum class Op : int32_t {
+  Fill = BP_OP_FILL,
+  Copy = BP_OP_COPY,
+  Add = BP_OP_ADD,
+  Sub = BP_OP_SUB,
+  Mul = BP_OP_MUL,
+  Div = BP_OP_DIV,
+  Relu = BP_OP_RELU,
+  Sum = BP_OP_SUM,
+  Matmul = BP_OP_MATMUL,
+};
+inline constexpr int kNumOps = BP_OP_COUNT;
+
+std::string_view op_name(Op op);
+
+struct KernelEntry {
+  bp_kernel_fn fn = nullptr;
+  void* ctx = nullptr;
+};
+
+class KernelRegistry {
+ public:
+  static KernelRegistry& instance();
+
+  // O(1); an entry with fn == nullptr when absent.
+  const KernelEntry& lookup(Op op, int backend, DType dtype) const noexcept {
+    return table_[static_cast<int>(op)][backend][static_cast<int>(dtype)];
+  }
+  // Registers for every dtype in the mask. A duplicate throws naming both origins.
+  void add(int backend, const bp_kernel_registration& reg, std::string origin);
+  // Removes every kernel of a backend (on unload).
+  void remove_backend(int backend);
+  // Names of loaded backends that have (op, dtype).
+  std::vector<std::string> backends_with(Op op, DType dtype) const;
+  // The registration origin of (op, backend, dtype), empty when absent.
+  const std::string& origin(Op op, int backend, DType dtype) const;
+
+ private:
+  KernelEntry table_[kNumOps][kMaxBackends][kNumDTypes] = {};
+  std::string origin_[kNumOps][kMaxBackends][kNumDTypes];
+};
+
+// Calls the kernel for (op, device's backend, dtype). Throws
+// NotImplementedError when it is missing (naming the backends that have it)
+// and a typed error carrying the plugin's message when the kernel fails.
+void call_kernel(Op op, DType dtype, Device device, std::span<const bp_tensor> inputs,
+                 std::span<const bp_tensor> outputs, const bp_attrs& attrs);
+
+}  // namespace bp

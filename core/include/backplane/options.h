@@ -1,0 +1,31 @@
+// The command-line flags every program built on Backplane shares:
+//   --backend NAME|PATH   the default backend (default cpu_onednn)
+//   --plugin-path DIR     a folder searched for plugins first (repeatable)
+#pragma once
+
+#include <boost/program_options/options_description.hpp>
+#include <boost/program_options/variables_map.hpp>
+
+#include <string>
+#include <vector>
+
+namespace bp {
+
+struct BackendFlags {
+  std::string backend = "cpu_onednn";
+  std::vector<std::string> plugin_paths;
+};
+
+// The two flags as a Program_options group bound to `flags`.
+boost::program_options::options_description backend_options(BackendFlags& flags);
+
+// Registers the plugin folders and makes flags.backend the default backend
+// (loaded on first use).
+void apply_backend_flags(const BackendFlags& flags);
+
+// For any program: finds --backend/--plugin-path (also as --backend=X)
+// anywhere in argv, removes them, applies them, and returns them. Other
+// arguments are left, in order, for the program's own parsing.
+BackendFlags init_from_args(int& argc, char** argv);
+
+}  // namespace bp

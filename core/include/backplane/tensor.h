@@ -1,0 +1,205 @@
+// Tensor: a cheap-to-copy handle (one pointer) over a shared TensorImpl.
+// Copying a handle aliases (IP-8); views share the Storage and the
+// VersionCounter of their base (IP-3, IP-7).
+#pragma once
+
+#include <backplane/backend.h>
+#include <backplane/device.h>
+#include <backplane/dtype.h>
+#include <backplane/intrusive_ptr.h>
+#include <backplane/shape.h>
+
+#include <atomic>
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace bp {
+
+// Counts in-place modifications of a block of memory; shared by every view.
+class VersionCounter : public RefCounted {
+ public:
+  uint32_t get() const noexcept { return v_.load(std::memory_order_relaxed); }
+  void bump() noexcept { v_.fetch_add(1, std::memory_order_relaxed); }
+
+ private:
+  std::atomic<uint32_t> v_{0};
+};
+
+// A block of device memory, allocated and freed by its backend, which it
+// keeps loaded.
+class StorageImpl : public RefCounted {
+ public:
+  StorageImpl(IntrusivePtr<Backend> backend, Device device, std::size_t nbytes);
+  ~StorageImpl() override;
+
+  void* data() const noexcept { return data_; }
+  std::size_t nbytes() const noexcept { return nbytes_; }
+  Device device() const noexcept { return device_; }
+  Backend& backend() const noexcept { return *backend_; }
+
+ private:
+  IntrusivePtr<Backend> backend_;
+  Device device_;
+  std::size_t nbytes_;
+  void* data_ = nullptr;
+};
+
+class TensorImpl : public RefCounted {
+ public:
+  IntrusivePtr<StorageImpl> storage;
+  IntrusivePtr<VersionCounter> version;
+  IntrusivePtr<TensorImpl> base;  // the tensor that owns the memory, for views
+  DimVector sizes;
+  DimVector strides;
+  int64_t offset = 0;  // in elements
+  int64_t numel = 0;
+  DType dtype = DType::Float32;
+  Device device;
+  bool contiguous = true;
+
+  void refresh() {  // recompute numel and contiguity after a metadata change
+    numel = bp::numel(sizes);
+    contiguous = bp::is_contiguous(sizes, strides);
+  }
+};
+
+struct TensorOptions {
+  DType dtype_ = kDefaultFloat;
+  std::optional<Device> device_;  // the default backend when empty
+
+  TensorOptions() = default;
+  TensorOptions(DType d) : dtype_(d) {}
+  TensorOptions(Device d) : device_(d) {}
+  TensorOptions& dtype(DType d) {
+    dtype_ = d;
+    return *this;
+  }
+  TensorOptions& device(Device d) {
+    device_ = d;
+    return *this;
+  }
+  Device resolved_device() const { return device_ ? *device_ : default_device(); }
+};
+
+// A Python-style slice for indexing: Slice(), Slice(1), Slice(1, None, 2).
+inline constexpr std::nullopt_t None = std::nullopt;
+struct Slice {
+  std::optional<int64_t> start, stop;
+  int64_t step = 1;
+  Slice(std::optional<int64_t> start_ = None, std::optional<int64_t> stop_ = None,
+        int64_t step_ = 1)
+      : start(start_), stop(stop_), step(step_) {}
+};
+using TensorIndex = std::variant<int64_t, Slice>;
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(IntrusivePtr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  bool defined() const { return static_cast<bool>(impl_); }
+  TensorImpl* impl() const { return impl_.get(); }
+  // True when both handles name the same tensor (not merely equal values).
+  bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
+
+  // --- metadata ---------------------------------------------------------
+  int64_t dim() const { return static_cast<int64_t>(impl_->sizes.size()); }
+  IntArrayRef sizes() const { return impl_->sizes; }
+  IntArrayRef strides() const { return impl_->strides; }
+  int64_t size(int64_t dim) const;
+  int64_t stride(int64_t dim) const;
+  int64_t numel() const { return impl_->numel; }
+  DType dtype() const { return impl_->dtype; }
+  Device device() const { return impl_->device; }
+  int64_t storage_offset() const { return impl_->offset; }
+  std::size_t itemsize() const { return bp::itemsize(impl_->dtype); }
+  bool is_contiguous() const { return impl_->contiguous; }
+  // True when this tensor is a view of another tensor's memory.
+  bool is_view() const { return static_cast<bool>(impl_->base); }
+  // The tensor that owns the memory of a view (undefined when not a view).
+  Tensor base() const { return Tensor(impl_->base); }
+  // The shared in-place modification count (IP-7).
+  uint32_t version() const { return impl_->version->get(); }
+  // Device address of the first element; never dereference it on the host
+  // unless the backend says its memory is host addressable.
+  const void* data_ptr() const;
+  bool shares_storage(const Tensor& o) const { return impl_->storage == o.impl_->storage; }
+
+  // --- views (no copy, no kernel) -----------------------------------------
+  Tensor view(IntArrayRef shape) const;
+  Tensor reshape(IntArrayRef shape) const;
+  Tensor transpose(int64_t dim0, int64_t dim1) const;
+  Tensor t() const;
+  Tensor permute(IntArrayRef dims) const;
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  Tensor select(int64_t dim, int64_t index) const;
+  Tensor slice(int64_t dim, std::optional<int64_t> start, std::optional<int64_t> stop,
+               int64_t step = 1) const;
+  Tensor operator[](int64_t index) const { return select(0, index); }
+  Tensor index(std::initializer_list<TensorIndex> indices) const;
+  Tensor expand(IntArrayRef shape) const;
+  Tensor squeeze() const;
+  Tensor squeeze(int64_t dim) const;
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+
+  // --- copies -----------------------------------------------------------
+  Tensor clone() const;
+  Tensor contiguous() const;
+  Tensor to(DType dtype) const;
+  Tensor to(Device device) const;
+
+  // --- in-place (return *this, bump the version) ------------------------
+  Tensor& copy_(const Tensor& src);
+  Tensor& fill_(const Scalar& value);
+  Tensor& zero_();
+  Tensor& add_(const Tensor& other, const Scalar& alpha = 1);
+  Tensor& add_(const Scalar& other);
+  Tensor& sub_(const Tensor& other, const Scalar& alpha = 1);
+  Tensor& sub_(const Scalar& other);
+  Tensor& mul_(const Tensor& other);
+  Tensor& mul_(const Scalar& other);
+  Tensor& div_(const Tensor& other);
+  Tensor& div_(const Scalar& other);
+  Tensor& relu_();
+  Tensor& operator+=(const Tensor& o) { return add_(o); }
+  Tensor& operator+=(const Scalar& o) { return add_(o); }
+  Tensor& operator-=(const Tensor& o) { return sub_(o); }
+  Tensor& operator-=(const Scalar& o) { return sub_(o); }
+  Tensor& operator*=(const Tensor& o) { return mul_(o); }
+  Tensor& operator*=(const Scalar& o) { return mul_(o); }
+  Tensor& operator/=(const Tensor& o) { return div_(o); }
+  Tensor& operator/=(const Scalar& o) { return div_(o); }
+
+  // --- out-of-place ops -------------------------------------------------
+  Tensor add(const Tensor& other, const Scalar& alpha = 1) const;
+  Tensor sub(const Tensor& other, const Scalar& alpha = 1) const;
+  Tensor mul(const Tensor& other) const;
+  Tensor div(const Tensor& other) const;
+  Tensor relu() const;
+  Tensor sum() const;
+  Tensor sum(IntArrayRef dims, bool keepdim = false) const;
+  Tensor matmul(const Tensor& other) const;
+
+  // --- host data ---------------------------------------------------------
+  // The value of a one-element tensor.
+  template <class T>
+  T item() const;
+  Scalar item() const;
+  // A host copy of every element in row-major order, converted to T.
+  template <class T>
+  std::vector<T> to_vector() const;
+  // PyTorch-style text: tensor([[0., 1.], [2., 3.]]).
+  std::string to_string() const;
+
+ private:
+  IntrusivePtr<TensorImpl> impl_;
+};
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+}  // namespace bp

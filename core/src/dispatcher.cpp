@@ -1,0 +1,129 @@
+#include <backplane/dispatcher.h>
+#include <backplane/error.h>
+
+#include "internal.h"
+
+#include <sstream>
+
+namespace bp {
+
+std::string_view op_name(Op op) {
+  switch (op) {
+    case Op::Fill: return "fill";
+    case Op::Copy: return "copy";
+    case Op::Add: return "add";
+    case Op::Sub: return "sub";
+    case Op::Mul: return "mul";
+    case Op::Div: return "div";
+    case Op::Relu: return "relu";
+    case Op::Sum: return "sum";
+    case Op::Matmul: return "matmul";
+  }
+  return "unknown";
+}
+
+KernelRegistry& KernelRegistry::instance() {
+  static KernelRegistry* registry = new KernelRegistry();  // outlives every backend
+  return *registry;
+}
+
+void KernelRegistry::add(int backend, const bp_kernel_registration& reg, std::string origin) {
+  BP_CHECK(backend >= 0 && backend < kMaxBackends, "[register_kernel] bad backend id ", backend);
+  BP_CHECK(reg.op >= 0 && reg.op < kNumOps, "[register_kernel] unknown op ", reg.op,
+           " (this core knows ops 0 to ", kNumOps - 1, "; was the plugin built for a newer ABI?)");
+  BP_CHECK(reg.fn != nullptr, "[register_kernel] ", op_name(static_cast<Op>(reg.op)),
+           ": kernel function is NULL (", origin, ")");
+  BP_CHECK(reg.dtype_mask != 0 && (reg.dtype_mask & ~BP_DTYPE_MASK_ALL) == 0,
+           "[register_kernel] ", op_name(static_cast<Op>(reg.op)), ": dtype mask 0x", std::hex,
+           reg.dtype_mask, std::dec, " names no dtype or unknown ones (", origin, ")");
+  for (int d = 0; d < kNumDTypes; ++d) {
+    if (!(reg.dtype_mask & BP_DTYPE_BIT(d))) continue;
+    BP_CHECK(table_[reg.op][backend][d].fn == nullptr, "[register_kernel] ",
+             op_name(static_cast<Op>(reg.op)), " for ", static_cast<DType>(d),
+             " is registered twice: first by ", origin_[reg.op][backend][d], ", again by ",
+             origin);
+  }
+  for (int d = 0; d < kNumDTypes; ++d) {
+    if (!(reg.dtype_mask & BP_DTYPE_BIT(d))) continue;
+    table_[reg.op][backend][d] = KernelEntry{reg.fn, reg.kernel_ctx};
+    origin_[reg.op][backend][d] = origin;
+  }
+}
+
+void KernelRegistry::remove_backend(int backend) {
+  for (int op = 0; op < kNumOps; ++op)
+    for (int d = 0; d < kNumDTypes; ++d) {
+      table_[op][backend][d] = KernelEntry{};
+      origin_[op][backend][d].clear();
+    }
+}
+
+std::vector<std::string> KernelRegistry::backends_with(Op op, DType dtype) const {
+  std::vector<std::string> out;
+  for (Backend* b : PluginLoader::instance().loaded())
+    if (lookup(op, b->id(), dtype).fn) out.push_back(b->name());
+  return out;
+}
+
+const std::string& KernelRegistry::origin(Op op, int backend, DType dtype) const {
+  return origin_[static_cast<int>(op)][backend][static_cast<int>(dtype)];
+}
+
+namespace {
+[[noreturn]] __attribute__((noinline)) void missing_kernel(Op op, DType dtype, Device device) {
+  std::ostringstream os;
+  Backend* b = PluginLoader::instance().by_id(device.backend);
+  os << "[" << op_name(op) << "] not implemented for dtype " << dtype << " on backend '"
+     << (b ? b->name() : "?") << "'";
+  auto have = KernelRegistry::instance().backends_with(op, dtype);
+  if (have.empty()) {
+    os << "; no loaded backend has it";
+  } else {
+    os << "; backends that have it: ";
+    for (std::size_t i = 0; i < have.size(); ++i) os << (i ? ", " : "") << have[i];
+  }
+  throw NotImplementedError(os.str());
+}
+}  // namespace
+
+void call_kernel(Op op, DType dtype, Device device, std::span<const bp_tensor> inputs,
+                 std::span<const bp_tensor> outputs, const bp_attrs& attrs) {
+  const KernelEntry& k = KernelRegistry::instance().lookup(op, device.backend, dtype);
+  if (__builtin_expect(k.fn == nullptr, 0)) missing_kernel(op, dtype, device);
+  bp_kernel_call call;
+  call.struct_size = sizeof(call);
+  call.op = static_cast<int32_t>(op);
+  call.dtype = static_cast<int32_t>(dtype);
+  call.num_inputs = static_cast<int32_t>(inputs.size());
+  call.num_outputs = static_cast<int32_t>(outputs.size());
+  call.inputs = inputs.data();
+  call.outputs = outputs.data();
+  call.attrs = &attrs;
+  char buf[512];
+  buf[0] = '\0';
+  bp_error err{sizeof(bp_error), buf, sizeof(buf)};
+  bp_status st = k.fn(k.ctx, &call, &err);
+  if (__builtin_expect(st != BP_STATUS_OK, 0)) {
+    Backend* b = PluginLoader::instance().by_id(device.backend);
+    detail::raise_status(st, op_name(op), b ? b->name() : "?",
+                         buf[0] ? std::string(buf) : "(the kernel gave no message)");
+  }
+}
+
+namespace detail {
+
+void raise_status(bp_status st, std::string_view what, std::string_view backend,
+                  const std::string& message) {
+  std::string m;
+  m.reserve(what.size() + backend.size() + message.size() + 16);
+  m.append("[").append(what).append("] backend '").append(backend).append("': ").append(message);
+  switch (st) {
+    case BP_STATUS_INVALID_ARGUMENT: throw ValueError(m);
+    case BP_STATUS_UNSUPPORTED: throw NotImplementedError(m);
+    case BP_STATUS_OUT_OF_MEMORY: throw OutOfMemoryError(m);
+    default: throw Error(m);
+  }
+}
+
+}  // namespace detail
+}  // namespace bp

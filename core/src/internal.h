@@ -1,0 +1,113 @@
+// Helpers shared by the core's sources; not installed.
+#pragma once
+
+#include <backplane/dispatcher.h>
+#include <backplane/error.h>
+#include <backplane/plugin.h>
+#include <backplane/tensor.h>
+
+#include <cstdio>
+#include <string>
+#include <string_view>
+
+#ifndef BACKPLANE_VERSION
+#define BACKPLANE_VERSION "0.0.0"
+#endif
+
+namespace bp::detail {
+
+inline void write_error(bp_error* e, const char* msg) {
+  if (e && e->message && e->capacity) std::snprintf(e->message, e->capacity, "%s", msg);
+}
+
+// A bp_error with its own buffer, for one call across the ABI.
+class ErrorBuffer {
+ public:
+  ErrorBuffer() { buf_[0] = '\0'; }
+  bp_error* get() { return &err_; }
+  std::string message() const { return buf_[0] ? buf_ : "(the plugin gave no message)"; }
+
+ private:
+  char buf_[1024];
+  bp_error err_{sizeof(bp_error), buf_, sizeof(buf_)};
+};
+
+// Throws the typed error for a failed plugin call.
+[[noreturn]] void raise_status(bp_status st, std::string_view what, std::string_view backend,
+                               const std::string& message);
+
+inline void check_status(bp_status st, std::string_view what, std::string_view backend,
+                         const ErrorBuffer& err) {
+  if (__builtin_expect(st != BP_STATUS_OK, 0)) raise_status(st, what, backend, err.message());
+}
+inline void check_status(bp_status st, std::string_view what, std::string_view backend) {
+  if (__builtin_expect(st != BP_STATUS_OK, 0))
+    raise_status(st, what, backend, "(no message)");
+}
+
+// The backend of a device (throws when it is not loaded any more).
+Backend& backend_of(Device d);
+
+// A new tensor with contiguous strides (or `strides` when given) and fresh memory.
+Tensor make_empty(IntArrayRef shape, DType dtype, Device device);
+Tensor make_empty_strided(IntArrayRef shape, IntArrayRef strides, DType dtype, Device device);
+// A view of `src`'s memory with new metadata; shares storage and version counter.
+Tensor make_view(const Tensor& src, DimVector sizes, DimVector strides, int64_t offset);
+
+// Gives a fresh, contiguous, not yet shared tensor another shape with the
+// same element count (results of reductions and matmul are not views).
+inline void reshape_fresh(Tensor& t, DimVector shape) {
+  t.impl()->strides = contiguous_strides(shape);
+  t.impl()->sizes = std::move(shape);
+  t.impl()->refresh();
+}
+
+// An ABI descriptor of `t` (pointers into t's metadata; t must outlive it).
+inline bp_tensor describe(const Tensor& t, int32_t dl_device_type) {
+  TensorImpl* i = t.impl();
+  bp_tensor d;
+  d.data = i->storage->data();
+  d.device = {dl_device_type, i->device.index};
+  d.ndim = static_cast<int32_t>(i->sizes.size());
+  d.dtype = {static_cast<uint8_t>(is_floating(i->dtype) ? 2 : i->dtype == DType::Bool ? 6 : 0),
+             static_cast<uint8_t>(i->dtype == DType::Bool ? 8 : itemsize(i->dtype) * 8), 1};
+  d.shape = const_cast<int64_t*>(i->sizes.data());
+  d.strides = const_cast<int64_t*>(i->strides.data());
+  d.byte_offset = static_cast<uint64_t>(i->offset) * itemsize(i->dtype);
+  return d;
+}
+
+// Same, seen with another shape and strides (broadcast operands).
+inline bp_tensor describe_as(const Tensor& t, const DimVector& shape, const DimVector& strides,
+                             int32_t dl_device_type) {
+  bp_tensor d = describe(t, dl_device_type);
+  d.ndim = static_cast<int32_t>(shape.size());
+  d.shape = const_cast<int64_t*>(shape.data());
+  d.strides = const_cast<int64_t*>(strides.data());
+  return d;
+}
+
+inline bp_attrs make_attrs() {
+  bp_attrs a;
+  a.struct_size = sizeof(bp_attrs);
+  a.num_scalars = 0;
+  a.num_ints = 0;
+  return a;
+}
+
+// "tensor of shape [2, 3], dtype float32 on cpu_onednn:0", for messages.
+std::string describe_tensor(const Tensor& t);
+
+// Both on one device, else an error naming both (DV-1).
+void check_same_device(const char* op, const Tensor& a, const Tensor& b);
+
+// IP-6: `out` may not have elements sharing memory, and may not partially
+// overlap `in` (being exactly `in` is allowed).
+void check_writable(const char* op, const Tensor& out);
+void check_no_partial_overlap(const char* op, const Tensor& out, const Tensor& in);
+
+// Copies `src` into `dst` (same shape after broadcasting `src`), converting
+// dtype and crossing devices through the backends' copy functions.
+void copy_into(const Tensor& dst, const Tensor& src);
+
+}  // namespace bp::detail

@@ -1,0 +1,91 @@
+// Copies and fills: copy_, fill_, zero_, clone, contiguous, to(dtype|device).
+#include <backplane/ops.h>
+
+#include "../internal.h"
+
+#include <vector>
+
+namespace bp {
+
+namespace detail {
+
+void copy_into(const Tensor& dst, const Tensor& src) {
+  if (dst.numel() == 0) return;
+  Backend& db = backend_of(dst.device());
+  Tensor s = src;
+  if (src.device() != dst.device()) {
+    // Through the host, with each backend's own copy functions (DV-3).
+    Tensor c = src.contiguous();
+    std::vector<char> host(c.numel() * c.itemsize());
+    backend_of(c.device()).copy_to_host(c.device().index, host.data(), c.data_ptr(), host.size());
+    s = from_blob(host.data(), c.dtype(), c.sizes(), dst.device());
+  }
+  const DimVector shape(dst.sizes());
+  const DimVector strides = broadcast_strides(s.sizes(), s.strides(), shape);
+  bp_tensor in = describe_as(s, shape, strides, db.dl_device_type());
+  bp_tensor out = describe(dst, db.dl_device_type());
+  call_kernel(Op::Copy, s.dtype(), dst.device(), {&in, 1}, {&out, 1}, make_attrs());
+}
+
+}  // namespace detail
+
+Tensor& Tensor::copy_(const Tensor& src) {
+  detail::check_writable("copy_", *this);
+  DimVector shape = broadcast_shapes(sizes(), src.sizes(), "copy_");
+  BP_CHECK(shape == DimVector(sizes()), "[copy_] the source of shape ", src.sizes(),
+           " does not broadcast to the destination's shape ", sizes());
+  detail::check_no_partial_overlap("copy_", *this, src);
+  detail::copy_into(*this, src);
+  impl_->version->bump();
+  return *this;
+}
+
+Tensor& Tensor::fill_(const Scalar& value) {
+  detail::check_writable("fill_", *this);
+  if (numel() > 0) {
+    Backend& b = detail::backend_of(device());
+    bp_tensor out = detail::describe(*this, b.dl_device_type());
+    bp_attrs attrs = detail::make_attrs();
+    attrs.num_scalars = 1;
+    attrs.scalars[0] = value.to_abi();
+    call_kernel(Op::Fill, dtype(), device(), {}, {&out, 1}, attrs);
+  }
+  impl_->version->bump();
+  return *this;
+}
+
+Tensor& Tensor::zero_() { return fill_(0); }
+
+Tensor Tensor::clone() const {
+  // Keep the source's strides when they tile memory densely (CP-1).
+  Tensor out = is_non_overlapping_and_dense(sizes(), strides())
+                   ? detail::make_empty_strided(sizes(), strides(), dtype(), device())
+                   : detail::make_empty(sizes(), dtype(), device());
+  detail::copy_into(out, *this);
+  return out;
+}
+
+Tensor Tensor::contiguous() const {
+  if (is_contiguous()) return *this;
+  Tensor out = detail::make_empty(sizes(), dtype(), device());
+  detail::copy_into(out, *this);
+  return out;
+}
+
+Tensor Tensor::to(DType d) const {
+  if (d == dtype()) return *this;
+  Tensor out = is_non_overlapping_and_dense(sizes(), strides())
+                   ? detail::make_empty_strided(sizes(), strides(), d, device())
+                   : detail::make_empty(sizes(), d, device());
+  detail::copy_into(out, *this);
+  return out;
+}
+
+Tensor Tensor::to(Device dev) const {
+  if (dev == device()) return *this;
+  Tensor out = detail::make_empty(sizes(), dtype(), dev);
+  detail::copy_into(out, *this);
+  return out;
+}
+
+}  // namespace bp

@@ -1,0 +1,117 @@
+// Factories: empty/zeros/ones/full, arange, and tensors from host data.
+#include <backplane/ops.h>
+
+#include "../internal.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace bp {
+
+Tensor empty(IntArrayRef shape, TensorOptions options) {
+  return detail::make_empty(shape, options.dtype_, options.resolved_device());
+}
+
+Tensor zeros(IntArrayRef shape, TensorOptions options) {
+  Tensor t = empty(shape, options);
+  // All-zero bytes are 0, 0.0 and false in every dtype we have.
+  if (t.numel() > 0)
+    detail::backend_of(t.device())
+        .memset(t.device().index, t.impl()->storage->data(), 0, t.numel() * t.itemsize());
+  return t;
+}
+
+Tensor ones(IntArrayRef shape, TensorOptions options) { return full(shape, 1, options); }
+
+Tensor full(IntArrayRef shape, const Scalar& value, TensorOptions options) {
+  Tensor t = empty(shape, options);
+  t.fill_(value);
+  return t;
+}
+
+Tensor scalar_tensor(const Scalar& value, TensorOptions options) {
+  return full(IntArrayRef(), value, options);
+}
+
+Tensor arange(const Scalar& end, std::optional<TensorOptions> options) {
+  return arange(0, end, 1, options);
+}
+
+Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step,
+              std::optional<TensorOptions> options) {
+  const bool integral = !start.is_floating() && !end.is_floating() && !step.is_floating();
+  TensorOptions opts = options.value_or(TensorOptions(integral ? DType::Int64 : kDefaultFloat));
+  const double s = start.to_double(), e = end.to_double(), d = step.to_double();
+  BP_CHECK(d != 0, "[arange] step must be nonzero");
+  BP_CHECK(std::isfinite(s) && std::isfinite(e), "[arange] start and end must be finite, got ",
+           start, " and ", end);
+  BP_CHECK((e - s) == 0 || ((e - s) > 0) == (d > 0), "[arange] upper bound and lower bound are ",
+           "inconsistent with the step sign: start ", start, ", end ", end, ", step ", step);
+  int64_t n;
+  if (integral) {
+    const int64_t si = start.to<int64_t>(), ei = end.to<int64_t>(), di = step.to<int64_t>();
+    // ceil((e - s) / d) in exact integer arithmetic.
+    const int64_t num = ei - si;
+    n = num / di + ((num % di != 0) && ((num > 0) == (di > 0)) ? 1 : 0);
+  } else {
+    n = static_cast<int64_t>(std::ceil((e - s) / d));
+  }
+  n = std::max<int64_t>(n, 0);
+  Tensor t = empty(IntArrayRef(&n, 1), opts);
+  if (n == 0) return t;
+  visit(t.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using H = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
+    std::vector<H> host(static_cast<std::size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      if constexpr (std::is_floating_point_v<T>)
+        host[i] = static_cast<T>(s + static_cast<double>(i) * d);
+      else if constexpr (std::is_same_v<T, bool>)
+        host[i] = (s + static_cast<double>(i) * d) != 0;
+      else if (integral)
+        host[i] = static_cast<T>(start.to<int64_t>() + i * step.to<int64_t>());
+      else
+        host[i] = static_cast<T>(s + static_cast<double>(i) * d);
+    }
+    detail::backend_of(t.device())
+        .copy_from_host(t.device().index, t.impl()->storage->data(), host.data(),
+                        host.size() * sizeof(H));
+  });
+  return t;
+}
+
+Tensor from_blob(const void* host_data, DType dtype, IntArrayRef shape, Device device) {
+  Tensor t = detail::make_empty(shape, dtype, device);
+  if (t.numel())
+    detail::backend_of(device).copy_from_host(device.index, t.impl()->storage->data(), host_data,
+                                              t.numel() * itemsize(dtype));
+  return t;
+}
+
+template <class T>
+Tensor from_vector(const std::vector<T>& values, IntArrayRef shape, TensorOptions options) {
+  BP_CHECK(static_cast<int64_t>(values.size()) == numel(shape), "[tensor] ", values.size(),
+           " values do not fill shape ", shape, " (", numel(shape), " elements)");
+  const Device dev = options.resolved_device();
+  return visit(options.dtype_, [&](auto tag) {
+    using D = decltype(tag);
+    // std::vector<bool> has no data(); bytes are what a bool tensor holds.
+    using H = std::conditional_t<std::is_same_v<D, bool>, uint8_t, D>;
+    std::vector<H> host(values.size());
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      if constexpr (std::is_same_v<D, bool>)
+        host[i] = values[i] != T(0);
+      else
+        host[i] = static_cast<D>(values[i]);
+    }
+    return from_blob(host.data(), options.dtype_, shape, dev);
+  });
+}
+
+template Tensor from_vector(const std::vector<bool>&, IntArrayRef, TensorOptions);
+template Tensor from_vector(const std::vector<int32_t>&, IntArrayRef, TensorOptions);
+template Tensor from_vector(const std::vector<int64_t>&, IntArrayRef, TensorOptions);
+template Tensor from_vector(const std::vector<float>&, IntArrayRef, TensorOptions);
+template Tensor from_vector(const std::vector<double>&, IntArrayRef, TensorOptions);
+
+}  // namespace bp

@@ -1,0 +1,58 @@
+// matmul with numpy's rules for 1-D operands and broadcast batch dims.
+#include <backplane/ops.h>
+
+#include "../internal.h"
+
+namespace bp {
+
+Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
+  detail::check_same_device("matmul", a_in, b_in);
+  BP_CHECK(a_in.dim() >= 1 && b_in.dim() >= 1, "[matmul] both operands need at least 1 dim, got ",
+           detail::describe_tensor(a_in), " and ", detail::describe_tensor(b_in));
+  const DType dt = promote_types(a_in.dtype(), b_in.dtype());
+  // 1-D operands become a row (left) or a column (right), removed at the end.
+  const bool a_vec = a_in.dim() == 1, b_vec = b_in.dim() == 1;
+  Tensor a = a_vec ? a_in.unsqueeze(0) : a_in;
+  Tensor b = b_vec ? b_in.unsqueeze(1) : b_in;
+  if (a.dtype() != dt) a = a.to(dt);
+  if (b.dtype() != dt) b = b.to(dt);
+  const int64_t m = a.size(-2), k = a.size(-1), k2 = b.size(-2), n = b.size(-1);
+  BP_CHECK(k == k2, "[matmul] shapes ", a_in.sizes(), " and ", b_in.sizes(),
+           " cannot be multiplied (", k, " != ", k2, ")");
+  const DimVector batch_a(IntArrayRef(a.sizes()).first(a.dim() - 2));
+  const DimVector batch_b(IntArrayRef(b.sizes()).first(b.dim() - 2));
+  DimVector batch = broadcast_shapes(batch_a, batch_b, "matmul");
+  DimVector out_shape = batch, a_shape = batch, b_shape = batch;
+  out_shape.push_back(m);
+  out_shape.push_back(n);
+  a_shape.push_back(m);
+  a_shape.push_back(k);
+  b_shape.push_back(k);
+  b_shape.push_back(n);
+  Tensor out = detail::make_empty(out_shape, dt, a.device());
+  if (out.numel() > 0) {
+    if (k == 0) {
+      out.zero_();
+    } else {
+      Backend& be = detail::backend_of(a.device());
+      const int32_t dl = be.dl_device_type();
+      const DimVector sa = broadcast_strides(a.sizes(), a.strides(), a_shape);
+      const DimVector sb = broadcast_strides(b.sizes(), b.strides(), b_shape);
+      const bp_tensor in[2] = {detail::describe_as(a, a_shape, sa, dl),
+                               detail::describe_as(b, b_shape, sb, dl)};
+      const bp_tensor o = detail::describe(out, dl);
+      call_kernel(Op::Matmul, dt, a.device(), in, {&o, 1}, detail::make_attrs());
+    }
+  }
+  if (a_vec || b_vec) {
+    DimVector shape = batch;
+    if (!a_vec) shape.push_back(m);
+    if (!b_vec) shape.push_back(n);
+    detail::reshape_fresh(out, std::move(shape));
+  }
+  return out;
+}
+
+Tensor Tensor::matmul(const Tensor& other) const { return bp::matmul(*this, other); }
+
+}  // namespace bp

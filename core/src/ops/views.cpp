@@ -1,0 +1,195 @@
+// Views: new sizes, strides and offset over the same memory. No copy, no
+// kernel; each is O(rank).
+#include <backplane/ops.h>
+
+#include "../internal.h"
+
+#include <algorithm>
+
+namespace bp {
+
+using detail::make_view;
+
+Tensor Tensor::view(IntArrayRef shape) const {
+  DimVector target = infer_shape(shape, numel(), "view");
+  DimVector strides;
+  BP_CHECK(view_strides(sizes(), this->strides(), target, strides), "[view] cannot view ",
+           detail::describe_tensor(*this), " with strides ", this->strides(), " as shape ",
+           target, ": its memory layout is not compatible (at least one dimension spans "
+           "across two contiguous subspaces); use .reshape(...) instead, which copies when needed");
+  return make_view(*this, std::move(target), std::move(strides), storage_offset());
+}
+
+Tensor Tensor::reshape(IntArrayRef shape) const {
+  DimVector target = infer_shape(shape, numel(), "reshape");
+  DimVector strides;
+  if (view_strides(sizes(), this->strides(), target, strides))
+    return make_view(*this, std::move(target), std::move(strides), storage_offset());
+  return contiguous().view(target);
+}
+
+Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
+  d0 = wrap_dim(d0, dim(), "transpose");
+  d1 = wrap_dim(d1, dim(), "transpose");
+  DimVector sz(sizes()), st(strides());
+  if (dim() > 0) {
+    std::swap(sz[d0], sz[d1]);
+    std::swap(st[d0], st[d1]);
+  }
+  return make_view(*this, std::move(sz), std::move(st), storage_offset());
+}
+
+Tensor Tensor::t() const {
+  BP_CHECK(dim() <= 2, "[t] expects a tensor with <= 2 dims, got ", detail::describe_tensor(*this),
+           "; use .transpose(dim0, dim1) or .permute(...) for more");
+  return dim() < 2 ? make_view(*this, DimVector(sizes()), DimVector(strides()), storage_offset())
+                   : transpose(0, 1);
+}
+
+Tensor Tensor::permute(IntArrayRef dims) const {
+  BP_CHECK(static_cast<int64_t>(dims.size()) == dim(), "[permute] got ", dims.size(),
+           " dims ", dims, " for ", detail::describe_tensor(*this), "; give one per dim");
+  DimVector sz(dims.size()), st(dims.size());
+  std::vector<bool> seen(dims.size(), false);
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    int64_t d = wrap_dim(dims[i], dim(), "permute");
+    BP_CHECK(!seen[d], "[permute] dim ", d, " appears twice in ", dims);
+    seen[d] = true;
+    sz[i] = size(d);
+    st[i] = stride(d);
+  }
+  return make_view(*this, std::move(sz), std::move(st), storage_offset());
+}
+
+Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
+  BP_CHECK_INDEX(dim() > 0, "[narrow] cannot narrow a 0-d tensor");
+  d = wrap_dim(d, dim(), "narrow");
+  const int64_t n = size(d);
+  if (start < 0) start += n;
+  BP_CHECK_INDEX(start >= 0 && start <= n, "[narrow] start ", start, " is out of range for dim ",
+                 d, " of size ", n, " (valid: ", -n, " to ", n, ")");
+  BP_CHECK_INDEX(length >= 0 && start + length <= n, "[narrow] start ", start, " + length ",
+                 length, " exceeds dim ", d, " of size ", n);
+  DimVector sz(sizes());
+  sz[d] = length;
+  return make_view(*this, std::move(sz), DimVector(strides()), storage_offset() + start * stride(d));
+}
+
+Tensor Tensor::select(int64_t d, int64_t index) const {
+  BP_CHECK_INDEX(dim() > 0, "[select] cannot index a 0-d tensor");
+  d = wrap_dim(d, dim(), "select");
+  const int64_t n = size(d);
+  BP_CHECK_INDEX(index >= -n && index < n, "[select] index ", index,
+                 " is out of range for dim ", d, " of size ", n, " (valid: ", -n, " to ", n - 1,
+                 ")");
+  if (index < 0) index += n;
+  DimVector sz(sizes()), st(strides());
+  const int64_t offset = storage_offset() + index * st[d];
+  sz.erase(d);
+  st.erase(d);
+  return make_view(*this, std::move(sz), std::move(st), offset);
+}
+
+Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int64_t> stop,
+                     int64_t step) const {
+  BP_CHECK_INDEX(dim() > 0, "[slice] cannot slice a 0-d tensor");
+  d = wrap_dim(d, dim(), "slice");
+  BP_CHECK(step > 0, "[slice] step must be positive, got ", step);
+  const int64_t n = size(d);
+  // Python's clamping: negative from the end, then into [0, n].
+  auto clamp = [n](int64_t v) {
+    if (v < 0) v += n;
+    return std::clamp<int64_t>(v, 0, n);
+  };
+  int64_t b = start ? clamp(*start) : 0;
+  int64_t e = stop ? clamp(*stop) : n;
+  if (e < b) e = b;
+  DimVector sz(sizes()), st(strides());
+  sz[d] = (e - b + step - 1) / step;
+  st[d] *= step;
+  return make_view(*this, std::move(sz), std::move(st), storage_offset() + b * stride(d));
+}
+
+Tensor Tensor::index(std::initializer_list<TensorIndex> indices) const {
+  BP_CHECK_INDEX(static_cast<int64_t>(indices.size()) <= dim(), "[index] too many indices (",
+                 indices.size(), ") for ", detail::describe_tensor(*this));
+  Tensor r = *this;
+  int64_t d = 0;
+  for (const auto& idx : indices) {
+    if (const auto* i = std::get_if<int64_t>(&idx)) {
+      r = r.select(d, *i);  // the dim disappears; d stays
+    } else {
+      const Slice& s = std::get<Slice>(idx);
+      r = r.slice(d, s.start, s.stop, s.step);
+      ++d;
+    }
+  }
+  return r;
+}
+
+Tensor Tensor::expand(IntArrayRef shape) const {
+  BP_CHECK(static_cast<int64_t>(shape.size()) >= dim(), "[expand] the target shape ", shape,
+           " has fewer dims than ", detail::describe_tensor(*this));
+  const std::size_t lead = shape.size() - dim();
+  DimVector sz(shape.size()), st(shape.size());
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i < lead) {
+      BP_CHECK(shape[i] >= 0, "[expand] a new leading dim cannot be ", shape[i], " in ", shape);
+      sz[i] = shape[i];
+      st[i] = 0;
+      continue;
+    }
+    const int64_t cur = size(i - lead), want = shape[i] == -1 ? cur : shape[i];
+    BP_CHECK(cur == want || cur == 1, "[expand] the size ", cur, " of dim ", i - lead,
+             " must match the target size ", want, " (only size-1 dims expand); shape ",
+             sizes(), " to ", shape);
+    sz[i] = want;
+    st[i] = cur == want ? stride(i - lead) : 0;
+  }
+  return make_view(*this, std::move(sz), std::move(st), storage_offset());
+}
+
+Tensor Tensor::squeeze() const {
+  DimVector sz, st;
+  for (int64_t d = 0; d < dim(); ++d)
+    if (size(d) != 1) {
+      sz.push_back(size(d));
+      st.push_back(stride(d));
+    }
+  return make_view(*this, std::move(sz), std::move(st), storage_offset());
+}
+
+Tensor Tensor::squeeze(int64_t d) const {
+  d = wrap_dim(d, dim(), "squeeze");
+  DimVector sz(sizes()), st(strides());
+  if (dim() > 0 && size(d) == 1) {
+    sz.erase(d);
+    st.erase(d);
+  }
+  return make_view(*this, std::move(sz), std::move(st), storage_offset());
+}
+
+Tensor Tensor::unsqueeze(int64_t d) const {
+  d = wrap_dim(d, dim() + 1, "unsqueeze");
+  DimVector sz(sizes()), st(strides());
+  const int64_t s = d < dim() ? size(d) * stride(d) : 1;
+  sz.insert(d, 1);
+  st.insert(d, s);
+  return make_view(*this, std::move(sz), std::move(st), storage_offset());
+}
+
+Tensor Tensor::flatten(int64_t start, int64_t end) const {
+  if (dim() == 0) return reshape(std::vector<int64_t>{1});
+  start = wrap_dim(start, dim(), "flatten");
+  end = wrap_dim(end, dim(), "flatten");
+  BP_CHECK(start <= end, "[flatten] start_dim ", start, " comes after end_dim ", end);
+  DimVector shape;
+  for (int64_t d = 0; d < start; ++d) shape.push_back(size(d));
+  int64_t n = 1;
+  for (int64_t d = start; d <= end; ++d) n *= size(d);
+  shape.push_back(n);
+  for (int64_t d = end + 1; d < dim(); ++d) shape.push_back(size(d));
+  return reshape(shape);
+}
+
+}  // namespace bp

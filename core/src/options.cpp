@@ -1,0 +1,63 @@
+// The --backend / --plugin-path flags shared by every program.
+#include <backplane/backend.h>
+#include <backplane/options.h>
+
+#include <boost/program_options.hpp>
+
+#include <cstring>
+#include <string_view>
+
+#include "internal.h"
+
+namespace po = boost::program_options;
+
+namespace bp {
+
+const char* version() { return BACKPLANE_VERSION; }
+
+po::options_description backend_options(BackendFlags& flags) {
+  po::options_description d("Backend selection");
+  d.add_options()
+      ("backend", po::value<std::string>(&flags.backend)->default_value(flags.backend),
+       "backend to run on: a name (cpu_onednn, cuda, ...) looked up as "
+       "libbackplane_NAME.so in the plugin folders, or a path to a plugin .so")
+      ("plugin-path", po::value<std::vector<std::string>>(&flags.plugin_paths)->composing(),
+       "folder searched for plugins before the default ones (repeatable)");
+  return d;
+}
+
+void apply_backend_flags(const BackendFlags& flags) {
+  for (const auto& p : flags.plugin_paths) PluginLoader::instance().add_search_path(p);
+  set_default_backend(flags.backend);
+}
+
+BackendFlags init_from_args(int& argc, char** argv) {
+  BackendFlags flags;
+  int out = 1;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    auto take = [&](std::string_view name, auto&& set) {
+      const std::string flag = "--" + std::string(name);
+      if (a == flag) {
+        BP_CHECK(i + 1 < argc, "[", flag, "] needs a value");
+        set(std::string(argv[++i]));
+        return true;
+      }
+      if (a.rfind(flag + "=", 0) == 0) {
+        set(std::string(a.substr(flag.size() + 1)));
+        return true;
+      }
+      return false;
+    };
+    if (take("backend", [&](std::string v) { flags.backend = std::move(v); })) continue;
+    if (take("plugin-path", [&](std::string v) { flags.plugin_paths.push_back(std::move(v)); }))
+      continue;
+    argv[out++] = argv[i];
+  }
+  argc = out;
+  argv[argc] = nullptr;
+  apply_backend_flags(flags);
+  return flags;
+}
+
+}  // namespace bp

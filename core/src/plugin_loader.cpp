@@ -1,0 +1,451 @@
+// Finding, opening and vetting plugins (Boost.DLL), and the Backend wrapper.
+#include <backplane/backend.h>
+#include <backplane/dispatcher.h>
+#include <backplane/error.h>
+
+#include "internal.h"
+
+#include <boost/dll/library_info.hpp>
+#include <boost/dll/runtime_symbol_info.hpp>
+#include <boost/dll/shared_library.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+
+#ifndef BACKPLANE_INSTALL_PLUGIN_DIR
+#define BACKPLANE_INSTALL_PLUGIN_DIR "/usr/local/lib/backplane"
+#endif
+
+namespace fs = std::filesystem;
+
+namespace bp {
+
+struct Backend::Library {
+  boost::dll::shared_library lib;
+};
+
+namespace {
+
+constexpr const char* kFilePrefix = "libbackplane_";
+constexpr const char* kFileSuffix = ".so";
+
+bool looks_like_path(std::string_view s) {
+  return s.find('/') != std::string_view::npos ||
+         (s.size() > 3 && s.substr(s.size() - 3) == ".so");
+}
+
+bool valid_name(std::string_view n) {
+  return !n.empty() && std::all_of(n.begin(), n.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+// The plugin's fields that every ABI 1.x plugin must fill.
+constexpr std::size_t kMinPluginSize = offsetof(bp_plugin, memory_stats);
+
+struct RegistrarState {
+  int backend = -1;
+  std::string plugin_name;
+};
+
+bp_status register_kernel_c(void* ctx, const bp_kernel_registration* reg,
+                            bp_error* error) noexcept {
+  auto* st = static_cast<RegistrarState*>(ctx);
+  try {
+    BP_CHECK(reg != nullptr && reg->struct_size >= offsetof(bp_kernel_registration, origin),
+             "[register_kernel] registration struct is missing or too small");
+    std::string origin = st->plugin_name;
+    if (BP_HAS_FIELD(reg, bp_kernel_registration, origin) && reg->origin != nullptr)
+      origin += std::string(" at ") + reg->origin;
+    KernelRegistry::instance().add(st->backend, *reg, std::move(origin));
+    return BP_STATUS_OK;
+  } catch (const std::exception& e) {
+    detail::write_error(error, e.what());
+    return BP_STATUS_INVALID_ARGUMENT;
+  }
+}
+
+std::string exported_symbols(const std::string& path) {
+  try {
+    boost::dll::library_info info(path);
+    std::vector<std::string> syms = info.symbols();
+    if (syms.empty()) return "(no exported symbols)";
+    std::ostringstream os;
+    std::size_t shown = 0;
+    for (const auto& s : syms) {
+      if (shown == 12) {
+        os << ", ... (" << syms.size() - shown << " more)";
+        break;
+      }
+      os << (shown++ ? ", " : "") << s;
+    }
+    return os.str();
+  } catch (const std::exception& e) {
+    return std::string("(could not list symbols: ") + e.what() + ")";
+  }
+}
+
+}  // namespace
+
+// --- Backend ------------------------------------------------------------------
+
+Backend::Backend(int id, std::unique_ptr<Library> lib, const bp_plugin* api, std::string path)
+    : lib_(std::move(lib)), api_(api), id_(id), name_(api->name), path_(std::move(path)) {
+  version_ = api->version ? api->version : "unknown";
+  char reason[512] = {0};
+  device_count_ = std::max<int32_t>(0, api_->device_count(api_->ctx, reason, sizeof(reason)));
+  if (device_count_ == 0)
+    no_device_reason_ = reason[0] ? reason : "the plugin reported no device and gave no reason";
+}
+
+Backend::~Backend() {
+  if (api_->destroy) api_->destroy(api_->ctx);
+}
+
+bp_device_props Backend::device_props(int device) const {
+  bp_device_props p{};
+  p.struct_size = sizeof(p);
+  detail::check_status(api_->device_props(api_->ctx, device, &p, detail::ErrorBuffer().get()),
+                       "device_props", name_);
+  return p;
+}
+
+bool Backend::host_addressable(int device) const { return device_props(device).host_addressable; }
+
+std::optional<bp_memory_stats> Backend::memory_stats(int device) const {
+  if (!BP_HAS_FIELD(api_, bp_plugin, memory_stats) || api_->memory_stats == nullptr)
+    return std::nullopt;
+  bp_memory_stats s{};
+  s.struct_size = sizeof(s);
+  detail::ErrorBuffer err;
+  if (api_->memory_stats(api_->ctx, device, &s, err.get()) != BP_STATUS_OK) return std::nullopt;
+  return s;
+}
+
+void* Backend::allocate(int device, std::size_t nbytes) const {
+  BP_CHECK(device >= 0 && device < device_count_, "[allocate] backend '", name_,
+           "' has no device ", device, " (it has ", device_count_, ")",
+           device_count_ == 0 ? ": " + no_device_reason_ : std::string());
+  void* p = nullptr;
+  detail::ErrorBuffer err;
+  detail::check_status(api_->allocate(api_->ctx, device, nbytes, 64, &p, err.get()), "allocate",
+                       name_, err);
+  return p;
+}
+
+void Backend::deallocate(int device, void* ptr, std::size_t nbytes) const noexcept {
+  api_->deallocate(api_->ctx, device, ptr, nbytes);
+}
+
+void Backend::copy_from_host(int device, void* dst, const void* src, std::size_t n) const {
+  detail::ErrorBuffer err;
+  detail::check_status(api_->copy_from_host(api_->ctx, device, dst, src, n, err.get()),
+                       "copy_from_host", name_, err);
+}
+
+void Backend::copy_to_host(int device, void* dst, const void* src, std::size_t n) const {
+  detail::ErrorBuffer err;
+  detail::check_status(api_->copy_to_host(api_->ctx, device, dst, src, n, err.get()),
+                       "copy_to_host", name_, err);
+}
+
+void Backend::copy_on_device(int dst_device, void* dst, int src_device, const void* src,
+                             std::size_t n) const {
+  detail::ErrorBuffer err;
+  detail::check_status(
+      api_->copy_on_device(api_->ctx, dst_device, dst, src_device, src, n, err.get()),
+      "copy_on_device", name_, err);
+}
+
+void Backend::memset(int device, void* dst, int value, std::size_t n) const {
+  detail::ErrorBuffer err;
+  detail::check_status(api_->memset(api_->ctx, device, dst, value, n, err.get()), "memset",
+                       name_, err);
+}
+
+void Backend::synchronize(int device) const {
+  detail::ErrorBuffer err;
+  detail::check_status(api_->synchronize(api_->ctx, device, err.get()), "synchronize", name_,
+                       err);
+}
+
+// --- PluginLoader ---------------------------------------------------------------
+
+PluginLoader& PluginLoader::instance() {
+  // Never destroyed: unloading plugins (and their thread pools) during
+  // static destruction at exit is a classic source of crashes.
+  static PluginLoader* loader = new PluginLoader();
+  return *loader;
+}
+
+void PluginLoader::add_search_path(std::string dir) {
+  std::lock_guard lock(mu_);
+  if (std::find(extra_dirs_.begin(), extra_dirs_.end(), dir) == extra_dirs_.end())
+    extra_dirs_.push_back(std::move(dir));
+}
+
+std::vector<std::string> PluginLoader::search_dirs() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> dirs = extra_dirs_;
+  if (const char* env = std::getenv("BACKPLANE_PLUGIN_PATH")) {
+    std::stringstream ss(env);
+    for (std::string d; std::getline(ss, d, ':');)
+      if (!d.empty()) dirs.push_back(d);
+  }
+  auto add = [&](const fs::path& p) {
+    std::string s = p.lexically_normal().string();
+    if (!s.empty() && s.back() == '/') s.pop_back();
+    if (std::find(dirs.begin(), dirs.end(), s) == dirs.end()) dirs.push_back(s);
+  };
+  try {
+    add(fs::path(boost::dll::program_location().parent_path().string()));
+  } catch (const std::exception&) {
+  }
+  try {
+    fs::path core = boost::dll::this_line_location().string();
+    add(core.parent_path() / "backplane");
+  } catch (const std::exception&) {
+  }
+  add(fs::path(BACKPLANE_INSTALL_PLUGIN_DIR));
+  return dirs;
+}
+
+std::string PluginLoader::locate(std::string_view name) const {
+  const std::string file = kFilePrefix + std::string(name) + kFileSuffix;
+  std::vector<std::string> dirs = search_dirs();
+  for (const auto& d : dirs) {
+    std::error_code ec;
+    fs::path p = fs::path(d) / file;
+    if (fs::is_regular_file(p, ec)) return p.string();
+  }
+  std::ostringstream os;
+  os << "[plugin] backend '" << name << "' not found: no " << file << " in";
+  for (const auto& d : dirs) os << "\n  " << d;
+  os << "\nGive a folder with --plugin-path DIR or BACKPLANE_PLUGIN_PATH, or a file with "
+        "--backend path/to/libmine.so.";
+  throw PluginError(os.str());
+}
+
+Backend& PluginLoader::load(std::string_view name_or_path) {
+  std::lock_guard lock(mu_);
+  if (!looks_like_path(name_or_path)) {
+    if (Backend* b = find(name_or_path)) return *b;
+    BP_CHECK_T(PluginError, valid_name(name_or_path), "[plugin] '", name_or_path,
+               "' is neither a backend name ([a-z0-9_]+) nor a path to a .so file");
+    return load_file(locate(name_or_path));
+  }
+  return load_file(std::string(name_or_path));
+}
+
+Backend& PluginLoader::load_file(const std::string& path_in) {
+  std::error_code ec;
+  fs::path abs = fs::weakly_canonical(fs::absolute(path_in, ec), ec);
+  const std::string path = abs.empty() ? path_in : abs.string();
+  for (auto& b : backends_)
+    if (b->path() == path) return *b;
+
+  auto reject = [&](const std::string& why) -> PluginError {
+    return PluginError("[plugin] " + path + " rejected: " + why);
+  };
+  if (!fs::exists(path, ec)) throw reject("no such file");
+
+  auto lib = std::make_unique<Backend::Library>();
+  try {
+    lib->lib.load(path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
+  } catch (const std::exception& e) {
+    throw reject(std::string("could not be loaded: ") + e.what());
+  }
+  if (!lib->lib.has(BP_PLUGIN_ENTRY_SYMBOL))
+    throw reject(std::string("entry symbol '") + BP_PLUGIN_ENTRY_SYMBOL +
+                 "' is missing; the file exports: " + exported_symbols(path) +
+                 ". Define it with BP_SDK_PLUGIN(YourClass), or extern \"C\" BP_PLUGIN_EXPORT.");
+  auto init = lib->lib.get<bp_status(const bp_host*, const bp_plugin**, bp_error*)>(
+      BP_PLUGIN_ENTRY_SYMBOL);
+
+  bp_host host{sizeof(bp_host), BP_ABI_MAJOR, BP_ABI_MINOR, BACKPLANE_VERSION};
+  const bp_plugin* api = nullptr;
+  detail::ErrorBuffer err;
+  bp_status st = init(&host, &api, err.get());
+  if (st != BP_STATUS_OK)
+    throw reject(std::string(BP_PLUGIN_ENTRY_SYMBOL) + " failed: " + err.message());
+  if (api == nullptr) throw reject(std::string(BP_PLUGIN_ENTRY_SYMBOL) + " returned no plugin");
+  if (api->abi_major != BP_ABI_MAJOR) {
+    std::ostringstream os;
+    os << "ABI major version " << api->abi_major << "." << api->abi_minor
+       << " is not this core's " << BP_ABI_MAJOR << "." << BP_ABI_MINOR
+       << "; rebuild the plugin against this SDK";
+    throw reject(os.str());
+  }
+  // From here on the table's layout is ours: release it on every rejection.
+  auto destroy_and_reject = [&](const std::string& why) -> PluginError {
+    if (api->struct_size >= kMinPluginSize && api->destroy) api->destroy(api->ctx);
+    return reject(why);
+  };
+  if (api->abi_minor > BP_ABI_MINOR) {
+    std::ostringstream os;
+    os << "built for ABI " << api->abi_major << "." << api->abi_minor << ", newer than this core's "
+       << BP_ABI_MAJOR << "." << BP_ABI_MINOR << "; update Backplane";
+    throw reject(os.str());
+  }
+  if (api->struct_size < kMinPluginSize)
+    throw reject("its bp_plugin table is " + std::to_string(api->struct_size) +
+                 " bytes, smaller than ABI 1.0's " + std::to_string(kMinPluginSize));
+  const char* missing = nullptr;
+  if (!api->device_count) missing = "device_count";
+  else if (!api->device_props) missing = "device_props";
+  else if (!api->register_kernels) missing = "register_kernels";
+  else if (!api->allocate) missing = "allocate";
+  else if (!api->deallocate) missing = "deallocate";
+  else if (!api->copy_from_host) missing = "copy_from_host";
+  else if (!api->copy_to_host) missing = "copy_to_host";
+  else if (!api->copy_on_device) missing = "copy_on_device";
+  else if (!api->memset) missing = "memset";
+  else if (!api->synchronize) missing = "synchronize";
+  if (missing) throw destroy_and_reject(std::string("required function '") + missing + "' is NULL");
+  const std::string name = api->name ? api->name : "";
+  if (!valid_name(name))
+    throw destroy_and_reject("its name '" + name + "' is not a valid backend name ([a-z0-9_]+)");
+  if (Backend* other = find(name))
+    throw destroy_and_reject("a plugin named '" + name + "' is already loaded from " +
+                             other->path());
+  if (next_id_ >= kMaxBackends)
+    throw destroy_and_reject("too many backends loaded (at most " +
+                             std::to_string(kMaxBackends) + " per process)");
+
+  const int id = next_id_++;
+  RegistrarState state{id, name};
+  bp_registrar registrar{sizeof(bp_registrar), &state, &register_kernel_c};
+  detail::ErrorBuffer reg_err;
+  if (api->register_kernels(api->ctx, &registrar, reg_err.get()) != BP_STATUS_OK) {
+    KernelRegistry::instance().remove_backend(id);
+    throw destroy_and_reject("registering kernels failed: " + reg_err.message());
+  }
+  auto backend = make_intrusive<Backend>(id, std::move(lib), api, path);
+  backends_.push_back(backend);
+  by_id_[id].store(backend.get(), std::memory_order_release);
+  return *backend;
+}
+
+Backend* PluginLoader::find(std::string_view name) const {
+  std::lock_guard lock(mu_);
+  for (const auto& b : backends_)
+    if (b->name() == name) return b.get();
+  return nullptr;
+}
+
+std::vector<Backend*> PluginLoader::loaded() const {
+  std::lock_guard lock(mu_);
+  std::vector<Backend*> out;
+  for (const auto& b : backends_) out.push_back(b.get());
+  return out;
+}
+
+std::vector<PluginCandidate> PluginLoader::discover() {
+  std::lock_guard lock(mu_);
+  std::vector<PluginCandidate> out;
+  std::vector<std::string> seen;
+  for (const auto& dir : search_dirs()) {
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) continue;
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      std::string f = e.path().filename().string();
+      if (f.rfind(kFilePrefix, 0) == 0 && f.size() > 3 && f.substr(f.size() - 3) == kFileSuffix)
+        files.push_back(e.path());
+    }
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) {
+      std::string p = fs::weakly_canonical(f, ec).string();
+      if (std::find(seen.begin(), seen.end(), p) != seen.end()) continue;
+      seen.push_back(p);
+      PluginCandidate c;
+      c.path = p;
+      std::string fname = f.filename().string();
+      c.name = fname.substr(std::strlen(kFilePrefix),
+                            fname.size() - std::strlen(kFilePrefix) - 3);
+      try {
+        Backend& b = load_file(p);
+        c.loaded = true;
+        c.name = b.name();
+        c.backend = IntrusivePtr<Backend>(&b);
+      } catch (const PluginError& e) {
+        c.reason = e.what();
+        const std::string prefix = "[plugin] " + p + " rejected: ";
+        if (c.reason.rfind(prefix, 0) == 0) c.reason = c.reason.substr(prefix.size());
+      }
+      out.push_back(std::move(c));
+    }
+  }
+  // Backends loaded by path from elsewhere (--backend path/to/x.so).
+  for (const auto& b : backends_)
+    if (std::find(seen.begin(), seen.end(), b->path()) == seen.end())
+      out.push_back(PluginCandidate{b->path(), b->name(), true, "", b});
+  return out;
+}
+
+void PluginLoader::unload(std::string_view name) {
+  std::lock_guard lock(mu_);
+  for (auto it = backends_.begin(); it != backends_.end(); ++it) {
+    if ((*it)->name() != name) continue;
+    KernelRegistry::instance().remove_backend((*it)->id());
+    by_id_[(*it)->id()].store(nullptr, std::memory_order_release);
+    backends_.erase(it);  // storages still holding it keep the library loaded
+    return;
+  }
+}
+
+// --- default backend and device parsing -------------------------------------------
+
+namespace {
+std::mutex g_default_mu;
+std::string g_default_spec = kDefaultBackend;
+std::atomic<int> g_default_id{-1};
+}  // namespace
+
+void set_default_backend(std::string_view name_or_path) {
+  std::lock_guard lock(g_default_mu);
+  g_default_spec = std::string(name_or_path);
+  g_default_id.store(-1, std::memory_order_release);
+}
+
+Device default_device() {
+  int id = g_default_id.load(std::memory_order_acquire);
+  if (__builtin_expect(id >= 0, 1)) return Device{static_cast<int16_t>(id), 0};
+  std::lock_guard lock(g_default_mu);
+  Backend& b = PluginLoader::instance().load(g_default_spec);
+  g_default_id.store(b.id(), std::memory_order_release);
+  return Device{static_cast<int16_t>(b.id()), 0};
+}
+
+Device device(std::string_view spec) {
+  int16_t index = 0;
+  std::string_view name = spec;
+  if (!looks_like_path(spec)) {
+    if (auto colon = spec.rfind(':'); colon != std::string_view::npos) {
+      name = spec.substr(0, colon);
+      std::string idx(spec.substr(colon + 1));
+      char* end = nullptr;
+      long v = std::strtol(idx.c_str(), &end, 10);
+      BP_CHECK(!idx.empty() && *end == '\0' && v >= 0 && v < 32768, "[device] '", spec,
+               "' has an invalid device index; expected NAME or NAME:INDEX");
+      index = static_cast<int16_t>(v);
+    }
+  }
+  Backend& b = PluginLoader::instance().load(name);
+  BP_CHECK_INDEX(index < b.device_count(), "[device] backend '", b.name(), "' has no device ",
+                 index, " (it has ", b.device_count(), ")",
+                 b.device_count() == 0 ? ": " + b.no_device_reason() : std::string());
+  return Device{static_cast<int16_t>(b.id()), index};
+}
+
+std::string to_string(Device d) {
+  Backend* b = PluginLoader::instance().by_id(d.backend);
+  return (b ? b->name() : "backend#" + std::to_string(d.backend)) + ":" +
+         std::to_string(d.index);
+}
+
+std::ostream& operator<<(std::ostream& os, Device d) { return os << to_string(d); }
+
+}  // namespace bp

@@ -1,0 +1,179 @@
+// Storage, tensor metadata, and moving values between host and device.
+#include <backplane/ops.h>
+#include <backplane/tensor.h>
+
+#include "internal.h"
+
+#include <cstring>
+#include <sstream>
+
+namespace bp {
+
+StorageImpl::StorageImpl(IntrusivePtr<Backend> backend, Device device, std::size_t nbytes)
+    : backend_(std::move(backend)), device_(device), nbytes_(nbytes) {
+  // Zero-size tensors still get a distinct, valid allocation: plugins need
+  // not special-case size 0, and data_ptr() identifies a tensor's memory.
+  data_ = backend_->allocate(device.index, nbytes ? nbytes : 1);
+}
+
+StorageImpl::~StorageImpl() { backend_->deallocate(device_.index, data_, nbytes_ ? nbytes_ : 1); }
+
+namespace detail {
+
+Backend& backend_of(Device d) {
+  Backend* b = PluginLoader::instance().by_id(d.backend);
+  if (__builtin_expect(b == nullptr, 0)) {
+    BP_CHECK(d.backend >= 0, "[device] no backend selected for this tensor");
+    throw PluginError("[device] backend #" + std::to_string(d.backend) + " is not loaded any more");
+  }
+  return *b;
+}
+
+Tensor make_empty_strided(IntArrayRef shape, IntArrayRef strides, DType dtype, Device device) {
+  for (std::size_t i = 0; i < shape.size(); ++i)
+    BP_CHECK(shape[i] >= 0, "[empty] negative size ", shape[i], " at dim ", i, " in shape ",
+             shape);
+  Backend& b = backend_of(device);
+  auto impl = make_intrusive<TensorImpl>();
+  impl->sizes = DimVector(shape);
+  impl->strides = DimVector(strides);
+  impl->dtype = dtype;
+  impl->device = device;
+  impl->refresh();
+  // Extent of the memory the strides reach.
+  int64_t extent = impl->numel == 0 ? 0 : 1;
+  if (impl->numel)
+    for (std::size_t i = 0; i < shape.size(); ++i) extent += (shape[i] - 1) * strides[i];
+  impl->storage =
+      make_intrusive<StorageImpl>(IntrusivePtr<Backend>(&b), device, extent * itemsize(dtype));
+  impl->version = make_intrusive<VersionCounter>();
+  return Tensor(std::move(impl));
+}
+
+Tensor make_empty(IntArrayRef shape, DType dtype, Device device) {
+  return make_empty_strided(shape, contiguous_strides(shape), dtype, device);
+}
+
+Tensor make_view(const Tensor& src, DimVector sizes, DimVector strides, int64_t offset) {
+  TensorImpl* s = src.impl();
+  auto impl = make_intrusive<TensorImpl>();
+  impl->storage = s->storage;
+  impl->version = s->version;
+  impl->base = s->base ? s->base : IntrusivePtr<TensorImpl>(s);
+  impl->sizes = std::move(sizes);
+  impl->strides = std::move(strides);
+  impl->offset = offset;
+  impl->dtype = s->dtype;
+  impl->device = s->device;
+  impl->refresh();
+  return Tensor(std::move(impl));
+}
+
+std::string describe_tensor(const Tensor& t) {
+  std::ostringstream os;
+  os << "tensor of shape " << t.sizes() << ", dtype " << t.dtype() << " on " << t.device();
+  return os.str();
+}
+
+void check_same_device(const char* op, const Tensor& a, const Tensor& b) {
+  BP_CHECK(a.device() == b.device(), "[", op, "] expected all tensors on one device, got ",
+           describe_tensor(a), " and ", describe_tensor(b),
+           "; move one with .to(device) first (no implicit transfers)");
+}
+
+void check_writable(const char* op, const Tensor& out) {
+  // A zero stride on a dim of size > 1 maps several elements to one address.
+  const auto sz = out.sizes(), st = out.strides();
+  for (std::size_t i = 0; i < sz.size(); ++i)
+    BP_CHECK(!(st[i] == 0 && sz[i] > 1), "[", op, "] cannot write to ", describe_tensor(out),
+             ": several of its elements share one memory location (an expanded tensor, dim ",
+             i, " has stride 0); call .clone() first");
+}
+
+namespace {
+// [first, last] element range a tensor touches in its storage.
+std::pair<int64_t, int64_t> extent(const Tensor& t) {
+  int64_t lo = t.storage_offset(), hi = lo;
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    int64_t span = (t.size(d) - 1) * t.stride(d);
+    (span < 0 ? lo : hi) += span;
+  }
+  return {lo, hi};
+}
+}  // namespace
+
+void check_no_partial_overlap(const char* op, const Tensor& out, const Tensor& in) {
+  if (!out.shares_storage(in) || out.numel() == 0 || in.numel() == 0) return;
+  if (out.storage_offset() == in.storage_offset() && out.sizes().size() == in.sizes().size() &&
+      std::equal(out.sizes().begin(), out.sizes().end(), in.sizes().begin()) &&
+      std::equal(out.strides().begin(), out.strides().end(), in.strides().begin()))
+    return;  // exactly the same elements: x.add_(x)
+  auto [olo, ohi] = extent(out);
+  auto [ilo, ihi] = extent(in);
+  BP_CHECK(ohi < ilo || ihi < olo, "[", op, "] the input ", describe_tensor(in),
+           " partially overlaps the output ", describe_tensor(out),
+           " in memory; pass a .clone() of the input");
+}
+
+}  // namespace detail
+
+int64_t Tensor::size(int64_t d) const {
+  return impl_->sizes[wrap_dim(d, dim(), "size")];
+}
+int64_t Tensor::stride(int64_t d) const {
+  return impl_->strides[wrap_dim(d, dim(), "stride")];
+}
+
+const void* Tensor::data_ptr() const {
+  return static_cast<const char*>(impl_->storage->data()) + impl_->offset * itemsize();
+}
+
+template <class T>
+std::vector<T> Tensor::to_vector() const {
+  Tensor c = is_contiguous() ? *this : contiguous();
+  const std::size_t n = static_cast<std::size_t>(c.numel());
+  std::vector<T> out(n);
+  if (n == 0) return out;
+  Backend& b = detail::backend_of(c.device());
+  visit(c.dtype(), [&](auto tag) {
+    // Raw element type on the device (bytes for bool: vector<bool> has no data()).
+    using S = std::conditional_t<std::is_same_v<decltype(tag), bool>, uint8_t, decltype(tag)>;
+    std::vector<S> raw(n);
+    b.copy_to_host(c.device().index, raw.data(), c.data_ptr(), n * sizeof(S));
+    for (std::size_t i = 0; i < n; ++i) {
+      if constexpr (std::is_same_v<T, bool>)
+        out[i] = raw[i] != S(0);
+      else
+        out[i] = static_cast<T>(raw[i]);
+    }
+  });
+  return out;
+}
+
+template <class T>
+T Tensor::item() const {
+  BP_CHECK(numel() == 1, "[item] only a tensor with one element can be converted to a scalar, got ",
+           detail::describe_tensor(*this));
+  return to_vector<T>()[0];
+}
+
+Scalar Tensor::item() const {
+  switch (dtype()) {
+    case DType::Bool: return Scalar(item<bool>());
+    case DType::Int32:
+    case DType::Int64: return Scalar(item<int64_t>());
+    default: return Scalar(item<double>());
+  }
+}
+
+#define BP_INSTANTIATE(T)                              \
+  template std::vector<T> Tensor::to_vector<T>() const; \
+  template T Tensor::item<T>() const;
+BP_INSTANTIATE(bool)
+BP_INSTANTIATE(int32_t)
+BP_INSTANTIATE(int64_t)
+BP_INSTANTIATE(float)
+BP_INSTANTIATE(double)
+#undef BP_INSTANTIATE
+
+}  // namespace bp

@@ -1,0 +1,222 @@
+// ADD, SUB, MUL, DIV. float32 operands that are dense (or dense plus a
+// broadcast second operand) and large go to a oneDNN binary primitive; the
+// rest run the plugin's loops. int32 stays on the loops too: oneDNN computes
+// binary ops in f32, which is not exact for integers beyond 2^24.
+#include "cpu_onednn.h"
+
+namespace bp::cpu {
+
+namespace {
+
+enum class BinOp { add, sub, mul, div };
+
+constexpr const char* op_name(BinOp op) {
+  switch (op) {
+    case BinOp::add: return "add";
+    case BinOp::sub: return "sub";
+    case BinOp::mul: return "mul";
+    case BinOp::div: return "div";
+  }
+  return "?";
+}
+
+template <class T, BinOp Op, bool kAlpha>
+struct BinaryFn {
+  T alpha;
+  T operator()(T x, T y) const {
+    if constexpr (Op == BinOp::add) {
+      if constexpr (kAlpha) return static_cast<T>(x + alpha * y);
+      else return static_cast<T>(x + y);
+    } else if constexpr (Op == BinOp::sub) {
+      if constexpr (kAlpha) return static_cast<T>(x - alpha * y);
+      else return static_cast<T>(x - y);
+    } else if constexpr (Op == BinOp::mul) {
+      if constexpr (std::is_same_v<T, bool>) return x && y;
+      else return static_cast<T>(x * y);
+    } else {
+      return x / y;
+    }
+  }
+};
+
+template <class T, class F>
+void binary_loop(const TensorRef& out, const TensorRef& a, const TensorRef& b, F f) {
+  const int64_t n = out.numel();
+  // The flat path is checked first and cheaply: it is what tiny ops take.
+  if ((out.is_contiguous() && a.is_contiguous() && b.is_contiguous()) ||
+      (is_dense(out) && same_strides(out, a) && same_strides(out, b))) {
+    T* o = out.data<T>();
+    const T* x = a.data<T>();
+    const T* y = b.data<T>();
+    for_range(n, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) o[i] = f(x[i], y[i]);
+    });
+    return;
+  }
+  for_each_row_parallel<3>({out, a, b}, [&](std::array<char*, 3> p, std::array<int64_t, 3> s,
+                                            int64_t len) {
+    T* o = reinterpret_cast<T*>(p[0]);
+    const T* x = reinterpret_cast<const T*>(p[1]);
+    const T* y = reinterpret_cast<const T*>(p[2]);
+    constexpr int64_t sz = sizeof(T);
+    const int64_t so = s[0] / sz, sx = s[1] / sz, sy = s[2] / sz;
+    if (so == 1 && sx == 1 && sy == 1) {
+      for (int64_t i = 0; i < len; ++i) o[i] = f(x[i], y[i]);
+    } else if (so == 1 && sx == 1 && sy == 0) {
+      const T yv = *y;
+      for (int64_t i = 0; i < len; ++i) o[i] = f(x[i], yv);
+    } else if (so == 1 && sx == 0 && sy == 1) {
+      const T xv = *x;
+      for (int64_t i = 0; i < len; ++i) o[i] = f(xv, y[i]);
+    } else {
+      for (int64_t i = 0; i < len; ++i) o[i * so] = f(x[i * sx], y[i * sy]);
+    }
+  });
+}
+
+dnnl::memory::dims to_dims(const int64_t* v, int n) { return dnnl::memory::dims(v, v + n); }
+
+// Contiguous strides for `dims`.
+void contiguous_strides(const int64_t* dims, int n, int64_t* strides) {
+  int64_t s = 1;
+  for (int d = n - 1; d >= 0; --d) {
+    strides[d] = s;
+    s *= dims[d] > 0 ? dims[d] : 1;
+  }
+}
+
+// Maps a broadcast operand (stride 0 on broadcast dims, contiguous over the
+// rest) onto oneDNN's "dim of size 1" broadcasting. False for other layouts.
+bool broadcast_dims(const TensorRef& t, int64_t* dims, int64_t* strides) {
+  const int n = t.ndim();
+  for (int d = 0; d < n; ++d) dims[d] = t.stride(d) == 0 ? 1 : t.size(d);
+  contiguous_strides(dims, n, strides);
+  for (int d = 0; d < n; ++d)
+    if (dims[d] != 1 && t.stride(d) != strides[d]) return false;
+  return true;
+}
+
+// Runs a f32 binary through oneDNN when the layout allows; false otherwise.
+bool try_dnnl_binary(BinOp op, const TensorRef& out, const TensorRef& a, const TensorRef& b,
+                     float alpha) {
+  const int64_t n = out.numel();
+  PrimitiveKey key{};
+  key.kind = 1;
+  key.dtype = BP_DTYPE_FLOAT32;
+  key.scale1 = alpha;
+  const void* src0 = a.base();
+  const void* src1 = b.base();
+  if (is_dense(out) && same_strides(out, a) && same_strides(out, b)) {
+    key.ndim = 1;  // one flat array for all three
+    key.dims[0][0] = key.dims[1][0] = n;
+    key.strides[0][0] = key.strides[1][0] = 1;
+  } else {
+    if (!out.is_contiguous()) return false;
+    key.ndim = out.ndim();
+    const bool commutes = op == BinOp::mul || (op == BinOp::add && alpha == 1.0f);
+    // src1 is the broadcast one; a broadcast first operand is swapped over
+    // only where the op commutes.
+    const TensorRef* bcast = &b;
+    if (!same_strides(out, a)) {
+      if (!commutes || !same_strides(out, b)) return false;
+      bcast = &a;
+      std::swap(src0, src1);
+    }
+    for (int d = 0; d < key.ndim; ++d) key.dims[0][d] = out.size(d);
+    contiguous_strides(key.dims[0], key.ndim, key.strides[0]);
+    if (!broadcast_dims(*bcast, key.dims[1], key.strides[1])) return false;
+  }
+  dnnl::algorithm alg = op == BinOp::add   ? dnnl::algorithm::binary_add
+                        : op == BinOp::sub ? dnnl::algorithm::binary_sub
+                        : op == BinOp::mul ? dnnl::algorithm::binary_mul
+                                           : dnnl::algorithm::binary_div;
+  key.alg = static_cast<int32_t>(alg);
+  using dt = dnnl::memory::data_type;
+  const dnnl::memory::desc md0(to_dims(key.dims[0], key.ndim), dt::f32,
+                               to_dims(key.strides[0], key.ndim));
+  const dnnl::memory::desc md1(to_dims(key.dims[1], key.ndim), dt::f32,
+                               to_dims(key.strides[1], key.ndim));
+  dnnl::primitive prim = cached_primitive(key, [&]() -> dnnl::primitive {
+    dnnl::primitive_attr attr;
+    if (alpha != 1.0f) attr.set_scales(DNNL_ARG_SRC_1, 0, {alpha});
+    dnnl::binary::primitive_desc pd(dnnl::binary::desc(alg, md0, md1, md0), attr, dnnl_engine());
+    if (is_reference_impl(pd)) return {};
+    return dnnl::binary(pd);
+  });
+  if (!prim) return false;
+  dnnl::engine& eng = dnnl_engine();
+  dnnl::memory m0(md0, eng, const_cast<void*>(src0));
+  dnnl::memory m1(md1, eng, const_cast<void*>(src1));
+  dnnl::memory mo(md0, eng, out.base());
+  prim.execute(dnnl_stream(),
+               {{DNNL_ARG_SRC_0, m0}, {DNNL_ARG_SRC_1, m1}, {DNNL_ARG_DST, mo}});
+  return true;
+}
+
+template <class T, BinOp Op>
+void binary_typed(const KernelCall& c) {
+  const TensorRef out = c.output(0), a = c.input(0), b = c.input(1);
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  T alpha = T(1);
+  if constexpr (Op == BinOp::add || Op == BinOp::sub) {
+    if (c.attrs().num_scalars > 0) alpha = bp::sdk::scalar_as<T>(c.scalar(0));
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    if (n >= kDnnlMinElements && try_dnnl_binary(Op, out, a, b, alpha)) return;
+  }
+  if (alpha != T(1)) {
+    binary_loop<T>(out, a, b, BinaryFn<T, Op, true>{alpha});
+  } else {
+    binary_loop<T>(out, a, b, BinaryFn<T, Op, false>{alpha});
+  }
+}
+
+template <BinOp Op>
+void binary_kernel(const KernelCall& c) {
+  constexpr const char* name = op_name(Op);
+  BP_CHECK(c.num_inputs() == 2 && c.num_outputs() == 1, name,
+           "expected 2 inputs and 1 output, got " << c.num_inputs() << " and "
+                                                  << c.num_outputs());
+  const TensorRef out = c.output(0);
+  for (int i = 0; i < 2; ++i) {
+    const TensorRef in = c.input(i);
+    BP_CHECK(in.dtype() == out.dtype(), name,
+             "input " << i << " is " << bp::sdk::dtype_name(in.dtype()) << " but the output is "
+                      << bp::sdk::dtype_name(out.dtype()));
+    BP_CHECK(in.ndim() == out.ndim(), name,
+             "input " << i << " has rank " << in.ndim() << ", the output " << out.ndim());
+    for (int d = 0; d < out.ndim(); ++d)
+      BP_CHECK(in.size(d) == out.size(d), name,
+               "input " << i << " has size " << in.size(d) << " in dim " << d
+                        << ", the output " << out.size(d));
+  }
+  bp::sdk::visit_dtype(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    constexpr bool ok = Op == BinOp::div ? std::is_floating_point_v<T>
+                        : Op == BinOp::mul ? true
+                                           : !std::is_same_v<T, bool>;
+    if constexpr (ok) {
+      binary_typed<T, Op>(c);
+    } else {
+      throw bp::sdk::Unsupported(std::string("[") + name + "] not implemented for " +
+                                 bp::sdk::dtype_name(out.dtype()));
+    }
+  });
+}
+
+}  // namespace
+
+void register_binary_kernels(Registrar& r) {
+  r.add<&binary_kernel<BinOp::add>>(
+      BP_OP_ADD, {BP_DTYPE_INT32, BP_DTYPE_INT64, BP_DTYPE_FLOAT32, BP_DTYPE_FLOAT64}, BP_ORIGIN);
+  r.add<&binary_kernel<BinOp::sub>>(
+      BP_OP_SUB, {BP_DTYPE_INT32, BP_DTYPE_INT64, BP_DTYPE_FLOAT32, BP_DTYPE_FLOAT64}, BP_ORIGIN);
+  r.add<&binary_kernel<BinOp::mul>>(
+      BP_OP_MUL,
+      {BP_DTYPE_BOOL, BP_DTYPE_INT32, BP_DTYPE_INT64, BP_DTYPE_FLOAT32, BP_DTYPE_FLOAT64},
+      BP_ORIGIN);
+  r.add<&binary_kernel<BinOp::div>>(BP_OP_DIV, {BP_DTYPE_FLOAT32, BP_DTYPE_FLOAT64}, BP_ORIGIN);
+}
+
+}  // namespace bp::cpu

@@ -1,0 +1,216 @@
+// Internal header of the cpu_onednn plugin: shared thresholds, the oneDNN
+// context and primitive cache, layout predicates and the parallel row walker.
+#pragma once
+
+#include <backplane/sdk/plugin.hpp>
+#include <backplane/sdk/strided.hpp>
+#include <backplane/sdk/tensor.hpp>
+
+#include <oneapi/dnnl/dnnl.hpp>
+#include <omp.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <sstream>
+#include <string>
+
+namespace bp::cpu {
+
+using bp::sdk::KernelCall;
+using bp::sdk::Registrar;
+using bp::sdk::TensorRef;
+
+// Below this many elements a oneDNN primitive costs more in fixed overhead
+// (memory objects, argument map, dispatch: ~1-3 us) than the plugin's own
+// loop spends on the whole tensor.
+inline constexpr int64_t kDnnlMinElements = 32768;
+// Below this many elements waking the OpenMP team costs more than it saves.
+inline constexpr int64_t kParallelMinElements = 65536;
+// Below this many multiply-adds (m*n*k) the plugin's matmul loop wins.
+inline constexpr int64_t kDnnlMinMatmulFlops = 32768;
+
+// User-facing check: throws InvalidArgument with the op name first.
+#define BP_CHECK(cond, op, ...)                                   \
+  do {                                                            \
+    if (!(cond)) {                                                \
+      std::ostringstream bp_check_os_;                            \
+      bp_check_os_ << "[" << (op) << "] " << __VA_ARGS__;         \
+      throw ::bp::sdk::InvalidArgument(bp_check_os_.str());       \
+    }                                                             \
+  } while (0)
+
+// ---------------------------------------------------------------------------
+// oneDNN context and primitive cache (primitive_cache.cpp)
+// ---------------------------------------------------------------------------
+
+// The CPU engine, created on first use and kept for the library's lifetime.
+dnnl::engine& dnnl_engine();
+// A stream per calling thread: oneDNN streams must not be shared by threads
+// that execute concurrently, and creating one per call is not free.
+dnnl::stream& dnnl_stream();
+
+// Everything that decides a primitive's shape. Plain bytes so that hashing
+// and equality are a memcmp; value-initialise it so padding is zero.
+struct PrimitiveKey {
+  int32_t kind = 0;  // which family built it (binary, eltwise, ...)
+  int32_t alg = 0;   // dnnl::algorithm
+  int32_t dtype = 0;
+  int32_t ndim = 0;
+  float scale0 = 1.0f;
+  float scale1 = 1.0f;
+  int64_t dims[3][BP_MAX_DIMS] = {};
+  int64_t strides[3][BP_MAX_DIMS] = {};
+};
+static_assert(sizeof(PrimitiveKey) == 6 * 4 + 2 * 3 * 8 * BP_MAX_DIMS,
+              "PrimitiveKey must have no padding");
+
+// Returns the cached primitive for `key`, building it with `make` once. A
+// null primitive means "no fast implementation": `make` returned nothing or
+// threw, and the caller falls back to its own loop without retrying.
+dnnl::primitive cached_primitive(const PrimitiveKey& key,
+                                 const std::function<dnnl::primitive()>& make);
+
+// True when a primitive descriptor picked oneDNN's reference implementation,
+// which is far slower than the plugin's own loops.
+inline bool is_reference_impl(const dnnl::primitive_desc_base& pd) {
+  return std::string(pd.impl_info_str()).rfind("ref", 0) == 0;
+}
+
+inline dnnl::memory::data_type dnnl_type(bp_dtype d) {
+  switch (d) {
+    case BP_DTYPE_INT32: return dnnl::memory::data_type::s32;
+    case BP_DTYPE_FLOAT32: return dnnl::memory::data_type::f32;
+    default: return dnnl::memory::data_type::undef;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Layout predicates
+// ---------------------------------------------------------------------------
+
+// Same strides on every dim that is not of size 1 (the shapes are equal).
+inline bool same_strides(const TensorRef& a, const TensorRef& b) {
+  for (int d = 0; d < a.ndim(); ++d)
+    if (a.size(d) != 1 && a.stride(d) != b.stride(d)) return false;
+  return true;
+}
+
+// Non-negative strides that cover exactly numel() consecutive elements in
+// some dim order, so the tensor can be walked as one flat array from base().
+bool is_dense(const TensorRef& t);
+
+// ---------------------------------------------------------------------------
+// Loops
+// ---------------------------------------------------------------------------
+
+// Splits [0, n) evenly over the OpenMP team and calls f(begin, end) per thread.
+template <class F>
+void parallel_ranges(int64_t n, F&& f) {
+#pragma omp parallel
+  {
+    const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+    const int64_t b = n * t / nt, e = n * (t + 1) / nt;
+    if (b < e) f(b, e);
+  }
+}
+
+// Calls f(begin, end) over [0, n), in parallel when n is large.
+template <class F>
+void for_range(int64_t n, F&& f) {
+  if (n < kParallelMinElements) {
+    if (n > 0) f(int64_t{0}, n);
+    return;
+  }
+  parallel_ranges(n, f);
+}
+
+// Walks N operands that share out[0]'s shape row by row, like
+// bp::sdk::for_each_row, but splits the rows over threads for large tensors.
+// Only for element-wise work: every element of ops[0] is written once.
+template <int N, class Row>
+void for_each_row_parallel(const std::array<TensorRef, N>& ops, Row&& row) {
+  const int64_t numel = ops[0].numel();
+  if (numel == 0) return;
+  if (numel < kParallelMinElements) {
+    bp::sdk::for_each_row<N>(ops, row);
+    return;
+  }
+  std::array<const int64_t*, N> strides;
+  std::array<int64_t, N> sizes;
+  std::array<char*, N> base;
+  for (int k = 0; k < N; ++k) {
+    strides[k] = ops[k].strides();
+    sizes[k] = static_cast<int64_t>(bp::sdk::dtype_size(ops[k].dtype()));
+    base[k] = static_cast<char*>(ops[k].base());
+  }
+  const auto L = bp::sdk::make_layout<N>(ops[0].ndim(), ops[0].shape(), strides, sizes);
+  const int outer = L.ndim - 1;
+  const int64_t inner = L.shape[outer];
+  std::array<int64_t, N> inner_strides;
+  for (int k = 0; k < N; ++k) inner_strides[k] = L.strides[k][outer];
+  int64_t rows = 1;
+  for (int d = 0; d < outer; ++d) rows *= L.shape[d];
+  if (rows == 1) {
+    // One long row: cut it into pieces instead.
+    parallel_ranges(inner, [&](int64_t b, int64_t e) {
+      std::array<char*, N> p;
+      for (int k = 0; k < N; ++k) p[k] = base[k] + b * inner_strides[k];
+      row(p, inner_strides, e - b);
+    });
+    return;
+  }
+  parallel_ranges(rows, [&](int64_t b, int64_t e) {
+    std::array<int64_t, BP_MAX_DIMS> idx{};
+    std::array<char*, N> p = base;
+    int64_t rest = b;
+    for (int d = outer - 1; d >= 0; --d) {
+      idx[d] = rest % L.shape[d];
+      rest /= L.shape[d];
+      for (int k = 0; k < N; ++k) p[k] += idx[d] * L.strides[k][d];
+    }
+    for (int64_t r = b; r < e; ++r) {
+      row(p, inner_strides, inner);
+      for (int d = outer - 1; d >= 0; --d) {
+        if (++idx[d] < L.shape[d]) {
+          for (int k = 0; k < N; ++k) p[k] += L.strides[k][d];
+          break;
+        }
+        for (int k = 0; k < N; ++k) p[k] -= L.strides[k][d] * (L.shape[d] - 1);
+        idx[d] = 0;
+      }
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Host allocator (allocator.cpp)
+// ---------------------------------------------------------------------------
+
+// 64-byte aligned host memory with running statistics.
+class HostAllocator {
+ public:
+  void* allocate(std::size_t nbytes, std::size_t alignment);
+  void deallocate(void* ptr, std::size_t nbytes);
+  void stats(bp_memory_stats& out) const;
+
+ private:
+  std::atomic<uint64_t> allocated_bytes_{0};
+  std::atomic<uint64_t> reserved_bytes_{0};
+  std::atomic<uint64_t> num_allocs_{0};
+};
+
+// ---------------------------------------------------------------------------
+// Devices (device.cpp) and kernel families
+// ---------------------------------------------------------------------------
+
+void fill_device_props(int32_t device, bp_device_props& props);
+
+void register_copy_kernels(Registrar& r);
+void register_binary_kernels(Registrar& r);
+void register_unary_kernels(Registrar& r);
+void register_reduce_kernels(Registrar& r);
+void register_matmul_kernels(Registrar& r);
+
+}  // namespace bp::cpu

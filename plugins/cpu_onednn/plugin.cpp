@@ -1,0 +1,38 @@
+// Entry point of the cpu_onednn plugin: host memory, one CPU device, and the
+// kernel families, each registered by its own file.
+#include "cpu_onednn.h"
+
+namespace bp::cpu {
+
+class CpuOnednnPlugin final : public bp::sdk::Plugin {
+ public:
+  const char* name() const override { return "cpu_onednn"; }
+  const char* version() const override { return "0.1.0"; }
+
+  void device_props(int32_t device, bp_device_props& props) const override {
+    fill_device_props(device, props);
+  }
+
+  void register_kernels(Registrar& r) override {
+    register_copy_kernels(r);
+    register_binary_kernels(r);
+    register_unary_kernels(r);
+    register_reduce_kernels(r);
+    register_matmul_kernels(r);
+  }
+
+  void* allocate(int32_t, std::size_t nbytes, std::size_t alignment) override {
+    return allocator_.allocate(nbytes, alignment);
+  }
+  void deallocate(int32_t, void* ptr, std::size_t nbytes) override {
+    allocator_.deallocate(ptr, nbytes);
+  }
+  void memory_stats(int32_t, bp_memory_stats& stats) override { allocator_.stats(stats); }
+
+ private:
+  HostAllocator allocator_;
+};
+
+}  // namespace bp::cpu
+
+BP_SDK_PLUGIN(bp::cpu::CpuOnednnPlugin)

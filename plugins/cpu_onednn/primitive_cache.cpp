@@ -1,0 +1,95 @@
+// The oneDNN engine, per-thread streams, and the primitive cache that keeps
+// primitive creation (tens of microseconds) off the hot path.
+#include "cpu_onednn.h"
+
+#include <utility>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string_view>
+#include <unordered_map>
+
+namespace bp::cpu {
+
+dnnl::engine& dnnl_engine() {
+  // Leaked on purpose: destroying it from a static destructor at exit can run
+  // after oneDNN's own globals are gone.
+  static auto* engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  return *engine;
+}
+
+dnnl::stream& dnnl_stream() {
+  thread_local dnnl::stream stream(dnnl_engine());
+  return stream;
+}
+
+bool is_dense(const TensorRef& t) {
+  std::array<std::pair<int64_t, int64_t>, BP_MAX_DIMS> dims{};  // (stride, size)
+  int n = 0;
+  for (int d = 0; d < t.ndim(); ++d) {
+    if (t.size(d) == 1) continue;
+    if (t.size(d) == 0) return true;
+    if (t.stride(d) <= 0) return false;
+    dims[n++] = {t.stride(d), t.size(d)};
+  }
+  // Insertion sort: at most BP_MAX_DIMS entries.
+  for (int i = 1; i < n; ++i)
+    for (int j = i; j > 0 && dims[j] < dims[j - 1]; --j) std::swap(dims[j], dims[j - 1]);
+  int64_t expected = 1;
+  for (int i = 0; i < n; ++i) {
+    if (dims[i].first != expected) return false;
+    expected *= dims[i].second;
+  }
+  return true;
+}
+
+namespace {
+
+struct KeyHash {
+  size_t operator()(const PrimitiveKey& k) const noexcept {
+    return std::hash<std::string_view>()(
+        std::string_view(reinterpret_cast<const char*>(&k), sizeof(k)));
+  }
+};
+struct KeyEqual {
+  bool operator()(const PrimitiveKey& a, const PrimitiveKey& b) const noexcept {
+    return std::memcmp(&a, &b, sizeof(a)) == 0;
+  }
+};
+
+// Bounded so that a program that sweeps many shapes does not grow it forever.
+constexpr size_t kMaxCachedPrimitives = 1024;
+
+struct PrimitiveCache {
+  std::mutex mutex;
+  std::unordered_map<PrimitiveKey, dnnl::primitive, KeyHash, KeyEqual> map;
+};
+
+PrimitiveCache& cache() {
+  static auto* c = new PrimitiveCache();
+  return *c;
+}
+
+}  // namespace
+
+dnnl::primitive cached_primitive(const PrimitiveKey& key,
+                                 const std::function<dnnl::primitive()>& make) {
+  PrimitiveCache& c = cache();
+  {
+    std::lock_guard<std::mutex> lock(c.mutex);
+    auto it = c.map.find(key);
+    if (it != c.map.end()) return it->second;
+  }
+  // Built outside the lock: creation is slow and other shapes should not wait.
+  dnnl::primitive p;
+  try {
+    p = make();
+  } catch (const dnnl::error&) {
+    p = dnnl::primitive();  // unsupported combination: remember and fall back
+  }
+  std::lock_guard<std::mutex> lock(c.mutex);
+  if (c.map.size() >= kMaxCachedPrimitives) c.map.clear();
+  return c.map.emplace(key, p).first->second;
+}
+
+}  // namespace bp::cpu

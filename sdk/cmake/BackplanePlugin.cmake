@@ -1,0 +1,31 @@
+# backplane_add_plugin(<name> SOURCES <src>... [LINK <lib>...])
+#
+# Builds a Backplane backend plugin: a MODULE library named
+# libbackplane_<name>.so, compiled as C++20 with hidden visibility (only the
+# entry symbol is exported), linked against the SDK headers only, placed in
+# <build>/lib/backplane/ and installed to <prefix>/lib/backplane/.
+# The in-tree plugins use this exact function, as an out-of-tree author does.
+include_guard(GLOBAL)
+
+function(backplane_add_plugin name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;LINK" ${ARGN})
+  if(NOT ARG_SOURCES)
+    message(FATAL_ERROR "backplane_add_plugin(${name}): SOURCES is required")
+  endif()
+  if(NOT name MATCHES "^[a-z0-9_]+$")
+    message(FATAL_ERROR "backplane_add_plugin(${name}): the name must match [a-z0-9_]+")
+  endif()
+  set(target backplane_plugin_${name})
+  add_library(${target} MODULE ${ARG_SOURCES})
+  target_link_libraries(${target} PRIVATE Backplane::sdk ${ARG_LINK})
+  target_compile_features(${target} PRIVATE cxx_std_20)
+  set_target_properties(${target} PROPERTIES
+    OUTPUT_NAME backplane_${name}
+    PREFIX "lib"
+    CXX_VISIBILITY_PRESET hidden
+    VISIBILITY_INLINES_HIDDEN ON
+    LIBRARY_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/lib/backplane")
+  if(NOT BACKPLANE_PLUGIN_NO_INSTALL)
+    install(TARGETS ${target} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/backplane)
+  endif()
+endfunction()

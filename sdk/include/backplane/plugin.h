@@ -1,0 +1,293 @@
+/*
+ * Backplane plugin ABI: the only boundary between the core and a backend.
+ *
+ * Plain C: structs and tables of function pointers that carry a `void* ctx`.
+ * No C++ type, exception or allocation ownership crosses this line.
+ *
+ * Versioning
+ *   - Every struct begins with `struct_size`, set by whoever fills the struct
+ *     to sizeof() as compiled on its side.
+ *   - BP_ABI_MAJOR changes when a field moves or changes meaning; the core
+ *     refuses a plugin with another major.
+ *   - BP_ABI_MINOR grows when fields are appended; the core accepts an older
+ *     minor and treats every field past the plugin's `struct_size` as absent
+ *     (BP_HAS_FIELD below). Fields added by a minor are marked "(since 1.N)".
+ *
+ * A plugin exports exactly one symbol, BP_PLUGIN_ENTRY_SYMBOL. The core calls
+ * it, checks the version it reports, then asks it to register its kernels
+ * through a registrar. Nothing needs to run before that call: no static
+ * initialisers, no work at dlopen time.
+ */
+#ifndef BACKPLANE_PLUGIN_H
+#define BACKPLANE_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define BP_ABI_MAJOR 1
+#define BP_ABI_MINOR 1
+
+#define BP_PLUGIN_ENTRY_SYMBOL "bp_plugin_init"
+
+#if defined(_WIN32)
+#define BP_PLUGIN_EXPORT __declspec(dllexport)
+#else
+#define BP_PLUGIN_EXPORT __attribute__((visibility("default")))
+#endif
+
+/* True when a struct filled by the other side is large enough to hold FIELD. */
+#define BP_HAS_FIELD(ptr, type, field) \
+  ((ptr)->struct_size >= offsetof(type, field) + sizeof(((type*)0)->field))
+
+/* Maximum rank of a tensor crossing the boundary. */
+#define BP_MAX_DIMS 8
+
+/* ------------------------------------------------------------------------ */
+/* Status and errors                                                        */
+/* ------------------------------------------------------------------------ */
+
+typedef enum bp_status {
+  BP_STATUS_OK = 0,
+  BP_STATUS_INVALID_ARGUMENT = 1, /* the call broke a rule the kernel checks */
+  BP_STATUS_UNSUPPORTED = 2,      /* this op/dtype/layout is not implemented */
+  BP_STATUS_OUT_OF_MEMORY = 3,    /* an allocation failed */
+  BP_STATUS_RUNTIME_ERROR = 4     /* anything else (an exception, a driver error) */
+} bp_status;
+
+/* Where a failing call writes its message. The core owns the buffer. */
+typedef struct bp_error {
+  size_t struct_size;
+  char* message;   /* NUL-terminated text is written here; may be NULL */
+  size_t capacity; /* bytes available at `message`, NUL included */
+} bp_error;
+
+/* ------------------------------------------------------------------------ */
+/* Data types and tensor descriptors (binary-identical to DLPack's DLTensor) */
+/* ------------------------------------------------------------------------ */
+
+/* The dtypes the core knows; also the dispatch key of a kernel. */
+typedef enum bp_dtype {
+  BP_DTYPE_BOOL = 0,
+  BP_DTYPE_INT32 = 1,
+  BP_DTYPE_INT64 = 2,
+  BP_DTYPE_FLOAT32 = 3,
+  BP_DTYPE_FLOAT64 = 4,
+  BP_DTYPE_COUNT = 5
+} bp_dtype;
+
+/* Bit for `dtype` in a registration's dtype mask. */
+#define BP_DTYPE_BIT(dtype) (1u << (unsigned)(dtype))
+#define BP_DTYPE_MASK_ALL ((1u << BP_DTYPE_COUNT) - 1u)
+
+/* DLPack's DLDataType: code (0 int, 1 uint, 2 float, 6 bool), bits, lanes. */
+typedef struct bp_dl_dtype {
+  uint8_t code;
+  uint8_t bits;
+  uint16_t lanes;
+} bp_dl_dtype;
+
+/* DLPack's DLDevice: the plugin declares its device_type (1 CPU, 2 CUDA, ...). */
+typedef struct bp_dl_device {
+  int32_t device_type;
+  int32_t device_id;
+} bp_dl_device;
+
+/*
+ * A strided tensor, laid out exactly as DLPack's DLTensor, so that a plugin
+ * may hand it to any DLPack consumer. The core always fills `strides`
+ * (in elements, never NULL) and may use 0 for broadcast dimensions.
+ * The first element is at (char*)data + byte_offset.
+ */
+typedef struct bp_tensor {
+  void* data;
+  bp_dl_device device;
+  int32_t ndim;
+  bp_dl_dtype dtype;
+  int64_t* shape;
+  int64_t* strides;
+  uint64_t byte_offset;
+} bp_tensor;
+
+/* ------------------------------------------------------------------------ */
+/* Operations                                                                */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Primitive operations a plugin may register. New ops are appended with a
+ * minor version bump; an op a plugin does not register is "unsupported".
+ * Unless stated, inputs and outputs all have the output's shape (broadcast
+ * inputs come with stride 0), and the dispatch dtype is inputs[0]'s dtype.
+ */
+typedef enum bp_op {
+  BP_OP_FILL = 0,   /* out[0] = attrs.scalars[0]; dispatch dtype: out[0]'s */
+  BP_OP_COPY = 1,   /* out[0] = cast(in[0]); any dtype pair, dispatch: in[0]'s */
+  BP_OP_ADD = 2,    /* out = in0 + attrs.scalars[0] * in1 (alpha) */
+  BP_OP_SUB = 3,    /* out = in0 - attrs.scalars[0] * in1 (alpha) */
+  BP_OP_MUL = 4,    /* out = in0 * in1 */
+  BP_OP_DIV = 5,    /* out = in0 / in1 (true division; floating dtypes) */
+  BP_OP_RELU = 6,   /* out = max(in0, 0) */
+  BP_OP_SUM = 7,    /* out has in0's rank with the reduced dims of size 1 */
+  BP_OP_MATMUL = 8, /* out[..., m, n] = in0[..., m, k] @ in1[..., k, n], batch dims broadcast (stride 0) */
+  BP_OP_COUNT = 9
+} bp_op;
+
+/* A scalar operand, tagged with the dtype it was given in. */
+typedef struct bp_scalar {
+  int32_t dtype; /* bp_dtype: BOOL and INT* use `i`, FLOAT* use `f` */
+  int32_t reserved;
+  union {
+    double f;
+    int64_t i;
+  } value;
+} bp_scalar;
+
+#define BP_MAX_SCALARS 4
+#define BP_MAX_INTS 16
+
+/* Plain attributes of one call; what each slot means is stated per op above. */
+typedef struct bp_attrs {
+  size_t struct_size;
+  int32_t num_scalars;
+  int32_t num_ints;
+  bp_scalar scalars[BP_MAX_SCALARS];
+  int64_t ints[BP_MAX_INTS];
+} bp_attrs;
+
+/* One kernel invocation. Outputs are allocated by the core before the call. */
+typedef struct bp_kernel_call {
+  size_t struct_size;
+  int32_t op;         /* bp_op */
+  int32_t dtype;      /* the dispatch dtype this kernel was chosen for */
+  int32_t num_inputs;
+  int32_t num_outputs;
+  const bp_tensor* inputs;
+  const bp_tensor* outputs;
+  const bp_attrs* attrs; /* never NULL */
+} bp_kernel_call;
+
+/* A kernel: returns a status; on failure it writes a message to `error`. */
+typedef bp_status (*bp_kernel_fn)(void* kernel_ctx, const bp_kernel_call* call,
+                                  bp_error* error);
+
+/* ------------------------------------------------------------------------ */
+/* Registration                                                              */
+/* ------------------------------------------------------------------------ */
+
+typedef struct bp_kernel_registration {
+  size_t struct_size;
+  int32_t op;          /* bp_op */
+  uint32_t dtype_mask; /* BP_DTYPE_BIT()s this kernel accepts */
+  bp_kernel_fn fn;
+  void* kernel_ctx;    /* passed back to fn (optional, may be NULL) */
+  const char* origin;  /* "file:line" of the registration, shown in errors (optional) */
+} bp_kernel_registration;
+
+/* Handed to the plugin by the core; the plugin calls it once per kernel. */
+typedef struct bp_registrar {
+  size_t struct_size;
+  void* ctx; /* the core's; pass it back unchanged */
+  /* Registers a kernel. A second registration of the same (op, dtype) is an
+   * error whose message names both origins. */
+  bp_status (*register_kernel)(void* ctx, const bp_kernel_registration* reg,
+                               bp_error* error);
+} bp_registrar;
+
+/* ------------------------------------------------------------------------ */
+/* Devices and memory                                                        */
+/* ------------------------------------------------------------------------ */
+
+typedef struct bp_device_props {
+  size_t struct_size;
+  char name[128];          /* human-readable, e.g. "x86_64 CPU (2 threads)" */
+  uint64_t total_memory;   /* bytes; 0 when unknown */
+  int32_t host_addressable; /* 1 when the host may read and write this memory directly */
+  int32_t reserved;
+} bp_device_props;
+
+/* Allocator statistics (since 1.1). */
+typedef struct bp_memory_stats {
+  size_t struct_size;
+  uint64_t allocated_bytes; /* live bytes handed out */
+  uint64_t reserved_bytes;  /* bytes held from the system, cached blocks included */
+  uint64_t num_allocs;      /* allocate() calls so far */
+  uint64_t num_system_allocs; /* of which went to the system allocator */
+} bp_memory_stats;
+
+/* What the core tells the plugin about itself. */
+typedef struct bp_host {
+  size_t struct_size;
+  uint32_t abi_major;
+  uint32_t abi_minor;
+  const char* core_version;
+} bp_host;
+
+/*
+ * The plugin's description and function table. Owned by the plugin; valid
+ * until `destroy` returns. Every function receives `ctx`.
+ */
+typedef struct bp_plugin {
+  size_t struct_size;
+  uint32_t abi_major;       /* BP_ABI_MAJOR the plugin was built with */
+  uint32_t abi_minor;       /* BP_ABI_MINOR the plugin was built with */
+  const char* name;         /* backend name users type after --backend, [a-z0-9_] */
+  const char* version;      /* the plugin's own version, e.g. "0.1.0" */
+  int32_t dl_device_type;   /* DLPack device type of its memory (1 = CPU) */
+  int32_t reserved;
+  void* ctx;
+
+  /* Number of usable devices. When 0, writes why to `reason` (e.g. the
+   * driver's message) so `backplane devices` can show it. */
+  int32_t (*device_count)(void* ctx, char* reason, size_t reason_capacity);
+  /* Fills `props` (whose struct_size the core set) for one device. */
+  bp_status (*device_props)(void* ctx, int32_t device, bp_device_props* props,
+                            bp_error* error);
+
+  /* Registers every kernel through `registrar`. Called once, after the core
+   * has accepted the plugin's version. */
+  bp_status (*register_kernels)(void* ctx, const bp_registrar* registrar,
+                                bp_error* error);
+
+  /* Allocates `nbytes` (> 0) with at least `alignment` on `device`. */
+  bp_status (*allocate)(void* ctx, int32_t device, size_t nbytes, size_t alignment,
+                        void** out, bp_error* error);
+  /* Frees memory from allocate(); `nbytes` is the size that was asked for. */
+  void (*deallocate)(void* ctx, int32_t device, void* ptr, size_t nbytes);
+
+  /* Byte copies. `device` is the plugin's device index. */
+  bp_status (*copy_from_host)(void* ctx, int32_t device, void* dst, const void* src,
+                              size_t nbytes, bp_error* error);
+  bp_status (*copy_to_host)(void* ctx, int32_t device, void* dst, const void* src,
+                            size_t nbytes, bp_error* error);
+  bp_status (*copy_on_device)(void* ctx, int32_t dst_device, void* dst,
+                              int32_t src_device, const void* src, size_t nbytes,
+                              bp_error* error);
+  /* Sets `nbytes` bytes at `dst` to `value`. */
+  bp_status (*memset)(void* ctx, int32_t device, void* dst, int32_t value, size_t nbytes,
+                      bp_error* error);
+  /* Waits until all work queued on `device` has finished. */
+  bp_status (*synchronize)(void* ctx, int32_t device, bp_error* error);
+  /* Releases `ctx` and everything the plugin holds (optional, may be NULL). */
+  void (*destroy)(void* ctx);
+
+  /* Allocator statistics for `device` (since 1.1, optional, may be NULL). */
+  bp_status (*memory_stats)(void* ctx, int32_t device, bp_memory_stats* stats,
+                            bp_error* error);
+} bp_plugin;
+
+/*
+ * The one exported entry point. Fills *plugin with the plugin's table
+ * (plugin-owned, static or heap). Returns BP_STATUS_OK, or an error status
+ * with a message when the plugin cannot start.
+ */
+typedef bp_status (*bp_plugin_init_fn)(const bp_host* host, const bp_plugin** plugin,
+                                       bp_error* error);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* BACKPLANE_PLUGIN_H */

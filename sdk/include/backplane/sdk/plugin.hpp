@@ -1,0 +1,271 @@
+// Header-only C++ layer over the plugin ABI.
+//
+// An author derives from bp::sdk::Plugin, overrides what the device needs,
+// writes kernels as plain functions `void k(const bp::sdk::KernelCall&)`,
+// registers them in register_kernels(), and exports the class with
+// BP_SDK_PLUGIN(MyPlugin). Exceptions never cross the boundary: every entry
+// point catches them and returns a status with the message.
+#pragma once
+
+#include <backplane/plugin.h>
+#include <backplane/sdk/tensor.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <initializer_list>
+#include <new>
+#include <string>
+
+namespace bp::sdk {
+
+inline void set_error(bp_error* error, const char* message) {
+  if (error == nullptr || error->message == nullptr || error->capacity == 0) return;
+  std::snprintf(error->message, error->capacity, "%s", message);
+}
+
+// Runs f(); maps exceptions to a status and message.
+template <class F>
+bp_status guarded(bp_error* error, F&& f) noexcept {
+  try {
+    f();
+    return BP_STATUS_OK;
+  } catch (const Unsupported& e) {
+    set_error(error, e.what());
+    return BP_STATUS_UNSUPPORTED;
+  } catch (const InvalidArgument& e) {
+    set_error(error, e.what());
+    return BP_STATUS_INVALID_ARGUMENT;
+  } catch (const std::bad_alloc&) {
+    set_error(error, "out of memory");
+    return BP_STATUS_OUT_OF_MEMORY;
+  } catch (const std::exception& e) {
+    set_error(error, e.what());
+    return BP_STATUS_RUNTIME_ERROR;
+  } catch (...) {
+    set_error(error, "unknown exception");
+    return BP_STATUS_RUNTIME_ERROR;
+  }
+}
+
+// One kernel call, as C++ sees it.
+class KernelCall {
+ public:
+  explicit KernelCall(const bp_kernel_call& c) : c_(c) {}
+  bp_op op() const { return static_cast<bp_op>(c_.op); }
+  bp_dtype dtype() const { return static_cast<bp_dtype>(c_.dtype); }
+  int num_inputs() const { return c_.num_inputs; }
+  int num_outputs() const { return c_.num_outputs; }
+  TensorRef input(int i) const { return TensorRef(c_.inputs[i]); }
+  TensorRef output(int i) const { return TensorRef(c_.outputs[i]); }
+  const bp_attrs& attrs() const { return *c_.attrs; }
+  const bp_scalar& scalar(int i) const { return c_.attrs->scalars[i]; }
+  const bp_kernel_call& raw() const { return c_; }
+
+ private:
+  const bp_kernel_call& c_;
+};
+
+using KernelFn = void (*)(const KernelCall&);
+
+template <KernelFn Fn>
+bp_status kernel_thunk(void*, const bp_kernel_call* call, bp_error* error) noexcept {
+  return guarded(error, [&] { Fn(KernelCall(*call)); });
+}
+
+// Wraps the core's registrar.
+class Registrar {
+ public:
+  explicit Registrar(const bp_registrar& r) : r_(r) {}
+
+  // Registers Fn for `op` and the listed dtypes; `origin` is "file:line".
+  template <KernelFn Fn>
+  void add(bp_op op, std::initializer_list<bp_dtype> dtypes, const char* origin = nullptr) {
+    uint32_t mask = 0;
+    for (bp_dtype d : dtypes) mask |= BP_DTYPE_BIT(d);
+    add_raw(op, mask, &kernel_thunk<Fn>, nullptr, origin);
+  }
+
+  // Registers a C kernel directly.
+  void add_raw(bp_op op, uint32_t dtype_mask, bp_kernel_fn fn, void* kernel_ctx,
+               const char* origin) {
+    bp_kernel_registration reg{};
+    reg.struct_size = sizeof(reg);
+    reg.op = op;
+    reg.dtype_mask = dtype_mask;
+    reg.fn = fn;
+    reg.kernel_ctx = kernel_ctx;
+    reg.origin = origin;
+    char buf[512] = {0};
+    bp_error err{sizeof(bp_error), buf, sizeof(buf)};
+    if (r_.register_kernel(r_.ctx, &reg, &err) != BP_STATUS_OK)
+      throw std::runtime_error(buf[0] ? buf : "kernel registration refused");
+  }
+
+ private:
+  const bp_registrar& r_;
+};
+
+#define BP_SDK_STR2(x) #x
+#define BP_SDK_STR(x) BP_SDK_STR2(x)
+// "file:line" of the registration, for duplicate-kernel messages.
+#define BP_ORIGIN (__FILE__ ":" BP_SDK_STR(__LINE__))
+
+// Base class of a plugin. Host memory by default: override for devices.
+class Plugin {
+ public:
+  virtual ~Plugin() = default;
+
+  virtual const char* name() const = 0;
+  virtual const char* version() const { return "0.1.0"; }
+  virtual int32_t dl_device_type() const { return 1; /* kDLCPU */ }
+
+  // Devices. Return 0 and fill `reason` when none is usable.
+  virtual int32_t device_count(std::string& reason) const {
+    (void)reason;
+    return 1;
+  }
+  virtual void device_props(int32_t device, bp_device_props& props) const {
+    (void)device;
+    std::snprintf(props.name, sizeof(props.name), "%s", "host memory");
+    props.host_addressable = 1;
+  }
+
+  virtual void register_kernels(Registrar& registrar) = 0;
+
+  // Memory: 64-byte aligned host memory unless overridden.
+  virtual void* allocate(int32_t device, std::size_t nbytes, std::size_t alignment) {
+    (void)device;
+    std::size_t a = alignment < 64 ? 64 : alignment;
+    std::size_t n = (nbytes + a - 1) / a * a;
+    void* p = std::aligned_alloc(a, n);
+    if (p == nullptr) throw std::bad_alloc();
+    return p;
+  }
+  virtual void deallocate(int32_t device, void* ptr, std::size_t nbytes) {
+    (void)device;
+    (void)nbytes;
+    std::free(ptr);
+  }
+  virtual void copy_from_host(int32_t device, void* dst, const void* src, std::size_t n) {
+    (void)device;
+    std::memcpy(dst, src, n);
+  }
+  virtual void copy_to_host(int32_t device, void* dst, const void* src, std::size_t n) {
+    (void)device;
+    std::memcpy(dst, src, n);
+  }
+  virtual void copy_on_device(int32_t dst_device, void* dst, int32_t src_device,
+                              const void* src, std::size_t n) {
+    (void)dst_device;
+    (void)src_device;
+    std::memmove(dst, src, n);
+  }
+  virtual void memset(int32_t device, void* dst, int32_t value, std::size_t n) {
+    (void)device;
+    std::memset(dst, value, n);
+  }
+  virtual void synchronize(int32_t device) { (void)device; }
+  virtual void memory_stats(int32_t device, bp_memory_stats& stats) {
+    (void)device;
+    (void)stats;
+    throw Unsupported("memory statistics are not tracked by this plugin");
+  }
+
+  // Builds the C table that points back at this object.
+  const bp_plugin* table() {
+    table_.struct_size = sizeof(bp_plugin);
+    table_.abi_major = BP_ABI_MAJOR;
+    table_.abi_minor = BP_ABI_MINOR;
+    table_.name = name();
+    table_.version = version();
+    table_.dl_device_type = dl_device_type();
+    table_.ctx = this;
+    table_.device_count = &device_count_c;
+    table_.device_props = &device_props_c;
+    table_.register_kernels = &register_kernels_c;
+    table_.allocate = &allocate_c;
+    table_.deallocate = &deallocate_c;
+    table_.copy_from_host = &copy_from_host_c;
+    table_.copy_to_host = &copy_to_host_c;
+    table_.copy_on_device = &copy_on_device_c;
+    table_.memset = &memset_c;
+    table_.synchronize = &synchronize_c;
+    table_.destroy = &destroy_c;
+    table_.memory_stats = &memory_stats_c;
+    return &table_;
+  }
+
+ private:
+  static Plugin* self(void* ctx) { return static_cast<Plugin*>(ctx); }
+
+  static int32_t device_count_c(void* ctx, char* reason, size_t cap) noexcept {
+    try {
+      std::string why;
+      int32_t n = self(ctx)->device_count(why);
+      if (reason != nullptr && cap > 0) std::snprintf(reason, cap, "%s", why.c_str());
+      return n;
+    } catch (const std::exception& e) {
+      if (reason != nullptr && cap > 0) std::snprintf(reason, cap, "%s", e.what());
+      return 0;
+    }
+  }
+  static bp_status device_props_c(void* ctx, int32_t d, bp_device_props* p,
+                                  bp_error* e) noexcept {
+    return guarded(e, [&] { self(ctx)->device_props(d, *p); });
+  }
+  static bp_status register_kernels_c(void* ctx, const bp_registrar* r, bp_error* e) noexcept {
+    return guarded(e, [&] {
+      Registrar reg(*r);
+      self(ctx)->register_kernels(reg);
+    });
+  }
+  static bp_status allocate_c(void* ctx, int32_t d, size_t n, size_t a, void** out,
+                              bp_error* e) noexcept {
+    return guarded(e, [&] { *out = self(ctx)->allocate(d, n, a); });
+  }
+  static void deallocate_c(void* ctx, int32_t d, void* p, size_t n) noexcept {
+    try {
+      self(ctx)->deallocate(d, p, n);
+    } catch (...) {
+    }
+  }
+  static bp_status copy_from_host_c(void* ctx, int32_t d, void* dst, const void* src,
+                                    size_t n, bp_error* e) noexcept {
+    return guarded(e, [&] { self(ctx)->copy_from_host(d, dst, src, n); });
+  }
+  static bp_status copy_to_host_c(void* ctx, int32_t d, void* dst, const void* src, size_t n,
+                                  bp_error* e) noexcept {
+    return guarded(e, [&] { self(ctx)->copy_to_host(d, dst, src, n); });
+  }
+  static bp_status copy_on_device_c(void* ctx, int32_t dd, void* dst, int32_t sd,
+                                    const void* src, size_t n, bp_error* e) noexcept {
+    return guarded(e, [&] { self(ctx)->copy_on_device(dd, dst, sd, src, n); });
+  }
+  static bp_status memset_c(void* ctx, int32_t d, void* dst, int32_t v, size_t n,
+                            bp_error* e) noexcept {
+    return guarded(e, [&] { self(ctx)->memset(d, dst, v, n); });
+  }
+  static bp_status synchronize_c(void* ctx, int32_t d, bp_error* e) noexcept {
+    return guarded(e, [&] { self(ctx)->synchronize(d); });
+  }
+  static void destroy_c(void* ctx) noexcept { delete self(ctx); }
+  static bp_status memory_stats_c(void* ctx, int32_t d, bp_memory_stats* s,
+                                  bp_error* e) noexcept {
+    return guarded(e, [&] { self(ctx)->memory_stats(d, *s); });
+  }
+
+  bp_plugin table_{};
+};
+
+}  // namespace bp::sdk
+
+// Exports `Class` (derived from bp::sdk::Plugin) as this library's plugin.
+// The object is created when the core calls the entry point, not at load.
+#define BP_SDK_PLUGIN(Class)                                                          \
+  extern "C" BP_PLUGIN_EXPORT bp_status bp_plugin_init(                              \
+      const bp_host* host, const bp_plugin** plugin, bp_error* error) {               \
+    (void)host;                                                                       \
+    return ::bp::sdk::guarded(error, [&] { *plugin = (new Class())->table(); });      \
+  }

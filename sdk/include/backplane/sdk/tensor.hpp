@@ -1,0 +1,134 @@
+// Header-only helpers to read the C ABI's tensor descriptors from C++.
+#pragma once
+
+#include <backplane/plugin.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace bp::sdk {
+
+// Thrown by a kernel for a dtype or layout it does not handle; the edge turns
+// it into BP_STATUS_UNSUPPORTED.
+struct Unsupported : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Thrown by a kernel for an invalid call; becomes BP_STATUS_INVALID_ARGUMENT.
+struct InvalidArgument : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+inline const char* dtype_name(bp_dtype d) {
+  switch (d) {
+    case BP_DTYPE_BOOL: return "bool";
+    case BP_DTYPE_INT32: return "int32";
+    case BP_DTYPE_INT64: return "int64";
+    case BP_DTYPE_FLOAT32: return "float32";
+    case BP_DTYPE_FLOAT64: return "float64";
+    default: return "unknown";
+  }
+}
+
+inline std::size_t dtype_size(bp_dtype d) {
+  switch (d) {
+    case BP_DTYPE_BOOL: return 1;
+    case BP_DTYPE_INT32: return 4;
+    case BP_DTYPE_INT64: return 8;
+    case BP_DTYPE_FLOAT32: return 4;
+    case BP_DTYPE_FLOAT64: return 8;
+    default: return 0;
+  }
+}
+
+// DLPack dtype -> bp_dtype (BP_DTYPE_COUNT when it is none of ours).
+inline bp_dtype from_dl(bp_dl_dtype t) {
+  if (t.lanes != 1) return BP_DTYPE_COUNT;
+  if (t.code == 6 && t.bits == 8) return BP_DTYPE_BOOL;
+  if (t.code == 0 && t.bits == 32) return BP_DTYPE_INT32;
+  if (t.code == 0 && t.bits == 64) return BP_DTYPE_INT64;
+  if (t.code == 2 && t.bits == 32) return BP_DTYPE_FLOAT32;
+  if (t.code == 2 && t.bits == 64) return BP_DTYPE_FLOAT64;
+  return BP_DTYPE_COUNT;
+}
+
+inline bp_dl_dtype to_dl(bp_dtype d) {
+  switch (d) {
+    case BP_DTYPE_BOOL: return {6, 8, 1};
+    case BP_DTYPE_INT32: return {0, 32, 1};
+    case BP_DTYPE_INT64: return {0, 64, 1};
+    case BP_DTYPE_FLOAT32: return {2, 32, 1};
+    case BP_DTYPE_FLOAT64: return {2, 64, 1};
+    default: return {0, 0, 0};
+  }
+}
+
+// C++ type <-> bp_dtype.
+template <class T> struct dtype_of;
+template <> struct dtype_of<bool> { static constexpr bp_dtype value = BP_DTYPE_BOOL; };
+template <> struct dtype_of<int32_t> { static constexpr bp_dtype value = BP_DTYPE_INT32; };
+template <> struct dtype_of<int64_t> { static constexpr bp_dtype value = BP_DTYPE_INT64; };
+template <> struct dtype_of<float> { static constexpr bp_dtype value = BP_DTYPE_FLOAT32; };
+template <> struct dtype_of<double> { static constexpr bp_dtype value = BP_DTYPE_FLOAT64; };
+
+// Calls f(T{}) with the C++ type of `d`; throws Unsupported otherwise.
+template <class F>
+decltype(auto) visit_dtype(bp_dtype d, F&& f) {
+  switch (d) {
+    case BP_DTYPE_BOOL: return f(bool{});
+    case BP_DTYPE_INT32: return f(int32_t{});
+    case BP_DTYPE_INT64: return f(int64_t{});
+    case BP_DTYPE_FLOAT32: return f(float{});
+    case BP_DTYPE_FLOAT64: return f(double{});
+    default: throw Unsupported(std::string("unknown dtype code ") + std::to_string(int(d)));
+  }
+}
+
+// A read-only view of one bp_tensor descriptor.
+class TensorRef {
+ public:
+  explicit TensorRef(const bp_tensor& t) : t_(&t) {}
+
+  int ndim() const { return t_->ndim; }
+  int64_t size(int d) const { return t_->shape[d]; }
+  int64_t stride(int d) const { return t_->strides[d]; }
+  const int64_t* shape() const { return t_->shape; }
+  const int64_t* strides() const { return t_->strides; }
+  bp_dtype dtype() const { return from_dl(t_->dtype); }
+  int32_t device() const { return t_->device.device_id; }
+  const bp_tensor& raw() const { return *t_; }
+
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int d = 0; d < t_->ndim; ++d) n *= t_->shape[d];
+    return n;
+  }
+
+  // Address of the first element.
+  void* base() const { return static_cast<char*>(t_->data) + t_->byte_offset; }
+  template <class T> T* data() const { return static_cast<T*>(base()); }
+
+  // Row-major contiguous (size-1 dims may have any stride).
+  bool is_contiguous() const {
+    int64_t expected = 1;
+    for (int d = t_->ndim - 1; d >= 0; --d) {
+      if (t_->shape[d] == 1) continue;
+      if (t_->strides[d] != expected) return false;
+      expected *= t_->shape[d];
+    }
+    return true;
+  }
+
+ private:
+  const bp_tensor* t_;
+};
+
+// Reads a scalar attribute as T.
+template <class T>
+T scalar_as(const bp_scalar& s) {
+  if (s.dtype == BP_DTYPE_FLOAT32 || s.dtype == BP_DTYPE_FLOAT64) return static_cast<T>(s.value.f);
+  return static_cast<T>(s.value.i);
+}
+
+}  // namespace bp::sdk
