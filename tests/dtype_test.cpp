@@ -1,0 +1,159 @@
+// Dtypes, scalars and PyTorch's promotion rules: the pure functions first,
+// then the dtype that binary ops actually give on the default backend.
+// Expected dtypes are PyTorch's (torch.promote_types / torch.result_type).
+#include <backplane/backplane.h>
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using bp::DType;
+
+TEST(DType, SizesNamesAndCategories) {
+  EXPECT_EQ(bp::itemsize(DType::Bool), 1u);
+  EXPECT_EQ(bp::itemsize(DType::Int32), 4u);
+  EXPECT_EQ(bp::itemsize(DType::Int64), 8u);
+  EXPECT_EQ(bp::itemsize(DType::Float32), 4u);
+  EXPECT_EQ(bp::itemsize(DType::Float64), 8u);
+  EXPECT_EQ(bp::name(DType::Bool), "bool");
+  EXPECT_EQ(bp::name(DType::Int32), "int32");
+  EXPECT_EQ(bp::name(DType::Int64), "int64");
+  EXPECT_EQ(bp::name(DType::Float32), "float32");
+  EXPECT_EQ(bp::name(DType::Float64), "float64");
+  EXPECT_TRUE(bp::is_floating(DType::Float32));
+  EXPECT_FALSE(bp::is_floating(DType::Int64));
+  EXPECT_TRUE(bp::is_integral(DType::Int32));
+  EXPECT_FALSE(bp::is_integral(DType::Bool));
+}
+
+TEST(DType, ValuesMatchTheAbiEnum) {
+  EXPECT_EQ(static_cast<int>(DType::Bool), BP_DTYPE_BOOL);
+  EXPECT_EQ(static_cast<int>(DType::Int32), BP_DTYPE_INT32);
+  EXPECT_EQ(static_cast<int>(DType::Int64), BP_DTYPE_INT64);
+  EXPECT_EQ(static_cast<int>(DType::Float32), BP_DTYPE_FLOAT32);
+  EXPECT_EQ(static_cast<int>(DType::Float64), BP_DTYPE_FLOAT64);
+}
+
+struct PromoteCase {
+  DType a, b, expected;
+};
+
+TEST(DType, PromoteTypesMatchesPyTorchTable) {
+  const PromoteCase cases[] = {
+      {DType::Bool, DType::Bool, DType::Bool},
+      {DType::Bool, DType::Int32, DType::Int32},
+      {DType::Bool, DType::Int64, DType::Int64},
+      {DType::Bool, DType::Float32, DType::Float32},
+      {DType::Bool, DType::Float64, DType::Float64},
+      {DType::Int32, DType::Int32, DType::Int32},
+      {DType::Int32, DType::Int64, DType::Int64},
+      {DType::Int32, DType::Float32, DType::Float32},
+      {DType::Int32, DType::Float64, DType::Float64},
+      {DType::Int64, DType::Float32, DType::Float32},
+      {DType::Int64, DType::Float64, DType::Float64},
+      {DType::Float32, DType::Float64, DType::Float64},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(bp::promote_types(c.a, c.b), c.expected) << c.a << " + " << c.b;
+    EXPECT_EQ(bp::promote_types(c.b, c.a), c.expected) << c.b << " + " << c.a;
+  }
+}
+
+TEST(DType, ScalarOnlyDecidesWhenOfHigherCategory) {
+  EXPECT_EQ(bp::result_type(DType::Int32, bp::Scalar(2)), DType::Int32);
+  EXPECT_EQ(bp::result_type(DType::Int32, bp::Scalar(2.5)), DType::Float32);
+  EXPECT_EQ(bp::result_type(DType::Float64, bp::Scalar(2.5)), DType::Float64);
+  EXPECT_EQ(bp::result_type(DType::Float32, bp::Scalar(2.5)), DType::Float32);
+  EXPECT_EQ(bp::result_type(DType::Bool, bp::Scalar(1)), DType::Int64);
+  EXPECT_EQ(bp::result_type(DType::Bool, bp::Scalar(true)), DType::Bool);
+  EXPECT_EQ(bp::result_type(DType::Bool, bp::Scalar(0.5)), DType::Float32);
+  EXPECT_EQ(bp::result_type(DType::Float32, bp::Scalar(true)), DType::Float32);
+}
+
+TEST(Scalar, RemembersItsCategoryAndCrossesTheAbiTagged) {
+  EXPECT_EQ(bp::Scalar(3).kind(), DType::Int64);
+  EXPECT_EQ(bp::Scalar(int32_t{3}).kind(), DType::Int64);
+  EXPECT_EQ(bp::Scalar(3.0f).kind(), DType::Float64);
+  EXPECT_EQ(bp::Scalar(false).kind(), DType::Bool);
+
+  const bp_scalar i = bp::Scalar(-7).to_abi();
+  EXPECT_EQ(i.dtype, BP_DTYPE_INT64);
+  EXPECT_EQ(i.value.i, -7);
+  const bp_scalar f = bp::Scalar(0.25).to_abi();
+  EXPECT_EQ(f.dtype, BP_DTYPE_FLOAT64);
+  EXPECT_EQ(f.value.f, 0.25);
+  EXPECT_EQ(bp::Scalar(2.75).to<int64_t>(), 2);
+}
+
+// The dtype that ops give on the default backend.
+
+TEST(DTypeOfOps, TensorsOfSameRankPromote) {
+  auto i32 = bp::ones({2}, DType::Int32);
+  auto i64 = bp::ones({2}, DType::Int64);
+  auto f32 = bp::ones({2}, DType::Float32);
+  auto f64 = bp::ones({2}, DType::Float64);
+  auto b = bp::ones({2}, DType::Bool);
+  EXPECT_EQ((i32 + i64).dtype(), DType::Int64);
+  EXPECT_EQ((i64 + f32).dtype(), DType::Float32);
+  EXPECT_EQ((f32 * f64).dtype(), DType::Float64);
+  EXPECT_EQ((b + i32).dtype(), DType::Int32);
+  EXPECT_EQ((i32 + i64).to_vector<int64_t>(), (std::vector<int64_t>{2, 2}));
+}
+
+TEST(DTypeOfOps, ZeroDimTensorActsLikeAScalar) {
+  auto i32 = bp::ones({2}, DType::Int32);
+  auto f32 = bp::ones({2}, DType::Float32);
+  // Same category: the dimensioned operand decides.
+  EXPECT_EQ((i32 + bp::scalar_tensor(5, DType::Int64)).dtype(), DType::Int32);
+  EXPECT_EQ((f32 + bp::scalar_tensor(0.5, DType::Float64)).dtype(), DType::Float32);
+  // Higher category: promoted with the 0-d operand's dtype.
+  auto r = i32 + bp::scalar_tensor(1.5, DType::Float64);
+  EXPECT_EQ(r.dtype(), DType::Float64);
+  EXPECT_EQ(r.to_vector<double>(), (std::vector<double>{2.5, 2.5}));
+  // Two 0-d tensors promote normally.
+  EXPECT_EQ((bp::scalar_tensor(1, DType::Int32) + bp::scalar_tensor(1, DType::Int64)).dtype(),
+            DType::Int64);
+}
+
+TEST(DTypeOfOps, PythonScalarsFollowResultType) {
+  auto i32 = bp::ones({3}, DType::Int32);
+  EXPECT_EQ((i32 + 2).dtype(), DType::Int32);
+  auto r = i32 + 0.5;
+  EXPECT_EQ(r.dtype(), DType::Float32);
+  EXPECT_EQ(r.to_vector<float>(), (std::vector<float>{1.5f, 1.5f, 1.5f}));
+  EXPECT_EQ((bp::ones({1}, DType::Float64) * 3).dtype(), DType::Float64);
+}
+
+TEST(DTypeOfOps, IntegerDivisionIsTrueDivision) {
+  auto a = bp::tensor({7, 2});
+  auto b = bp::tensor({2, 4});
+  auto q = a / b;
+  EXPECT_EQ(q.dtype(), DType::Float32);
+  EXPECT_EQ(q.to_vector<float>(), (std::vector<float>{3.5f, 0.5f}));
+}
+
+TEST(DTypeOfOps, SumOfIntegersIsInt64) {
+  EXPECT_EQ(bp::ones({3}, DType::Int32).sum().dtype(), DType::Int64);
+  EXPECT_EQ(bp::ones({3}, DType::Bool).sum().item<int64_t>(), 3);
+  EXPECT_EQ(bp::ones({3}, DType::Float64).sum().dtype(), DType::Float64);
+}
+
+TEST(DTypeOfOps, InPlaceRefusesToCastDownACategory) {
+  auto i = bp::ones({2}, DType::Int64);
+  try {
+    i.add_(bp::ones({2}, DType::Float32));
+    FAIL() << "expected TypeError";
+  } catch (const bp::TypeError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("[add_]"), std::string::npos) << m;
+    EXPECT_NE(m.find("float32"), std::string::npos) << m;
+    EXPECT_NE(m.find("int64"), std::string::npos) << m;
+  }
+  // Same category but wider: allowed, and the result is cast into self.
+  auto j = bp::ones({2}, DType::Int32);
+  j.add_(bp::full({2}, 4, DType::Int64));
+  EXPECT_EQ(j.dtype(), DType::Int32);
+  EXPECT_EQ(j.to_vector<int32_t>(), (std::vector<int32_t>{5, 5}));
+}
+
+}  // namespace
