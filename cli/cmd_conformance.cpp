@@ -1,12 +1,12 @@
 // `backplane conformance`: runs the conformance suite on device 0 of the
 // selected backend, prints a table per category and optionally writes JSON.
-#include "commands.h"
-
 #include <backplane/backplane.h>
 #include <backplane/conformance.h>
 
 #include <iostream>
 #include <string>
+
+#include "commands.h"
 
 namespace bp::cli {
 
@@ -31,13 +31,12 @@ class ConformanceCommand : public Command {
   }
   po::options_description options() override {
     po::options_description own("Options");
-    own.add_options()
-        ("json", po::value<std::string>(&json_path_)->value_name("FILE"),
-         "also write the report to FILE as JSON")
-        ("filter", po::value<std::string>(&filter_)->value_name("TEXT"),
-         "run only the cases whose name, category or SEMANTICS.md ID contains TEXT; "
-         "the others are reported as skipped")
-        ("list", po::bool_switch(&list_), "list the cases and their IDs without running them");
+    own.add_options()("json", po::value<std::string>(&json_path_)->value_name("FILE"),
+                      "also write the report to FILE as JSON")(
+        "filter", po::value<std::string>(&filter_)->value_name("TEXT"),
+        "run only the cases whose name, category or SEMANTICS.md ID contains TEXT; "
+        "the others are reported as skipped")("list", po::bool_switch(&list_),
+                                              "list the cases and their IDs without running them");
     return own;
   }
 

@@ -1,7 +1,5 @@
 // `backplane devices`: every plugin the loader can see, whether it was
 // accepted, and its devices; for each rejected one, why.
-#include "commands.h"
-
 #include <backplane/backplane.h>
 
 #include <cstdio>
@@ -9,6 +7,8 @@
 #include <iostream>
 #include <string>
 #include <system_error>
+
+#include "commands.h"
 
 namespace bp::cli {
 
@@ -40,8 +40,7 @@ void print_backend(const Backend& b) {
             << b.abi_minor() << ", ";
   if (n == 0) {
     std::cout << "0 devices: "
-              << (b.no_device_reason().empty() ? "no reason given" : b.no_device_reason())
-              << "\n";
+              << (b.no_device_reason().empty() ? "no reason given" : b.no_device_reason()) << "\n";
     return;
   }
   std::cout << n << (n == 1 ? " device" : " devices") << "\n";
@@ -128,6 +127,8 @@ class DevicesCommand : public Command {
 
 }  // namespace
 
-std::unique_ptr<Command> make_devices_command() { return std::make_unique<DevicesCommand>(); }
+std::unique_ptr<Command> make_devices_command() {
+  return std::make_unique<DevicesCommand>();
+}
 
 }  // namespace bp::cli

@@ -6,7 +6,6 @@
 #include <backplane/options.h>
 
 #include <boost/program_options.hpp>
-
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,10 +17,10 @@ namespace po = boost::program_options;
 // Exit codes shared by every subcommand (docs/cli.md lists them).
 enum ExitCode : int {
   kExitOk = 0,
-  kExitFailed = 1,     // the command ran and found failures (conformance)
-  kExitUsage = 2,      // bad command line, or the backend could not be loaded
-  kExitNoDevice = 3,   // the backend loaded but has no device
-  kExitInternal = 4,   // an unexpected error
+  kExitFailed = 1,    // the command ran and found failures (conformance)
+  kExitUsage = 2,     // bad command line, or the backend could not be loaded
+  kExitNoDevice = 3,  // the backend loaded but has no device
+  kExitInternal = 4,  // an unexpected error
 };
 
 class Command {

@@ -1,13 +1,13 @@
 // The `backplane` program: finds the subcommand, parses its options together
 // with the global ones, and maps errors to exit codes.
-#include "commands.h"
-
 #include <backplane/backplane.h>
 
 #include <algorithm>
 #include <iostream>
 #include <string>
 #include <vector>
+
+#include "commands.h"
 
 namespace bp::cli {
 
@@ -29,7 +29,9 @@ const char* kExitCodes =
 class VersionCommand : public Command {
  public:
   const char* name() const override { return "version"; }
-  const char* summary() const override { return "Print the core version and the plugin ABI version"; }
+  const char* summary() const override {
+    return "Print the core version and the plugin ABI version";
+  }
   const char* details() const override {
     return "Plugins must have the same ABI major version as the core and at most its minor.\n\n"
            "Example:\n  backplane version\n";
@@ -81,9 +83,7 @@ void print_command_help(Command& cmd, const po::options_description& global) {
             << cmd.summary() << ".\n\n";
   po::options_description own = cmd.options();
   if (!own.options().empty()) std::cout << own << "\n";
-  std::cout << global << "\n"
-            << cmd.details() << "\n"
-            << kExitCodes;
+  std::cout << global << "\n" << cmd.details() << "\n" << kExitCodes;
 }
 
 // The index of the subcommand's name in `args`, or -1. Values of the global
@@ -105,8 +105,9 @@ int find_command_index(const std::vector<std::string>& args,
   return -1;
 }
 
-int usage_error(const std::string& message) {
-  std::cerr << "[backplane] " << message << "\nRun 'backplane --help' for usage.\n";
+int usage_error(const std::string& message, const std::string& command = {}) {
+  std::cerr << "[backplane] " << message << "\nRun 'backplane "
+            << (command.empty() ? "" : command + " ") << "--help' for usage.\n";
   return kExitUsage;
 }
 
@@ -147,10 +148,17 @@ int run(int argc, char** argv) {
   all.add(cmd->options()).add(global);
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(args).options(all).run(), vm);
+    // No positional arguments: an empty description makes any of them an error.
+    po::store(po::command_line_parser(args)
+                  .options(all)
+                  .positional(po::positional_options_description())
+                  .run(),
+              vm);
     po::notify(vm);
+  } catch (const po::too_many_positional_options_error&) {
+    return usage_error(name + ": unexpected argument; " + name + " takes only options", name);
   } catch (const po::error& e) {
-    return usage_error(std::string(name) + ": " + e.what());
+    return usage_error(name + ": " + e.what(), name);
   }
   if (vm.count("help")) {
     print_command_help(*cmd, global);
@@ -162,7 +170,9 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-std::unique_ptr<Command> make_version_command() { return std::make_unique<VersionCommand>(); }
+std::unique_ptr<Command> make_version_command() {
+  return std::make_unique<VersionCommand>();
+}
 
 }  // namespace bp::cli
 

@@ -2,7 +2,6 @@
 // then the dtype that binary ops actually give on the default backend.
 // Expected dtypes are PyTorch's (torch.promote_types / torch.result_type).
 #include <backplane/backplane.h>
-
 #include <gtest/gtest.h>
 
 namespace {

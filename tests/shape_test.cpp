@@ -3,7 +3,6 @@
 // Expected values follow NumPy/PyTorch rules, worked out by hand.
 #include <backplane/error.h>
 #include <backplane/shape.h>
-
 #include <gtest/gtest.h>
 
 #include <string>
@@ -13,7 +12,9 @@ namespace {
 
 using Dims = std::vector<int64_t>;
 
-Dims to_dims(const bp::DimVector& v) { return Dims(v.begin(), v.end()); }
+Dims to_dims(const bp::DimVector& v) {
+  return Dims(v.begin(), v.end());
+}
 
 // The message of the exception `f` throws, checked to be of type E.
 template <class E, class F>
@@ -74,8 +75,8 @@ TEST(Shape, ContiguousStridesAreRowMajor) {
 TEST(Shape, IsContiguousIgnoresStridesOfSizeOneDims) {
   EXPECT_TRUE(bp::is_contiguous({2, 3}, {3, 1}));
   EXPECT_TRUE(bp::is_contiguous({2, 1, 3}, {3, 99, 1}));
-  EXPECT_FALSE(bp::is_contiguous({3, 2}, {1, 3}));   // transposed
-  EXPECT_FALSE(bp::is_contiguous({2, 3}, {6, 2}));   // every other element
+  EXPECT_FALSE(bp::is_contiguous({3, 2}, {1, 3}));        // transposed
+  EXPECT_FALSE(bp::is_contiguous({2, 3}, {6, 2}));        // every other element
   EXPECT_TRUE(bp::is_contiguous({2, 0, 3}, {7, 5, 11}));  // no elements at all
   EXPECT_TRUE(bp::is_contiguous(bp::IntArrayRef(), bp::IntArrayRef()));
 }
@@ -97,8 +98,9 @@ TEST(Shape, BroadcastShapesFollowsNumpyRules) {
 }
 
 TEST(Shape, BroadcastFailureNamesTheOpAndBothShapes) {
-  const std::string m =
-      message_of<bp::ValueError>([] { bp::broadcast_shapes({2, 3}, {3, 2}, "mul"); });
+  const std::string m = message_of<bp::ValueError>([] {
+    bp::broadcast_shapes({2, 3}, {3, 2}, "mul");
+  });
   EXPECT_NE(m.find("[mul]"), std::string::npos) << m;
   EXPECT_NE(m.find("[2, 3]"), std::string::npos) << m;
   EXPECT_NE(m.find("[3, 2]"), std::string::npos) << m;
@@ -166,8 +168,7 @@ TEST(Shape, InferShapeRejectsBadShapesNamingTheOp) {
   EXPECT_THROW(bp::infer_shape({-1, -1}, 12, "view"), bp::ValueError);
   EXPECT_THROW(bp::infer_shape({0, -1}, 0, "view"), bp::ValueError);
   EXPECT_THROW(bp::infer_shape({-2, 6}, 12, "view"), bp::ValueError);
-  const std::string m =
-      message_of<bp::ValueError>([] { bp::infer_shape({5, -1}, 12, "reshape"); });
+  const std::string m = message_of<bp::ValueError>([] { bp::infer_shape({5, -1}, 12, "reshape"); });
   EXPECT_NE(m.find("[reshape]"), std::string::npos) << m;
   EXPECT_NE(m.find("12"), std::string::npos) << m;
   EXPECT_THROW(bp::infer_shape({5, 3}, 12, "view"), bp::ValueError);

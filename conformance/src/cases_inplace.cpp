@@ -24,27 +24,29 @@ struct InplaceOp {
 const std::vector<InplaceOp>& inplace_ops() {
   static const std::vector<InplaceOp> ops = {
       {"add_", [](Tensor& s, const Tensor& o) -> Tensor& { return s.add_(o); }, {5, 0, 4, 12}},
-      {"add_alpha", [](Tensor& s, const Tensor& o) -> Tensor& { return s.add_(o, 2); },
+      {"add_alpha",
+       [](Tensor& s, const Tensor& o) -> Tensor& { return s.add_(o, 2); },
        {9, 2, 5, 20}},
-      {"add_scalar", [](Tensor& s, const Tensor&) -> Tensor& { return s.add_(10); },
+      {"add_scalar",
+       [](Tensor& s, const Tensor&) -> Tensor& { return s.add_(10); },
        {11, 8, 13, 14}},
       {"sub_", [](Tensor& s, const Tensor& o) -> Tensor& { return s.sub_(o); }, {-3, -4, 2, -4}},
       {"mul_", [](Tensor& s, const Tensor& o) -> Tensor& { return s.mul_(o); }, {4, -4, 3, 32}},
-      {"mul_scalar", [](Tensor& s, const Tensor&) -> Tensor& { return s.mul_(3); },
-       {3, -6, 9, 12}},
-      {"div_", [](Tensor& s, const Tensor& o) -> Tensor& { return s.div_(o); },
-       {0.25, -1, 3, 0.5}},
+      {"mul_scalar", [](Tensor& s, const Tensor&) -> Tensor& { return s.mul_(3); }, {3, -6, 9, 12}},
+      {"div_", [](Tensor& s, const Tensor& o) -> Tensor& { return s.div_(o); }, {0.25, -1, 3, 0.5}},
       {"relu_", [](Tensor& s, const Tensor&) -> Tensor& { return s.relu_(); }, {1, 0, 3, 4}},
       {"fill_", [](Tensor& s, const Tensor&) -> Tensor& { return s.fill_(7); }, {7, 7, 7, 7}},
       {"zero_", [](Tensor& s, const Tensor&) -> Tensor& { return s.zero_(); }, {0, 0, 0, 0}},
       {"copy_", [](Tensor& s, const Tensor& o) -> Tensor& { return s.copy_(o); }, {4, 2, 1, 8}},
-      {"plus_assign", [](Tensor& s, const Tensor& o) -> Tensor& { return s += o; },
-       {5, 0, 4, 12}},
-      {"minus_assign", [](Tensor& s, const Tensor& o) -> Tensor& { return s -= o; },
+      {"plus_assign", [](Tensor& s, const Tensor& o) -> Tensor& { return s += o; }, {5, 0, 4, 12}},
+      {"minus_assign",
+       [](Tensor& s, const Tensor& o) -> Tensor& { return s -= o; },
        {-3, -4, 2, -4}},
-      {"times_assign", [](Tensor& s, const Tensor& o) -> Tensor& { return s *= o; },
+      {"times_assign",
+       [](Tensor& s, const Tensor& o) -> Tensor& { return s *= o; },
        {4, -4, 3, 32}},
-      {"divide_assign", [](Tensor& s, const Tensor& o) -> Tensor& { return s /= o; },
+      {"divide_assign",
+       [](Tensor& s, const Tensor& o) -> Tensor& { return s /= o; },
        {0.25, -1, 3, 0.5}},
   };
   return ops;
@@ -254,27 +256,39 @@ void compound_through_view(const Context& ctx) {
   BP_EXPECT_VALUES(corners, {200, 204, 212, 216});
 }
 
-std::string dtype_name(DType d) { return std::string(name(d)); }
+std::string dtype_name(DType d) {
+  return std::string(name(d));
+}
 
 }  // namespace
 
 void add_inplace_cases(Suite& suite) {
   for (const auto& op : inplace_ops())
-    suite.add({std::string("inplace.") + op.name + ".writes_self", {"IP-1"}, kCategory,
+    suite.add({std::string("inplace.") + op.name + ".writes_self",
+               {"IP-1"},
+               kCategory,
                [&op](const Context& ctx) { check_inplace(ctx, op); }});
   for (const auto& op : out_of_place_ops())
-    suite.add({std::string("inplace.") + op.name + ".out_of_place_leaves_inputs", {"IP-1"},
-               kCategory, [&op](const Context& ctx) { check_out_of_place(ctx, op); }});
+    suite.add({std::string("inplace.") + op.name + ".out_of_place_leaves_inputs",
+               {"IP-1"},
+               kCategory,
+               [&op](const Context& ctx) { check_out_of_place(ctx, op); }});
 
   const DType all[] = {DType::Float32, DType::Float64, DType::Int32, DType::Int64, DType::Bool};
   for (DType d : all)
-    suite.add({"inplace.zero_.contiguous." + dtype_name(d), {"IP-1", "IP-2"}, kCategory,
+    suite.add({"inplace.zero_.contiguous." + dtype_name(d),
+               {"IP-1", "IP-2"},
+               kCategory,
                [d](const Context& ctx) { check_zero_contiguous(ctx, d); }});
   for (DType d : all)
-    suite.add({"inplace.zero_.column." + dtype_name(d), {"IP-2", "IP-3"}, kCategory,
+    suite.add({"inplace.zero_.column." + dtype_name(d),
+               {"IP-2", "IP-3"},
+               kCategory,
                [d](const Context& ctx) { check_zero_column(ctx, d); }});
   for (DType d : all)
-    suite.add({"inplace.zero_.equals_fill_0." + dtype_name(d), {"IP-2"}, kCategory,
+    suite.add({"inplace.zero_.equals_fill_0." + dtype_name(d),
+               {"IP-2"},
+               kCategory,
                [d](const Context& ctx) { check_zero_equals_fill(ctx, d); }});
   suite.add({"inplace.zero_.stepped_slice", {"IP-2"}, kCategory, zero_stepped});
   suite.add({"inplace.zero_.0d", {"IP-2"}, kCategory, zero_0d});
@@ -283,10 +297,11 @@ void add_inplace_cases(Suite& suite) {
 
   suite.add({"inplace.view_write_seen_by_base", {"IP-3"}, kCategory, view_write_seen_by_base});
   suite.add({"inplace.base_write_seen_by_views", {"IP-3"}, kCategory, base_write_seen_by_views});
-  suite.add({"inplace.view_write_seen_by_other_views", {"IP-3"}, kCategory,
+  suite.add({"inplace.view_write_seen_by_other_views",
+             {"IP-3"},
+             kCategory,
              view_write_seen_by_other_views});
-  suite.add({"inplace.compound_through_view", {"IP-1", "IP-3"}, kCategory,
-             compound_through_view});
+  suite.add({"inplace.compound_through_view", {"IP-1", "IP-3"}, kCategory, compound_through_view});
 }
 
 }  // namespace bp::conformance

@@ -52,7 +52,9 @@ void check_both(const char* what, const Tensor& view, const Tensor& base, const 
 }
 
 // x: shape [2, 3, 4], strides [12, 4, 1], values 0..23.
-Tensor sample(const Context& ctx) { return iota(ctx, {2, 3, 4}); }
+Tensor sample(const Context& ctx) {
+  return iota(ctx, {2, 3, 4});
+}
 
 void view_view(const Context& ctx) {
   Tensor x = sample(ctx);
@@ -67,8 +69,7 @@ void view_reshape(const Context& ctx) {
   check_both("x.reshape({-1})", x.reshape({-1}), x, {{24}, {1}, 0});
   // A contiguous slab at an offset keeps its offset.
   Tensor m = iota(ctx, {4, 6});
-  check_both("m.narrow(0, 1, 2).reshape({12})", m.narrow(0, 1, 2).reshape({12}), m,
-             {{12}, {1}, 6});
+  check_both("m.narrow(0, 1, 2).reshape({12})", m.narrow(0, 1, 2).reshape({12}), m, {{12}, {1}, 6});
 }
 
 // x.transpose(0, 2) has strides [1, 4, 12]: no strides give it the shape

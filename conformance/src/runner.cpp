@@ -1,6 +1,5 @@
 // Running cases and classifying what they throw; the host-side checks.
 #include <backplane/conformance.h>
-
 #include <cxxabi.h>
 
 #include <cstdlib>
@@ -53,10 +52,14 @@ Suite default_suite() {
 
 std::string_view to_string(Status s) {
   switch (s) {
-    case Status::Passed: return "passed";
-    case Status::Failed: return "failed";
-    case Status::Unsupported: return "unsupported";
-    case Status::Skipped: return "skipped";
+    case Status::Passed:
+      return "passed";
+    case Status::Failed:
+      return "failed";
+    case Status::Unsupported:
+      return "unsupported";
+    case Status::Skipped:
+      return "skipped";
   }
   return "unknown";
 }
@@ -65,10 +68,18 @@ Summary Report::summary() const {
   Summary s;
   for (const auto& r : results) {
     switch (r.status) {
-      case Status::Passed: ++s.passed; break;
-      case Status::Failed: ++s.failed; break;
-      case Status::Unsupported: ++s.unsupported; break;
-      case Status::Skipped: ++s.skipped; break;
+      case Status::Passed:
+        ++s.passed;
+        break;
+      case Status::Failed:
+        ++s.failed;
+        break;
+      case Status::Unsupported:
+        ++s.unsupported;
+        break;
+      case Status::Skipped:
+        ++s.skipped;
+        break;
     }
   }
   return s;
@@ -135,8 +146,8 @@ void expect_values(const Tensor& t, const std::vector<double>& expected, const c
   std::vector<double> actual = t.to_vector<double>();
   if (actual != expected)
     detail::fail(file, line,
-                 std::string(expr) + ": expected values " + detail::format(expected) +
-                     ", got " + detail::format(actual));
+                 std::string(expr) + ": expected values " + detail::format(expected) + ", got " +
+                     detail::format(actual));
 }
 
 void expect_shape(const Tensor& t, const std::vector<int64_t>& expected, const char* expr,
@@ -156,9 +167,8 @@ void expect_strides(const Tensor& t, const std::vector<int64_t>& expected, const
     same = t.size(static_cast<int64_t>(i)) == 1 || actual[i] == expected[i];
   if (!same)
     detail::fail(file, line,
-                 std::string(expr) + ": expected strides " + detail::format(expected) +
-                     ", got " + detail::format(actual) + " (shape " +
-                     detail::format(t.sizes()) + ")");
+                 std::string(expr) + ": expected strides " + detail::format(expected) + ", got " +
+                     detail::format(actual) + " (shape " + detail::format(t.sizes()) + ")");
 }
 
 }  // namespace bp::conformance

@@ -34,9 +34,10 @@ DimVector contiguous_strides(IntArrayRef shape) {
 }
 
 bool is_contiguous(IntArrayRef shape, IntArrayRef strides) {
+  // No elements, no layout (PyTorch): whichever dim is 0, strides do not matter.
+  if (numel(shape) == 0) return true;
   int64_t expected = 1;
   for (std::size_t i = shape.size(); i-- > 0;) {
-    if (shape[i] == 0) return true;
     if (shape[i] == 1) continue;
     if (strides[i] != expected) return false;
     expected *= shape[i];

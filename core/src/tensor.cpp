@@ -134,7 +134,9 @@ std::vector<T> Tensor::to_vector() const {
   const std::size_t n = static_cast<std::size_t>(c.numel());
   std::vector<T> out(n);
   if (n == 0) return out;
-  Backend& b = detail::backend_of(c.device());
+  // The storage's own backend: it stays usable after PluginLoader::unload,
+  // so a tensor outliving its plugin's registration can still be read.
+  Backend& b = c.impl()->storage->backend();
   visit(c.dtype(), [&](auto tag) {
     // Raw element type on the device (bytes for bool: vector<bool> has no data()).
     using S = std::conditional_t<std::is_same_v<decltype(tag), bool>, uint8_t, decltype(tag)>;

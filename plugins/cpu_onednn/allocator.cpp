@@ -1,9 +1,9 @@
 // Host memory: 64-byte aligned (a cache line, and what AVX-512 loads want),
 // with the statistics that memory_stats reports.
-#include "cpu_onednn.h"
-
 #include <cstdlib>
 #include <new>
+
+#include "cpu_onednn.h"
 
 namespace bp::cpu {
 
@@ -35,8 +35,7 @@ void HostAllocator::deallocate(void* ptr, std::size_t nbytes) {
   // The alignment is not passed back; 64 is what almost every caller asks
   // for, so the reserved figure is exact for them and close for the rest.
   allocated_bytes_.fetch_sub(nbytes, std::memory_order_relaxed);
-  reserved_bytes_.fetch_sub(rounded_size(nbytes == 0 ? 1 : nbytes, 64),
-                            std::memory_order_relaxed);
+  reserved_bytes_.fetch_sub(rounded_size(nbytes == 0 ? 1 : nbytes, 64), std::memory_order_relaxed);
 }
 
 void HostAllocator::stats(bp_memory_stats& out) const {

@@ -2,6 +2,8 @@
 // broadcast second operand) and large go to a oneDNN binary primitive; the
 // rest run the plugin's loops. int32 stays on the loops too: oneDNN computes
 // binary ops in f32, which is not exact for integers beyond 2^24.
+#include <type_traits>
+
 #include "cpu_onednn.h"
 
 namespace bp::cpu {
@@ -12,27 +14,45 @@ enum class BinOp { add, sub, mul, div };
 
 constexpr const char* op_name(BinOp op) {
   switch (op) {
-    case BinOp::add: return "add";
-    case BinOp::sub: return "sub";
-    case BinOp::mul: return "mul";
-    case BinOp::div: return "div";
+    case BinOp::add:
+      return "add";
+    case BinOp::sub:
+      return "sub";
+    case BinOp::mul:
+      return "mul";
+    case BinOp::div:
+      return "div";
   }
   return "?";
 }
+
+// Integers wrap on overflow (two's complement) rather than invoke UB: the
+// arithmetic is done in the unsigned type of the same width.
+template <class T>
+using Arith = std::conditional_t<std::is_integral_v<T> && !std::is_same_v<T, bool>,
+                                 std::make_unsigned<T>, std::type_identity<T>>::type;
 
 template <class T, BinOp Op, bool kAlpha>
 struct BinaryFn {
   T alpha;
   T operator()(T x, T y) const {
+    using A = Arith<T>;
+    const A a = static_cast<A>(x), b = static_cast<A>(y);
     if constexpr (Op == BinOp::add) {
-      if constexpr (kAlpha) return static_cast<T>(x + alpha * y);
-      else return static_cast<T>(x + y);
+      if constexpr (kAlpha)
+        return static_cast<T>(a + static_cast<A>(alpha) * b);
+      else
+        return static_cast<T>(a + b);
     } else if constexpr (Op == BinOp::sub) {
-      if constexpr (kAlpha) return static_cast<T>(x - alpha * y);
-      else return static_cast<T>(x - y);
+      if constexpr (kAlpha)
+        return static_cast<T>(a - static_cast<A>(alpha) * b);
+      else
+        return static_cast<T>(a - b);
     } else if constexpr (Op == BinOp::mul) {
-      if constexpr (std::is_same_v<T, bool>) return x && y;
-      else return static_cast<T>(x * y);
+      if constexpr (std::is_same_v<T, bool>)
+        return x && y;
+      else
+        return static_cast<T>(a * b);
     } else {
       return x / y;
     }
@@ -53,28 +73,31 @@ void binary_loop(const TensorRef& out, const TensorRef& a, const TensorRef& b, F
     });
     return;
   }
-  for_each_row_parallel<3>({out, a, b}, [&](std::array<char*, 3> p, std::array<int64_t, 3> s,
-                                            int64_t len) {
-    T* o = reinterpret_cast<T*>(p[0]);
-    const T* x = reinterpret_cast<const T*>(p[1]);
-    const T* y = reinterpret_cast<const T*>(p[2]);
-    constexpr int64_t sz = sizeof(T);
-    const int64_t so = s[0] / sz, sx = s[1] / sz, sy = s[2] / sz;
-    if (so == 1 && sx == 1 && sy == 1) {
-      for (int64_t i = 0; i < len; ++i) o[i] = f(x[i], y[i]);
-    } else if (so == 1 && sx == 1 && sy == 0) {
-      const T yv = *y;
-      for (int64_t i = 0; i < len; ++i) o[i] = f(x[i], yv);
-    } else if (so == 1 && sx == 0 && sy == 1) {
-      const T xv = *x;
-      for (int64_t i = 0; i < len; ++i) o[i] = f(xv, y[i]);
-    } else {
-      for (int64_t i = 0; i < len; ++i) o[i * so] = f(x[i * sx], y[i * sy]);
-    }
-  });
+  for_each_row_parallel<3>({out, a, b},
+                           [&](std::array<char*, 3> p, std::array<int64_t, 3> s, int64_t len) {
+                             T* o = reinterpret_cast<T*>(p[0]);
+                             const T* x = reinterpret_cast<const T*>(p[1]);
+                             const T* y = reinterpret_cast<const T*>(p[2]);
+                             constexpr int64_t sz = sizeof(T);
+                             const int64_t so = s[0] / sz, sx = s[1] / sz, sy = s[2] / sz;
+                             if (so == 1 && sx == 1 && sy == 1) {
+                               for (int64_t i = 0; i < len; ++i) o[i] = f(x[i], y[i]);
+                             } else if (so == 1 && sx == 1 && sy == 0) {
+                               const T yv = *y;
+                               for (int64_t i = 0; i < len; ++i) o[i] = f(x[i], yv);
+                             } else if (so == 1 && sx == 0 && sy == 1) {
+                               const T xv = *x;
+                               for (int64_t i = 0; i < len; ++i) o[i] = f(xv, y[i]);
+                             } else {
+                               for (int64_t i = 0; i < len; ++i)
+                                 o[i * so] = f(x[i * sx], y[i * sy]);
+                             }
+                           });
 }
 
-dnnl::memory::dims to_dims(const int64_t* v, int n) { return dnnl::memory::dims(v, v + n); }
+dnnl::memory::dims to_dims(const int64_t* v, int n) {
+  return dnnl::memory::dims(v, v + n);
+}
 
 // Contiguous strides for `dims`.
 void contiguous_strides(const int64_t* dims, int n, int64_t* strides) {
@@ -148,8 +171,7 @@ bool try_dnnl_binary(BinOp op, const TensorRef& out, const TensorRef& a, const T
   dnnl::memory m0(md0, eng, const_cast<void*>(src0));
   dnnl::memory m1(md1, eng, const_cast<void*>(src1));
   dnnl::memory mo(md0, eng, out.base());
-  prim.execute(dnnl_stream(),
-               {{DNNL_ARG_SRC_0, m0}, {DNNL_ARG_SRC_1, m1}, {DNNL_ARG_DST, mo}});
+  prim.execute(dnnl_stream(), {{DNNL_ARG_SRC_0, m0}, {DNNL_ARG_SRC_1, m1}, {DNNL_ARG_DST, mo}});
   return true;
 }
 
@@ -176,8 +198,7 @@ template <BinOp Op>
 void binary_kernel(const KernelCall& c) {
   constexpr const char* name = op_name(Op);
   BP_CHECK(c.num_inputs() == 2 && c.num_outputs() == 1, name,
-           "expected 2 inputs and 1 output, got " << c.num_inputs() << " and "
-                                                  << c.num_outputs());
+           "expected 2 inputs and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
   const TensorRef out = c.output(0);
   for (int i = 0; i < 2; ++i) {
     const TensorRef in = c.input(i);
@@ -188,12 +209,12 @@ void binary_kernel(const KernelCall& c) {
              "input " << i << " has rank " << in.ndim() << ", the output " << out.ndim());
     for (int d = 0; d < out.ndim(); ++d)
       BP_CHECK(in.size(d) == out.size(d), name,
-               "input " << i << " has size " << in.size(d) << " in dim " << d
-                        << ", the output " << out.size(d));
+               "input " << i << " has size " << in.size(d) << " in dim " << d << ", the output "
+                        << out.size(d));
   }
   bp::sdk::visit_dtype(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    constexpr bool ok = Op == BinOp::div ? std::is_floating_point_v<T>
+    constexpr bool ok = Op == BinOp::div   ? std::is_floating_point_v<T>
                         : Op == BinOp::mul ? true
                                            : !std::is_same_v<T, bool>;
     if constexpr (ok) {

@@ -1,9 +1,9 @@
 // FILL and COPY. Neither maps onto a oneDNN primitive with the right
 // semantics (reorder rounds and saturates, COPY must convert like
 // static_cast), so both are the plugin's own loops, parallel when large.
-#include "cpu_onednn.h"
-
 #include <cstring>
+
+#include "cpu_onednn.h"
 
 namespace bp::cpu {
 
@@ -29,16 +29,16 @@ void fill_typed(const TensorRef& out, T value) {
     });
     return;
   }
-  for_each_row_parallel<1>({out}, [&](std::array<char*, 1> p, std::array<int64_t, 1> s,
-                                      int64_t len) {
-    T* o = reinterpret_cast<T*>(p[0]);
-    const int64_t so = s[0] / int64_t(sizeof(T));
-    if (so == 1) {
-      for (int64_t i = 0; i < len; ++i) o[i] = value;
-    } else {
-      for (int64_t i = 0; i < len; ++i) o[i * so] = value;
-    }
-  });
+  for_each_row_parallel<1>({out},
+                           [&](std::array<char*, 1> p, std::array<int64_t, 1> s, int64_t len) {
+                             T* o = reinterpret_cast<T*>(p[0]);
+                             const int64_t so = s[0] / int64_t(sizeof(T));
+                             if (so == 1) {
+                               for (int64_t i = 0; i < len; ++i) o[i] = value;
+                             } else {
+                               for (int64_t i = 0; i < len; ++i) o[i * so] = value;
+                             }
+                           });
 }
 
 void fill_kernel(const KernelCall& c) {
@@ -68,33 +68,31 @@ void copy_typed(const TensorRef& out, const TensorRef& in) {
     });
     return;
   }
-  for_each_row_parallel<2>({out, in}, [&](std::array<char*, 2> p, std::array<int64_t, 2> s,
-                                          int64_t len) {
-    To* o = reinterpret_cast<To*>(p[0]);
-    const From* x = reinterpret_cast<const From*>(p[1]);
-    const int64_t so = s[0] / int64_t(sizeof(To)), sx = s[1] / int64_t(sizeof(From));
-    if (so == 1 && sx == 1) {
-      for (int64_t i = 0; i < len; ++i) o[i] = convert<To>(x[i]);
-    } else if (so == 1 && sx == 0) {
-      const To v = convert<To>(*x);
-      for (int64_t i = 0; i < len; ++i) o[i] = v;
-    } else {
-      for (int64_t i = 0; i < len; ++i) o[i * so] = convert<To>(x[i * sx]);
-    }
-  });
+  for_each_row_parallel<2>(
+      {out, in}, [&](std::array<char*, 2> p, std::array<int64_t, 2> s, int64_t len) {
+        To* o = reinterpret_cast<To*>(p[0]);
+        const From* x = reinterpret_cast<const From*>(p[1]);
+        const int64_t so = s[0] / int64_t(sizeof(To)), sx = s[1] / int64_t(sizeof(From));
+        if (so == 1 && sx == 1) {
+          for (int64_t i = 0; i < len; ++i) o[i] = convert<To>(x[i]);
+        } else if (so == 1 && sx == 0) {
+          const To v = convert<To>(*x);
+          for (int64_t i = 0; i < len; ++i) o[i] = v;
+        } else {
+          for (int64_t i = 0; i < len; ++i) o[i * so] = convert<To>(x[i * sx]);
+        }
+      });
 }
 
 void copy_kernel(const KernelCall& c) {
   BP_CHECK(c.num_inputs() == 1 && c.num_outputs() == 1, "copy",
-           "expected 1 input and 1 output, got " << c.num_inputs() << " and "
-                                                 << c.num_outputs());
+           "expected 1 input and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
   const TensorRef in = c.input(0), out = c.output(0);
   BP_CHECK(in.ndim() == out.ndim(), "copy",
            "input rank " << in.ndim() << " differs from output rank " << out.ndim());
   for (int d = 0; d < in.ndim(); ++d)
     BP_CHECK(in.size(d) == out.size(d), "copy",
-             "input and output differ in dim " << d << ": " << in.size(d) << " vs "
-                                               << out.size(d));
+             "input and output differ in dim " << d << ": " << in.size(d) << " vs " << out.size(d));
   bp::sdk::visit_dtype(in.dtype(), [&](auto from_tag) {
     bp::sdk::visit_dtype(out.dtype(), [&](auto to_tag) {
       copy_typed<decltype(to_tag), decltype(from_tag)>(out, in);
@@ -105,8 +103,8 @@ void copy_kernel(const KernelCall& c) {
 }  // namespace
 
 void register_copy_kernels(Registrar& r) {
-  const std::initializer_list<bp_dtype> all = {BP_DTYPE_BOOL, BP_DTYPE_INT32, BP_DTYPE_INT64, BP_DTYPE_FLOAT32,
-                                               BP_DTYPE_FLOAT64};
+  const std::initializer_list<bp_dtype> all = {BP_DTYPE_BOOL, BP_DTYPE_INT32, BP_DTYPE_INT64,
+                                               BP_DTYPE_FLOAT32, BP_DTYPE_FLOAT64};
   r.add<&fill_kernel>(BP_OP_FILL, all, BP_ORIGIN);
   r.add<&copy_kernel>(BP_OP_COPY, all, BP_ORIGIN);
 }

@@ -2,17 +2,16 @@
 // context and primitive cache, layout predicates and the parallel row walker.
 #pragma once
 
-#include <backplane/sdk/plugin.hpp>
-#include <backplane/sdk/strided.hpp>
-#include <backplane/sdk/tensor.hpp>
-
-#include <oneapi/dnnl/dnnl.hpp>
 #include <omp.h>
 
 #include <array>
 #include <atomic>
+#include <backplane/sdk/plugin.hpp>
+#include <backplane/sdk/strided.hpp>
+#include <backplane/sdk/tensor.hpp>
 #include <cstdint>
 #include <functional>
+#include <oneapi/dnnl/dnnl.hpp>
 #include <sstream>
 #include <string>
 
@@ -32,13 +31,13 @@ inline constexpr int64_t kParallelMinElements = 65536;
 inline constexpr int64_t kDnnlMinMatmulFlops = 32768;
 
 // User-facing check: throws InvalidArgument with the op name first.
-#define BP_CHECK(cond, op, ...)                                   \
-  do {                                                            \
-    if (!(cond)) {                                                \
-      std::ostringstream bp_check_os_;                            \
-      bp_check_os_ << "[" << (op) << "] " << __VA_ARGS__;         \
-      throw ::bp::sdk::InvalidArgument(bp_check_os_.str());       \
-    }                                                             \
+#define BP_CHECK(cond, op, ...)                             \
+  do {                                                      \
+    if (!(cond)) {                                          \
+      std::ostringstream bp_check_os_;                      \
+      bp_check_os_ << "[" << (op) << "] " << __VA_ARGS__;   \
+      throw ::bp::sdk::InvalidArgument(bp_check_os_.str()); \
+    }                                                       \
   } while (0)
 
 // ---------------------------------------------------------------------------
@@ -80,9 +79,12 @@ inline bool is_reference_impl(const dnnl::primitive_desc_base& pd) {
 
 inline dnnl::memory::data_type dnnl_type(bp_dtype d) {
   switch (d) {
-    case BP_DTYPE_INT32: return dnnl::memory::data_type::s32;
-    case BP_DTYPE_FLOAT32: return dnnl::memory::data_type::f32;
-    default: return dnnl::memory::data_type::undef;
+    case BP_DTYPE_INT32:
+      return dnnl::memory::data_type::s32;
+    case BP_DTYPE_FLOAT32:
+      return dnnl::memory::data_type::f32;
+    default:
+      return dnnl::memory::data_type::undef;
   }
 }
 

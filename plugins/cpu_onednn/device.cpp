@@ -1,11 +1,11 @@
 // The one CPU device: its name from /proc/cpuinfo and the machine's memory.
-#include "cpu_onednn.h"
-
 #include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
 #include <string>
+
+#include "cpu_onednn.h"
 
 namespace bp::cpu {
 
@@ -34,9 +34,9 @@ void fill_device_props(int32_t device, bp_device_props& props) {
     std::snprintf(props.name, sizeof(props.name), "x86_64 CPU: %s (%ld threads)", model.c_str(),
                   threads);
   const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
-  props.total_memory =
-      pages > 0 && page_size > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size)
-                                 : 0;
+  props.total_memory = pages > 0 && page_size > 0
+                           ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size)
+                           : 0;
   props.host_addressable = 1;
 }
 

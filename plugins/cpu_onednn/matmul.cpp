@@ -2,9 +2,9 @@
 // Large float32 goes to oneDNN's matmul (which takes any strides and
 // broadcasts batch dims of size 1); float64, which oneDNN does not support on
 // CPU, and small or oddly strided problems run a register-blocked loop.
-#include "cpu_onednn.h"
-
 #include <algorithm>
+
+#include "cpu_onednn.h"
 
 namespace bp::cpu {
 
@@ -141,22 +141,20 @@ void fill_zero(const MatmulShape& s, const TensorRef& out) {
 
 void matmul_kernel(const KernelCall& c) {
   BP_CHECK(c.num_inputs() == 2 && c.num_outputs() == 1, "matmul",
-           "expected 2 inputs and 1 output, got " << c.num_inputs() << " and "
-                                                  << c.num_outputs());
+           "expected 2 inputs and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
   const TensorRef a = c.input(0), b = c.input(1), out = c.output(0);
   const int nd = out.ndim();
   BP_CHECK(nd >= 2 && a.ndim() == nd && b.ndim() == nd, "matmul",
-           "operands must share a rank >= 2, got " << a.ndim() << ", " << b.ndim() << " -> "
-                                                   << nd);
+           "operands must share a rank >= 2, got " << a.ndim() << ", " << b.ndim() << " -> " << nd);
   BP_CHECK(a.dtype() == out.dtype() && b.dtype() == out.dtype(), "matmul",
            "operands must share one dtype, got " << bp::sdk::dtype_name(a.dtype()) << ", "
                                                  << bp::sdk::dtype_name(b.dtype()) << " -> "
                                                  << bp::sdk::dtype_name(out.dtype()));
   MatmulShape s{nd, out.size(nd - 2), out.size(nd - 1), a.size(nd - 1), 1};
   BP_CHECK(a.size(nd - 2) == s.m && b.size(nd - 2) == s.k && b.size(nd - 1) == s.n, "matmul",
-           "shapes do not chain: [" << a.size(nd - 2) << ", " << s.k << "] @ ["
-                                    << b.size(nd - 2) << ", " << b.size(nd - 1) << "] -> ["
-                                    << s.m << ", " << s.n << "]");
+           "shapes do not chain: [" << a.size(nd - 2) << ", " << s.k << "] @ [" << b.size(nd - 2)
+                                    << ", " << b.size(nd - 1) << "] -> [" << s.m << ", " << s.n
+                                    << "]");
   for (int d = 0; d < nd - 2; ++d) {
     BP_CHECK(a.size(d) == out.size(d) && b.size(d) == out.size(d), "matmul",
              "batch dim " << d << " is not broadcast to the output's " << out.size(d));
@@ -168,8 +166,7 @@ void matmul_kernel(const KernelCall& c) {
     if constexpr (std::is_floating_point_v<T>) {
       if (s.k == 0) return fill_zero<T>(s, out);
       if constexpr (std::is_same_v<T, float>) {
-        if (s.batch * s.m * s.n * s.k >= kDnnlMinMatmulFlops && try_dnnl_matmul(out, a, b))
-          return;
+        if (s.batch * s.m * s.n * s.k >= kDnnlMinMatmulFlops && try_dnnl_matmul(out, a, b)) return;
       }
       matmul_loop<T>(s, out, a, b);
     } else {

@@ -1,13 +1,13 @@
 // The oneDNN engine, per-thread streams, and the primitive cache that keeps
 // primitive creation (tens of microseconds) off the hot path.
-#include "cpu_onednn.h"
-
-#include <utility>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
+
+#include "cpu_onednn.h"
 
 namespace bp::cpu {
 

@@ -2,9 +2,9 @@
 // goes to oneDNN's reduction; everything else accumulates in double (floats)
 // or int64 (bool and integers) through a strided walk in which the output's
 // reduced dims have stride 0, so reductions become the inner rows.
-#include "cpu_onednn.h"
-
 #include <vector>
+
+#include "cpu_onednn.h"
 
 namespace bp::cpu {
 
@@ -29,8 +29,7 @@ Acc sum_row(const T* x, int64_t sx, int64_t len) {
 }
 
 template <class Acc, class T>
-void accumulate_row(char* acc, const char* in, int64_t sa_bytes, int64_t sx_bytes,
-                    int64_t len) {
+void accumulate_row(char* acc, const char* in, int64_t sa_bytes, int64_t sx_bytes, int64_t len) {
   Acc* a = reinterpret_cast<Acc*>(acc);
   const T* x = reinterpret_cast<const T*>(in);
   const int64_t sa = sa_bytes / int64_t(sizeof(Acc)), sx = sx_bytes / int64_t(sizeof(T));
@@ -45,8 +44,8 @@ void accumulate_row(char* acc, const char* in, int64_t sa_bytes, int64_t sx_byte
 
 // Calls row(ptrs) for rows [b, e) of L (rows = all dims but the innermost).
 template <class Row>
-void walk_rows(const bp::sdk::StridedLayout<2>& L, std::array<char*, 2> base, int64_t b,
-               int64_t e, Row&& row) {
+void walk_rows(const bp::sdk::StridedLayout<2>& L, std::array<char*, 2> base, int64_t b, int64_t e,
+               Row&& row) {
   const int outer = L.ndim - 1;
   std::array<int64_t, BP_MAX_DIMS> idx{};
   int64_t rest = b;
@@ -110,13 +109,11 @@ void reduce_into(Acc* acc, const TensorRef& out, const TensorRef& in) {
     char* mine = reinterpret_cast<char*>(partial.data() + t * out_n);
     if (split_inner) {
       const int64_t b = inner * t / team, e = inner * (t + 1) / team;
-      if (b < e)
-        accumulate_row<Acc, T>(mine + b * sa, base[1] + b * sx, sa, sx, e - b);
+      if (b < e) accumulate_row<Acc, T>(mine + b * sa, base[1] + b * sx, sa, sx, e - b);
     } else {
       const int64_t b = rows * t / team, e = rows * (t + 1) / team;
-      walk_rows(L, {mine, base[1]}, b, e, [&](std::array<char*, 2> p) {
-        accumulate_row<Acc, T>(p[0], p[1], sa, sx, inner);
-      });
+      walk_rows(L, {mine, base[1]}, b, e,
+                [&](std::array<char*, 2> p) { accumulate_row<Acc, T>(p[0], p[1], sa, sx, inner); });
     }
   }
   for (int t = 0; t < nt; ++t)
@@ -196,8 +193,7 @@ void sum_typed(const TensorRef& out, const TensorRef& in) {
 
 void sum_kernel(const KernelCall& c) {
   BP_CHECK(c.num_inputs() == 1 && c.num_outputs() == 1, "sum",
-           "expected 1 input and 1 output, got " << c.num_inputs() << " and "
-                                                 << c.num_outputs());
+           "expected 1 input and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
   const TensorRef in = c.input(0), out = c.output(0);
   BP_CHECK(in.ndim() == out.ndim(), "sum",
            "the output must keep the input's rank " << in.ndim() << ", got " << out.ndim());

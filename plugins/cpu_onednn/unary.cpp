@@ -45,8 +45,7 @@ void relu_typed(const TensorRef& out, const TensorRef& in) {
   if constexpr (std::is_same_v<T, float>) {
     if (n >= kDnnlMinElements && try_dnnl_relu(out, in)) return;
   }
-  if ((out.is_contiguous() && in.is_contiguous()) ||
-      (is_dense(out) && same_strides(out, in))) {
+  if ((out.is_contiguous() && in.is_contiguous()) || (is_dense(out) && same_strides(out, in))) {
     T* o = out.data<T>();
     const T* x = in.data<T>();
     for_range(n, [&](int64_t lo, int64_t hi) {
@@ -54,23 +53,22 @@ void relu_typed(const TensorRef& out, const TensorRef& in) {
     });
     return;
   }
-  for_each_row_parallel<2>({out, in}, [&](std::array<char*, 2> p, std::array<int64_t, 2> s,
-                                          int64_t len) {
-    T* o = reinterpret_cast<T*>(p[0]);
-    const T* x = reinterpret_cast<const T*>(p[1]);
-    const int64_t so = s[0] / int64_t(sizeof(T)), sx = s[1] / int64_t(sizeof(T));
-    if (so == 1 && sx == 1) {
-      for (int64_t i = 0; i < len; ++i) o[i] = relu(x[i]);
-    } else {
-      for (int64_t i = 0; i < len; ++i) o[i * so] = relu(x[i * sx]);
-    }
-  });
+  for_each_row_parallel<2>(
+      {out, in}, [&](std::array<char*, 2> p, std::array<int64_t, 2> s, int64_t len) {
+        T* o = reinterpret_cast<T*>(p[0]);
+        const T* x = reinterpret_cast<const T*>(p[1]);
+        const int64_t so = s[0] / int64_t(sizeof(T)), sx = s[1] / int64_t(sizeof(T));
+        if (so == 1 && sx == 1) {
+          for (int64_t i = 0; i < len; ++i) o[i] = relu(x[i]);
+        } else {
+          for (int64_t i = 0; i < len; ++i) o[i * so] = relu(x[i * sx]);
+        }
+      });
 }
 
 void relu_kernel(const KernelCall& c) {
   BP_CHECK(c.num_inputs() == 1 && c.num_outputs() == 1, "relu",
-           "expected 1 input and 1 output, got " << c.num_inputs() << " and "
-                                                 << c.num_outputs());
+           "expected 1 input and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
   const TensorRef out = c.output(0), in = c.input(0);
   BP_CHECK(in.dtype() == out.dtype(), "relu",
            "input is " << bp::sdk::dtype_name(in.dtype()) << " but the output is "
@@ -79,8 +77,7 @@ void relu_kernel(const KernelCall& c) {
            "input rank " << in.ndim() << " differs from output rank " << out.ndim());
   for (int d = 0; d < out.ndim(); ++d)
     BP_CHECK(in.size(d) == out.size(d), "relu",
-             "input has size " << in.size(d) << " in dim " << d << ", the output "
-                               << out.size(d));
+             "input has size " << in.size(d) << " in dim " << d << ", the output " << out.size(d));
   bp::sdk::visit_dtype(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, bool>) {
@@ -94,9 +91,8 @@ void relu_kernel(const KernelCall& c) {
 }  // namespace
 
 void register_unary_kernels(Registrar& r) {
-  r.add<&relu_kernel>(BP_OP_RELU,
-                      {BP_DTYPE_INT32, BP_DTYPE_INT64, BP_DTYPE_FLOAT32, BP_DTYPE_FLOAT64},
-                      BP_ORIGIN);
+  r.add<&relu_kernel>(
+      BP_OP_RELU, {BP_DTYPE_INT32, BP_DTYPE_INT64, BP_DTYPE_FLOAT32, BP_DTYPE_FLOAT64}, BP_ORIGIN);
 }
 
 }  // namespace bp::cpu

@@ -2,7 +2,7 @@
 #
 # Builds a Backplane backend plugin: a MODULE library named
 # libbackplane_<name>.so, compiled as C++20 with hidden visibility (only the
-# entry symbol is exported), linked against the SDK headers only, placed in
+# entry symbol bp_plugin_init is exported), linked against the SDK headers only, placed in
 # <build>/lib/backplane/ and installed to <prefix>/lib/backplane/.
 # The in-tree plugins use this exact function, as an out-of-tree author does.
 include_guard(GLOBAL)
@@ -25,6 +25,15 @@ function(backplane_add_plugin name)
     CXX_VISIBILITY_PRESET hidden
     VISIBILITY_INLINES_HIDDEN ON
     LIBRARY_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/lib/backplane")
+  # Hidden visibility does not cover template instantiations that the
+  # standard library declares with default visibility; a version script
+  # keeps the export list to the one entry point.
+  if(CMAKE_SYSTEM_NAME STREQUAL "Linux")
+    set(script "${CMAKE_CURRENT_BINARY_DIR}/${target}.version")
+    file(WRITE "${script}" "{ global: bp_plugin_init; local: *; };\n")
+    target_link_options(${target} PRIVATE "-Wl,--version-script=${script}")
+    set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS "${script}")
+  endif()
   if(NOT BACKPLANE_PLUGIN_NO_INSTALL)
     install(TARGETS ${target} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/backplane)
   endif()

@@ -2,10 +2,9 @@
 // float32) for a test to create tensors on a fake backend and run one op.
 #pragma once
 
+#include <array>
 #include <backplane/sdk/plugin.hpp>
 #include <backplane/sdk/strided.hpp>
-
-#include <array>
 
 namespace bp::fake {
 

@@ -2,9 +2,9 @@
 // before `memory_stats` (added in 1.1). The bytes past its struct_size hold a
 // function that must never be called: the core has to treat the field as
 // absent because of struct_size, not because the pointer happens to be NULL.
-#include "fake_kernels.hpp"
-
 #include <cstddef>
+
+#include "fake_kernels.hpp"
 
 namespace {
 

@@ -1,9 +1,9 @@
 // A plugin whose kernels throw C++ exceptions: add throws a plain
 // std::runtime_error, mul an SDK InvalidArgument. The SDK must catch both at
 // the boundary; sub works, so a test can show the process goes on.
-#include "fake_kernels.hpp"
-
 #include <stdexcept>
+
+#include "fake_kernels.hpp"
 
 namespace {
 

@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace bp::conformance {
@@ -136,7 +137,11 @@ template <class T>
 void format_value(std::ostream& os, const T& v) {
   if constexpr (std::is_same_v<T, bool>) {
     os << (v ? "true" : "false");
-  } else if constexpr (requires { v.begin(); v.end(); } && !std::is_convertible_v<T, std::string_view>) {
+  } else if constexpr (requires {
+                         v.begin();
+                         v.end();
+                       } &&
+                       !std::is_convertible_v<T, std::string_view>) {
     os << '[';
     std::size_t i = 0;
     for (const auto& e : v) {
@@ -195,38 +200,37 @@ void expect_strides(const Tensor& t, const std::vector<int64_t>& expected, const
 
 // Fails the case unless `cond` holds; extra arguments are streamed into the
 // message.
-#define BP_EXPECT(cond, ...)                                                       \
-  do {                                                                             \
-    if (!(cond))                                                                   \
-      ::bp::conformance::detail::fail(__FILE__, __LINE__, "expected " #cond,       \
+#define BP_EXPECT(cond, ...)                                                         \
+  do {                                                                               \
+    if (!(cond))                                                                     \
+      ::bp::conformance::detail::fail(__FILE__, __LINE__, "expected " #cond,         \
                                       ::bp::conformance::detail::note(__VA_ARGS__)); \
   } while (0)
 
 // Fails unless actual == expected, printing both.
-#define BP_EXPECT_EQ(actual, expected, ...)                                              \
-  do {                                                                                   \
-    const auto& bp_actual_ = (actual);                                                   \
-    const auto& bp_expected_ = (expected);                                               \
-    if (!(bp_actual_ == bp_expected_))                                                   \
-      ::bp::conformance::detail::fail(                                                   \
-          __FILE__, __LINE__,                                                            \
-          std::string(#actual ": expected ") +                                           \
-              ::bp::conformance::detail::format(bp_expected_) + ", got " +               \
-              ::bp::conformance::detail::format(bp_actual_),                             \
-          ::bp::conformance::detail::note(__VA_ARGS__));                                 \
+#define BP_EXPECT_EQ(actual, expected, ...)                                                      \
+  do {                                                                                           \
+    const auto& bp_actual_ = (actual);                                                           \
+    const auto& bp_expected_ = (expected);                                                       \
+    if (!(bp_actual_ == bp_expected_))                                                           \
+      ::bp::conformance::detail::fail(                                                           \
+          __FILE__, __LINE__,                                                                    \
+          std::string(#actual ": expected ") + ::bp::conformance::detail::format(bp_expected_) + \
+              ", got " + ::bp::conformance::detail::format(bp_actual_),                          \
+          ::bp::conformance::detail::note(__VA_ARGS__));                                         \
   } while (0)
 
 // Fails unless `expr` throws `ErrorType` (a bp error class, e.g. bp::ValueError).
-#define BP_EXPECT_THROWS(expr, ErrorType)                                                   \
-  do {                                                                                      \
-    bool bp_thrown_ = false;                                                                \
-    try {                                                                                   \
-      (void)(expr);                                                                         \
-    } catch (const ErrorType&) {                                                            \
-      bp_thrown_ = true;                                                                    \
-    }                                                                                       \
-    if (!bp_thrown_)                                                                        \
-      ::bp::conformance::detail::fail(__FILE__, __LINE__,                                   \
+#define BP_EXPECT_THROWS(expr, ErrorType)                                                        \
+  do {                                                                                           \
+    bool bp_thrown_ = false;                                                                     \
+    try {                                                                                        \
+      (void)(expr);                                                                              \
+    } catch (const ErrorType&) {                                                                 \
+      bp_thrown_ = true;                                                                         \
+    }                                                                                            \
+    if (!bp_thrown_)                                                                             \
+      ::bp::conformance::detail::fail(__FILE__, __LINE__,                                        \
                                       "expected " #expr " to throw " #ErrorType ", it did not"); \
   } while (0)
 
@@ -242,4 +246,5 @@ void expect_strides(const Tensor& t, const std::vector<int64_t>& expected, const
   ::bp::conformance::expect_strides((t), std::vector<int64_t>(__VA_ARGS__), #t, __FILE__, __LINE__)
 
 // Marks the running case skipped, with a reason.
-#define BP_SKIP(...) throw ::bp::conformance::CaseSkipped(::bp::conformance::detail::note(__VA_ARGS__))
+#define BP_SKIP(...) \
+  throw ::bp::conformance::CaseSkipped(::bp::conformance::detail::note(__VA_ARGS__))

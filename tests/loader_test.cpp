@@ -1,0 +1,336 @@
+// The plugin loader against the fake plugins in tests/plugins, each wrong (or
+// old) in one way: what loads, what is refused, and what the refusal says.
+// The loader is process-wide, so every fake has its own name and each test
+// works whether it runs alone or after the others.
+#include <backplane/backplane.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <string>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kFakes = BACKPLANE_TEST_PLUGIN_DIR;
+const std::string kPlugins = BACKPLANE_PLUGIN_DIR;
+
+std::string fake(const std::string& name) {
+  return kFakes + "/libbackplane_" + name + ".so";
+}
+
+bp::PluginLoader& loader() {
+  return bp::PluginLoader::instance();
+}
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+// The message of the PluginError that loading `spec` throws.
+std::string refusal(const std::string& spec) {
+  try {
+    loader().load(spec);
+  } catch (const bp::PluginError& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "not a PluginError: " << e.what();
+    return {};
+  }
+  ADD_FAILURE() << spec << " was accepted";
+  return {};
+}
+
+bp::Device device_of(const bp::Backend& b) {
+  return {static_cast<int16_t>(b.id()), 0};
+}
+
+// True when the running process has `path` mapped (its code is loaded).
+bool is_mapped(const std::string& path) {
+  std::ifstream maps("/proc/self/maps");
+  const std::string canonical = fs::canonical(path).string();
+  for (std::string line; std::getline(maps, line);)
+    if (contains(line, canonical)) return true;
+  return false;
+}
+
+// --- refusals -------------------------------------------------------------------
+
+TEST(Loader, NotALibraryIsRefusedWithTheLoadersText) {
+  const std::string m = refusal(fake("notalib"));
+  EXPECT_TRUE(contains(m, "libbackplane_notalib.so")) << m;
+  EXPECT_TRUE(contains(m, "could not be loaded")) << m;
+}
+
+TEST(Loader, MissingEntryIsRefusedListingWhatTheFileExports) {
+  const std::string m = refusal(fake("no_entry"));
+  EXPECT_TRUE(contains(m, "libbackplane_no_entry.so")) << m;
+  EXPECT_TRUE(contains(m, "'bp_plugin_init' is missing")) << m;
+  EXPECT_TRUE(contains(m, "bp_plugin_initialise")) << m;
+  EXPECT_TRUE(contains(m, "no_entry_helper")) << m;
+}
+
+TEST(Loader, WrongMajorIsRefusedNamingBothVersions) {
+  const std::string m = refusal(fake("wrong_major"));
+  EXPECT_TRUE(contains(m, "libbackplane_wrong_major.so")) << m;
+  EXPECT_TRUE(contains(m, std::to_string(BP_ABI_MAJOR + 1) + ".0")) << m;
+  EXPECT_TRUE(contains(m, std::to_string(BP_ABI_MAJOR) + "." + std::to_string(BP_ABI_MINOR))) << m;
+  EXPECT_EQ(loader().find("wrong_major"), nullptr);
+}
+
+TEST(Loader, SecondPluginWithTheSameNameIsRefusedNamingTheFirstsPath) {
+  bp::Backend& first = loader().load(fake("dup_a"));
+  EXPECT_EQ(first.name(), "dup");
+  EXPECT_EQ(first.version(), "0.1.0-a");
+  const std::string m = refusal(fake("dup_b"));
+  EXPECT_TRUE(contains(m, "libbackplane_dup_b.so")) << m;
+  EXPECT_TRUE(contains(m, "'dup'")) << m;
+  EXPECT_TRUE(contains(m, fs::canonical(fake("dup_a")).string())) << m;
+  // The first one is untouched.
+  EXPECT_EQ(loader().find("dup"), &first);
+  EXPECT_EQ(&loader().load("dup"), &first);
+}
+
+TEST(Loader, DuplicateKernelIsRefusedNamingBothOrigins) {
+  const std::string m = refusal(fake("dup_kernel"));
+  EXPECT_TRUE(contains(m, "registering kernels failed")) << m;
+  EXPECT_TRUE(contains(m, "add")) << m;
+  EXPECT_TRUE(contains(m, "float32")) << m;
+  // Both registrations, as file:line, on two different lines.
+  std::set<std::string> origins;
+  const std::regex origin(R"(dup_kernel\.cpp:(\d+))");
+  for (std::sregex_iterator it(m.begin(), m.end(), origin), end; it != end; ++it)
+    origins.insert((*it)[1].str());
+  EXPECT_EQ(origins.size(), 2u) << m;
+  EXPECT_EQ(loader().find("dup_kernel"), nullptr);
+}
+
+TEST(Loader, UnknownNameListsTheFoldersSearched) {
+  const std::string m = refusal("nosuch");
+  EXPECT_TRUE(contains(m, "libbackplane_nosuch.so")) << m;
+  for (const std::string& dir : loader().search_dirs())
+    EXPECT_TRUE(contains(m, "\n  " + dir)) << "missing " << dir << " in: " << m;
+}
+
+TEST(Loader, NeitherNameNorPathIsRefused) {
+  EXPECT_TRUE(contains(refusal("Not-A-Name"), "neither a backend name"));
+  EXPECT_TRUE(contains(refusal(kFakes + "/libbackplane_absent.so"), "no such file"));
+}
+
+// --- plugins that load ------------------------------------------------------------
+
+TEST(Loader, OldMinorLoadsWorksAndHasNoMemoryStats) {
+  bp::Backend& b = loader().load(fake("old_minor"));
+  EXPECT_EQ(b.name(), "old_minor");
+  EXPECT_EQ(b.abi_major(), static_cast<uint32_t>(BP_ABI_MAJOR));
+  EXPECT_EQ(b.abi_minor(), 0u);
+  EXPECT_EQ(b.device_count(), 1);
+  // The field past its struct_size is absent, whatever the bytes there hold.
+  EXPECT_FALSE(b.memory_stats(0).has_value());
+
+  const bp::TensorOptions on_it = bp::TensorOptions().device(device_of(b));
+  bp::Tensor x = bp::from_vector(std::vector<float>{1, 2, 3}, {3}, on_it);
+  bp::Tensor y = bp::full({3}, 0.5, on_it);
+  bp::Tensor z = bp::add(x, y, 2);
+  EXPECT_EQ(z.device(), device_of(b));
+  EXPECT_EQ(z.to_vector<float>(), (std::vector<float>{2, 3, 4}));
+  EXPECT_EQ(z.to_string(), "tensor([2., 3., 4.], device='old_minor:0')");
+}
+
+TEST(Loader, CurrentMinorReportsMemoryStats) {
+  bp::Backend& cpu = loader().load("cpu_onednn");
+  EXPECT_EQ(cpu.abi_minor(), static_cast<uint32_t>(BP_ABI_MINOR));
+  EXPECT_TRUE(cpu.memory_stats(0).has_value());
+}
+
+TEST(Loader, ThrowingKernelBecomesATypedErrorAndTheProcessGoesOn) {
+  bp::Backend& b = loader().load(fake("throwing"));
+  const bp::TensorOptions on_it = bp::TensorOptions().device(device_of(b));
+  bp::Tensor x = bp::full({2}, 5.0, on_it), y = bp::full({2}, 2.0, on_it);
+  try {
+    (void)(x + y);
+    FAIL() << "the add kernel throws";
+  } catch (const bp::Error& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.rfind("[add]", 0), 0u) << m;
+    EXPECT_TRUE(contains(m, "'throwing'")) << m;
+    EXPECT_TRUE(contains(m, "add kernel failed on purpose")) << m;
+  }
+  // The SDK's InvalidArgument arrives as the matching typed error.
+  try {
+    (void)(x * y);
+    FAIL() << "the mul kernel throws";
+  } catch (const bp::ValueError& e) {
+    EXPECT_TRUE(contains(e.what(), "mul refuses these operands")) << e.what();
+  }
+  EXPECT_EQ((x - y).to_vector<float>(), (std::vector<float>{3, 3}));
+  EXPECT_EQ((bp::ones({2}) + bp::ones({2})).to_vector<float>(), (std::vector<float>{2, 2}));
+}
+
+TEST(Loader, ZeroDevicesLoadsAndSaysWhy) {
+  bp::Backend& b = loader().load(fake("zero_devices"));
+  EXPECT_EQ(b.device_count(), 0);
+  EXPECT_TRUE(contains(b.no_device_reason(), "driver error 100")) << b.no_device_reason();
+  // Allocating on it is an error that carries the reason.
+  try {
+    bp::zeros({2}, bp::TensorOptions().device(device_of(b)));
+    FAIL() << "allocated on a backend without devices";
+  } catch (const bp::Error& e) {
+    EXPECT_TRUE(contains(e.what(), "zero_devices")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "driver error 100")) << e.what();
+  }
+  try {
+    bp::device("zero_devices");
+    FAIL() << "device() accepted a backend without devices";
+  } catch (const bp::IndexError& e) {
+    EXPECT_TRUE(contains(e.what(), "driver error 100")) << e.what();
+  }
+}
+
+TEST(Loader, TensorsOnTwoBackendsDoNotMix) {
+  bp::Backend& b = loader().load(fake("old_minor"));
+  bp::Tensor here = bp::ones({2}, bp::TensorOptions().device(device_of(b)));
+  bp::Tensor cpu = bp::ones({2});
+  try {
+    (void)(here + cpu);
+    FAIL() << "mixed devices were accepted";
+  } catch (const bp::ValueError& e) {
+    EXPECT_TRUE(contains(e.what(), "[add]")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "old_minor:0")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "cpu_onednn:0")) << e.what();
+  }
+  // An explicit transfer works.
+  EXPECT_EQ((here.to(cpu.device()) + cpu).to_vector<float>(), (std::vector<float>{2, 2}));
+}
+
+// --- finding plugins ---------------------------------------------------------------
+
+TEST(Loader, DefaultBackendIsFoundBesideTheCoreLibrary) {
+  bp::Backend& cpu = loader().load("cpu_onednn");
+  EXPECT_EQ(cpu.name(), "cpu_onednn");
+  EXPECT_EQ(fs::path(cpu.path()), fs::canonical(kPlugins + "/libbackplane_cpu_onednn.so"));
+  EXPECT_EQ(loader().find("cpu_onednn"), &cpu);
+  EXPECT_EQ(loader().by_id(cpu.id()), &cpu);
+}
+
+// A folder under the system's temporary directory, removed afterwards.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& tag) {
+    path_ = fs::temp_directory_path() /
+            ("backplane_loader_test_" + tag + "_" + std::to_string(::getpid()));
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string str() const { return path_.string(); }
+
+ private:
+  fs::path path_;
+};
+
+TEST(Loader, SearchOrderIsFlagFoldersThenEnvironmentThenDefaults) {
+  TempDir flag("flag"), env1("env1"), env2("env2");
+  ASSERT_EQ(::setenv("BACKPLANE_PLUGIN_PATH", (env1.str() + ":" + env2.str()).c_str(), 1), 0);
+  loader().add_search_path(flag.str());
+  const std::vector<std::string> dirs = loader().search_dirs();
+  auto pos = [&](const std::string& d) {
+    return std::find(dirs.begin(), dirs.end(), d) - dirs.begin();
+  };
+  const auto n = static_cast<long>(dirs.size());
+  EXPECT_LT(pos(flag.str()), pos(env1.str()));
+  EXPECT_LT(pos(env1.str()), pos(env2.str()));
+  EXPECT_LT(pos(env2.str()), pos(kPlugins));
+  EXPECT_LT(pos(kPlugins), n);
+
+  // The same plugin file in the flag folder and in the environment's: the
+  // flag folder's copy wins; once it is gone, the environment's is found.
+  const std::string file = "libbackplane_search_probe.so";
+  fs::copy_file(fake("search_probe"), flag.str() + "/" + file);
+  fs::copy_file(fake("search_probe"), env2.str() + "/" + file);
+  bp::Backend* b = &loader().load("search_probe");
+  EXPECT_EQ(b->path(), fs::canonical(flag.str() + "/" + file).string());
+  loader().unload("search_probe");
+  fs::remove(flag.str() + "/" + file);
+  b = &loader().load("search_probe");
+  EXPECT_EQ(b->path(), fs::canonical(env2.str() + "/" + file).string());
+  loader().unload("search_probe");
+  ::unsetenv("BACKPLANE_PLUGIN_PATH");
+}
+
+TEST(Loader, LoadingTheSameFileTwiceGivesTheSameBackend) {
+  bp::Backend& a = loader().load(fake("old_minor"));
+  bp::Backend& b = loader().load(kFakes + "/./libbackplane_old_minor.so");
+  EXPECT_EQ(&a, &b);
+  EXPECT_EQ(&loader().load("old_minor"), &a);  // by name once loaded
+}
+
+TEST(Loader, DiscoverReportsEveryCandidateAndWhyItWasRejected) {
+  TempDir dir("discover");
+  for (const char* name : {"no_entry", "wrong_major", "zero_devices"})
+    fs::copy_file(fake(name), dir.str() + "/libbackplane_" + name + ".so");
+  loader().add_search_path(dir.str());
+  const bool zero_loaded_before = loader().find("zero_devices") != nullptr;
+  const std::vector<bp::PluginCandidate> found = loader().discover();
+  auto find = [&](const std::string& name) -> const bp::PluginCandidate* {
+    for (const auto& c : found)
+      if (fs::path(c.path).parent_path() == fs::canonical(dir.str()) && c.name == name) return &c;
+    return nullptr;
+  };
+  const bp::PluginCandidate* no_entry = find("no_entry");
+  ASSERT_NE(no_entry, nullptr);
+  EXPECT_FALSE(no_entry->loaded);
+  EXPECT_TRUE(contains(no_entry->reason, "bp_plugin_init")) << no_entry->reason;
+  const bp::PluginCandidate* wrong = find("wrong_major");
+  ASSERT_NE(wrong, nullptr);
+  EXPECT_FALSE(wrong->loaded);
+  EXPECT_TRUE(contains(wrong->reason, "major")) << wrong->reason;
+  // A backend without devices still loads (`backplane devices` shows why),
+  // unless this program already loaded the same plugin from another file.
+  const bp::PluginCandidate* zero = find("zero_devices");
+  ASSERT_NE(zero, nullptr);
+  if (zero_loaded_before) {
+    EXPECT_FALSE(zero->loaded);
+    EXPECT_TRUE(contains(zero->reason, "already loaded from")) << zero->reason;
+  } else {
+    EXPECT_TRUE(zero->loaded) << zero->reason;
+    EXPECT_EQ(zero->backend->device_count(), 0);
+  }
+  // The real plugin is among the candidates.
+  bool saw_cpu = false;
+  for (const auto& c : found) saw_cpu |= c.loaded && c.name == "cpu_onednn";
+  EXPECT_TRUE(saw_cpu);
+}
+
+// --- library lifetime ----------------------------------------------------------------
+
+TEST(Loader, TensorKeepsItsLibraryAliveAfterUnload) {
+  bp::Backend& b = loader().load(fake("keepalive"));
+  const int id = b.id();
+  bp::Tensor t = bp::from_vector(std::vector<float>{1.5f, -2.0f}, {2},
+                                 bp::TensorOptions().device(device_of(b)));
+  loader().unload("keepalive");
+  EXPECT_EQ(loader().find("keepalive"), nullptr);
+  EXPECT_EQ(loader().by_id(id), nullptr);
+  // Its kernels are gone: the registry no longer has them.
+  EXPECT_EQ(bp::KernelRegistry::instance().lookup(bp::Op::Add, id, bp::DType::Float32).fn, nullptr);
+  // The library is still mapped, and the tensor can still be read.
+  EXPECT_TRUE(is_mapped(fake("keepalive")));
+  EXPECT_EQ(t.to_vector<float>(), (std::vector<float>{1.5f, -2.0f}));
+  t = bp::Tensor();  // frees the memory through the plugin, then lets it go
+  // Loading it again gives a fresh, working backend.
+  bp::Backend& again = loader().load(fake("keepalive"));
+  EXPECT_NE(again.id(), id);
+  bp::Tensor u = bp::full({2}, 1.0, bp::TensorOptions().device(device_of(again)));
+  EXPECT_EQ((u + u).to_vector<float>(), (std::vector<float>{2, 2}));
+}
+
+}  // namespace
