@@ -130,8 +130,11 @@ void* Backend::allocate(int device, std::size_t nbytes) const {
            device_count_ == 0 ? ": " + no_device_reason_ : std::string());
   void* p = nullptr;
   detail::ErrorBuffer err;
-  detail::check_status(api_->allocate(api_->ctx, device, nbytes, 64, &p, err.get()), "allocate",
-                       name_, err);
+  // Cache-line alignment pays for vector loads on large buffers; small ones
+  // take malloc's natural 16 so plugins can serve them from a fast path.
+  const std::size_t alignment = nbytes >= 512 ? 64 : 16;
+  detail::check_status(api_->allocate(api_->ctx, device, nbytes, alignment, &p, err.get()),
+                       "allocate", name_, err);
   return p;
 }
 

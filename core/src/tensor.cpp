@@ -29,29 +29,50 @@ Backend& backend_of(Device d) {
   return *b;
 }
 
-Tensor make_empty_strided(IntArrayRef shape, IntArrayRef strides, DType dtype, Device device) {
-  for (std::size_t i = 0; i < shape.size(); ++i)
+namespace {
+// Finishes a new tensor whose sizes and strides are set: validates sizes,
+// counts elements, allocates the memory the strides reach.
+Tensor finish_empty(IntrusivePtr<TensorImpl> impl, DType dtype, Device device) {
+  const DimVector& shape = impl->sizes;
+  const DimVector& strides = impl->strides;
+  int64_t n = 1, extent = 1;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
     BP_CHECK(shape[i] >= 0, "[empty] negative size ", shape[i], " at dim ", i, " in shape ",
              shape);
+    n *= shape[i];
+    extent += (shape[i] - 1) * strides[i];
+  }
+  if (n == 0) extent = 0;
   Backend& b = backend_of(device);
+  impl->dtype = dtype;
+  impl->device = device;
+  impl->numel = n;
+  impl->storage =
+      make_intrusive<StorageImpl>(IntrusivePtr<Backend>(&b), device, extent * itemsize(dtype));
+  impl->version = &impl->storage->version_counter();
+  return Tensor(std::move(impl));
+}
+}  // namespace
+
+Tensor make_empty_strided(IntArrayRef shape, IntArrayRef strides, DType dtype, Device device) {
   auto impl = make_intrusive<TensorImpl>();
   impl->sizes = DimVector(shape);
   impl->strides = DimVector(strides);
-  impl->dtype = dtype;
-  impl->device = device;
-  impl->refresh();
-  // Extent of the memory the strides reach.
-  int64_t extent = impl->numel == 0 ? 0 : 1;
-  if (impl->numel)
-    for (std::size_t i = 0; i < shape.size(); ++i) extent += (shape[i] - 1) * strides[i];
-  impl->storage =
-      make_intrusive<StorageImpl>(IntrusivePtr<Backend>(&b), device, extent * itemsize(dtype));
-  impl->version = make_intrusive<VersionCounter>();
-  return Tensor(std::move(impl));
+  impl->contiguous = bp::is_contiguous(shape, strides);
+  return finish_empty(std::move(impl), dtype, device);
 }
 
 Tensor make_empty(IntArrayRef shape, DType dtype, Device device) {
-  return make_empty_strided(shape, contiguous_strides(shape), dtype, device);
+  auto impl = make_intrusive<TensorImpl>();
+  impl->sizes = DimVector(shape);
+  impl->strides.resize(shape.size());
+  int64_t acc = 1;
+  for (std::size_t i = shape.size(); i-- > 0;) {
+    impl->strides[i] = acc;
+    acc *= std::max<int64_t>(shape[i], 1);
+  }
+  impl->contiguous = true;
+  return finish_empty(std::move(impl), dtype, device);
 }
 
 Tensor make_view(const Tensor& src, DimVector sizes, DimVector strides, int64_t offset) {
@@ -59,6 +80,7 @@ Tensor make_view(const Tensor& src, DimVector sizes, DimVector strides, int64_t 
   auto impl = make_intrusive<TensorImpl>();
   impl->storage = s->storage;
   impl->version = s->version;
+  impl->own_version = s->own_version;
   impl->base = s->base ? s->base : IntrusivePtr<TensorImpl>(s);
   impl->sizes = std::move(sizes);
   impl->strides = std::move(strides);

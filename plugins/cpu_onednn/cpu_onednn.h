@@ -6,6 +6,9 @@
 
 #include <array>
 #include <atomic>
+#include <memory>
+#include <mutex>
+#include <vector>
 #include <backplane/sdk/plugin.hpp>
 #include <backplane/sdk/strided.hpp>
 #include <backplane/sdk/tensor.hpp>
@@ -190,17 +193,26 @@ void for_each_row_parallel(const std::array<TensorRef, N>& ops, Row&& row) {
 // Host allocator (allocator.cpp)
 // ---------------------------------------------------------------------------
 
-// 64-byte aligned host memory with running statistics.
+// Aligned host memory with running statistics.
 class HostAllocator {
  public:
   void* allocate(std::size_t nbytes, std::size_t alignment);
   void deallocate(void* ptr, std::size_t nbytes);
   void stats(bp_memory_stats& out) const;
 
+  // One thread's counts. Only the owning thread writes them, with plain
+  // relaxed loads and stores: a locked increment per allocation was a
+  // visible share of a tiny op. A block freed by another thread is
+  // subtracted there, so one thread's figure may go negative; the sum is right.
+  struct Counters {
+    std::atomic<int64_t> allocated{0}, reserved{0}, allocs{0};
+  };
+
  private:
-  std::atomic<uint64_t> allocated_bytes_{0};
-  std::atomic<uint64_t> reserved_bytes_{0};
-  std::atomic<uint64_t> num_allocs_{0};
+  Counters& local();
+
+  mutable std::mutex mu_;
+  std::vector<std::unique_ptr<Counters>> threads_;  // kept after a thread exits
 };
 
 // ---------------------------------------------------------------------------

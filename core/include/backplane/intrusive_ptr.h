@@ -18,8 +18,14 @@ class RefCounted {
 
   void retain() const noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
   void release() const noexcept {
-    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+    // A count of 1 held by the caller means no other owner exists who could
+    // copy it concurrently, so the last release needs no locked instruction.
+    if (refs_.load(std::memory_order_acquire) == 1 ||
+        refs_.fetch_sub(1, std::memory_order_acq_rel) == 1)
+      delete this;
   }
+  // For make_intrusive: the first reference of an object no one else sees yet.
+  void adopt_first_reference() const noexcept { refs_.store(1, std::memory_order_relaxed); }
   uint32_t use_count() const noexcept { return refs_.load(std::memory_order_relaxed); }
 
  private:
@@ -50,6 +56,13 @@ class IntrusivePtr {
     return *this;
   }
 
+  // Takes over a reference the caller already holds (no increment).
+  static IntrusivePtr adopt(T* p) noexcept {
+    IntrusivePtr r;
+    r.p_ = p;
+    return r;
+  }
+
   T* get() const noexcept { return p_; }
   T* operator->() const noexcept { return p_; }
   T& operator*() const noexcept { return *p_; }
@@ -64,7 +77,9 @@ class IntrusivePtr {
 
 template <class T, class... Args>
 IntrusivePtr<T> make_intrusive(Args&&... args) {
-  return IntrusivePtr<T>(new T(std::forward<Args>(args)...));
+  T* p = new T(std::forward<Args>(args)...);
+  p->adopt_first_reference();
+  return IntrusivePtr<T>::adopt(p);
 }
 
 }  // namespace bp

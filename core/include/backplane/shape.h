@@ -114,8 +114,11 @@ class DimVector {
  private:
   std::size_t capacity() const { return heap_ ? heap_cap_ : kInlineDims; }
   void assign(const int64_t* p, std::size_t n) {
-    resize(n);
-    if (n) std::memmove(data(), p, n * sizeof(int64_t));
+    if (n > capacity()) grow(n);
+    size_ = static_cast<uint32_t>(n);
+    // A plain loop: ranks are tiny and a memmove call costs more than it.
+    int64_t* d = data();
+    for (std::size_t i = 0; i < n; ++i) d[i] = p[i];
   }
   void grow(std::size_t n) {
     auto* h = new int64_t[n];

@@ -19,8 +19,9 @@
 
 namespace bp {
 
-// Counts in-place modifications of a block of memory; shared by every view.
-class VersionCounter : public RefCounted {
+// Counts in-place modifications of a block of memory (IP-7). Every view of
+// a storage shares the storage's counter.
+class VersionCounter {
  public:
   uint32_t get() const noexcept { return v_.load(std::memory_order_relaxed); }
   void bump() noexcept { v_.fetch_add(1, std::memory_order_relaxed); }
@@ -29,8 +30,16 @@ class VersionCounter : public RefCounted {
   std::atomic<uint32_t> v_{0};
 };
 
+// A counter of its own, for a tensor that shares memory but not history
+// with others (PyTorch's `.data`).
+class SharedVersionCounter : public RefCounted {
+ public:
+  VersionCounter counter;
+};
+
 // A block of device memory, allocated and freed by its backend, which it
-// keeps loaded.
+// keeps loaded. It carries the version counter of its views, so that a new
+// tensor costs no extra allocation for it.
 class StorageImpl : public RefCounted {
  public:
   StorageImpl(IntrusivePtr<Backend> backend, Device device, std::size_t nbytes);
@@ -40,18 +49,25 @@ class StorageImpl : public RefCounted {
   std::size_t nbytes() const noexcept { return nbytes_; }
   Device device() const noexcept { return device_; }
   Backend& backend() const noexcept { return *backend_; }
+  VersionCounter& version_counter() noexcept { return version_; }
 
  private:
   IntrusivePtr<Backend> backend_;
   Device device_;
   std::size_t nbytes_;
   void* data_ = nullptr;
+  VersionCounter version_;
 };
 
 class TensorImpl : public RefCounted {
  public:
+  // User-provided so that `new TensorImpl()` does not zero the whole object
+  // (inline dim storage included) before the member initialisers run.
+  TensorImpl() {}
+
   IntrusivePtr<StorageImpl> storage;
-  IntrusivePtr<VersionCounter> version;
+  VersionCounter* version = nullptr;  // the storage's, or own_version's
+  IntrusivePtr<SharedVersionCounter> own_version;  // set only for a separate history
   IntrusivePtr<TensorImpl> base;  // the tensor that owns the memory, for views
   DimVector sizes;
   DimVector strides;

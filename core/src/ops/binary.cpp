@@ -29,15 +29,25 @@ DType compute_type(Op op, DType promoted) {
 // is the compute dtype). Inputs of another dtype are cast first.
 void run_binary(Op op, const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha) {
   const DType dt = out.dtype();
-  const Tensor ca = a.dtype() == dt ? a : a.to(dt);
-  const Tensor cb = b.dtype() == dt ? b : b.to(dt);
+  // Refer to the operands rather than copy handles: each handle copy is an
+  // atomic increment and decrement on the hot path.
+  Tensor cast_a, cast_b;
+  const Tensor& ca = a.dtype() == dt ? a : (cast_a = a.to(dt));
+  const Tensor& cb = b.dtype() == dt ? b : (cast_b = b.to(dt));
   Backend& be = detail::backend_of(out.device());
   const int32_t dl = be.dl_device_type();
   const DimVector& shape = out.impl()->sizes;
-  const DimVector sa = broadcast_strides(ca.sizes(), ca.strides(), shape);
-  const DimVector sb = broadcast_strides(cb.sizes(), cb.strides(), shape);
-  const bp_tensor in[2] = {detail::describe_as(ca, shape, sa, dl),
-                           detail::describe_as(cb, shape, sb, dl)};
+  // Operands already of the output's shape (the common case) need no
+  // broadcast strides.
+  DimVector sa, sb;
+  const DimVector& a_strides = ca.impl()->sizes == shape
+                                   ? ca.impl()->strides
+                                   : (sa = broadcast_strides(ca.sizes(), ca.strides(), shape));
+  const DimVector& b_strides = cb.impl()->sizes == shape
+                                   ? cb.impl()->strides
+                                   : (sb = broadcast_strides(cb.sizes(), cb.strides(), shape));
+  const bp_tensor in[2] = {detail::describe_as(ca, shape, a_strides, dl),
+                           detail::describe_as(cb, shape, b_strides, dl)};
   const bp_tensor o = detail::describe(out, dl);
   bp_attrs attrs = detail::make_attrs();
   attrs.num_scalars = 1;

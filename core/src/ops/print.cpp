@@ -115,7 +115,8 @@ struct Printer {
     } else {
       for (int64_t i = 0; i < n; ++i) push(i);
     }
-    const std::string sep = "," + std::string(dims_left - 1, '\n') + std::string(indent + 1, ' ');
+    std::string sep(",");
+    sep.append(dims_left - 1, '\n').append(static_cast<std::size_t>(indent) + 1, ' ');
     std::string out = "[";
     for (std::size_t i = 0; i < slices.size(); ++i) out += (i ? sep : "") + slices[i];
     return out + "]";

@@ -251,7 +251,8 @@ typedef struct bp_plugin {
   bp_status (*register_kernels)(void* ctx, const bp_registrar* registrar,
                                 bp_error* error);
 
-  /* Allocates `nbytes` (> 0) with at least `alignment` on `device`. */
+  /* Allocates `nbytes` (> 0) on `device`, aligned to at least `alignment`
+   * (a power of two: 64 for buffers of 512 bytes or more, 16 below). */
   bp_status (*allocate)(void* ctx, int32_t device, size_t nbytes, size_t alignment,
                         void** out, bp_error* error);
   /* Frees memory from allocate(); `nbytes` is the size that was asked for. */
