@@ -117,22 +117,84 @@ typedef struct bp_tensor {
 /* ------------------------------------------------------------------------ */
 
 /*
- * Primitive operations a plugin may register. New ops are appended with a
- * minor version bump; an op a plugin does not register is "unsupported".
- * Unless stated, inputs and outputs all have the output's shape (broadcast
- * inputs come with stride 0), and the dispatch dtype is inputs[0]'s dtype.
+ * Primitive operations a plugin may register. The core builds every other op
+ * (mean, softmax's backward, clone, views, ...) from these. New ops are
+ * appended with a minor version bump; an op a plugin does not register is
+ * "unsupported" for it.
+ *
+ * Conventions, unless an op says otherwise:
+ *   - inputs arrive broadcast to the output's shape (stride 0 on broadcast
+ *     dims) and cast to one dtype, the dispatch dtype (inputs[0]'s);
+ *   - any operand may be non-contiguous, offset, or (inputs only) expanded;
+ *     an output may be exactly an input (in place) but never overlaps one
+ *     partially;
+ *   - outputs are allocated by the core; a kernel writes every element.
  */
 typedef enum bp_op {
-  BP_OP_FILL = 0,   /* out[0] = attrs.scalars[0]; dispatch dtype: out[0]'s */
-  BP_OP_COPY = 1,   /* out[0] = cast(in[0]); any dtype pair, dispatch: in[0]'s */
-  BP_OP_ADD = 2,    /* out = in0 + attrs.scalars[0] * in1 (alpha) */
-  BP_OP_SUB = 3,    /* out = in0 - attrs.scalars[0] * in1 (alpha) */
-  BP_OP_MUL = 4,    /* out = in0 * in1 */
-  BP_OP_DIV = 5,    /* out = in0 / in1 (true division; floating dtypes) */
-  BP_OP_RELU = 6,   /* out = max(in0, 0) */
-  BP_OP_SUM = 7,    /* out has in0's rank with the reduced dims of size 1 */
-  BP_OP_MATMUL = 8, /* out[..., m, n] = in0[..., m, k] @ in1[..., k, n], batch dims broadcast (stride 0) */
-  BP_OP_COUNT = 9
+  /* --- data movement and factories ------------------------------------- */
+  BP_OP_FILL = 0,  /* out[0] = scalars[0]; no inputs; dispatch dtype: out[0]'s */
+  BP_OP_COPY = 1,  /* out[0] = cast(in[0]); any dtype pair (to bool: x != 0) */
+  /* --- binary arithmetic: all operands of the dispatch dtype -------------- */
+  BP_OP_ADD = 2,   /* in0 + scalars[0] * in1 (scalars[0] = alpha) */
+  BP_OP_SUB = 3,   /* in0 - scalars[0] * in1 */
+  BP_OP_MUL = 4,   /* in0 * in1 */
+  BP_OP_DIV = 5,   /* in0 / in1, true division (floating dtypes) */
+  /* --- unary ------------------------------------------------------------ */
+  BP_OP_RELU = 6,  /* max(in0, 0) */
+  /* --- reductions -------------------------------------------------------- */
+  BP_OP_SUM = 7,   /* out has in0's rank, reduced dims of size 1; int64 out for
+                      bool/integer in0, in0's dtype for floating */
+  /* --- linear algebra ---------------------------------------------------- */
+  BP_OP_MATMUL = 8, /* out[..., m, n] = in0[..., m, k] @ in1[..., k, n]; batch
+                       dims broadcast (stride 0); floating dtypes */
+  /* --- unary, out dtype = in dtype (floating ops: floating dtypes only) --- */
+  BP_OP_NEG = 9,
+  BP_OP_ABS = 10,
+  BP_OP_EXP = 11,
+  BP_OP_LOG = 12,
+  BP_OP_SQRT = 13,
+  BP_OP_SIGMOID = 14,
+  BP_OP_TANH = 15,
+  BP_OP_CLAMP = 16, /* min(max(in0, lo), hi): scalars[0] = lo, scalars[1] = hi;
+                       ints[0] bit 0: lo given, bit 1: hi given */
+  BP_OP_LOGICAL_NOT = 17, /* out bool = !in0 (any input dtype) */
+  /* --- binary, same-dtype inputs ------------------------------------------ */
+  BP_OP_MAXIMUM = 18, /* max(in0, in1), NaN propagates */
+  BP_OP_MINIMUM = 19, /* min(in0, in1), NaN propagates */
+  BP_OP_POW = 20,     /* in0 ** in1 (integers: exact, negative exponent is an error) */
+  BP_OP_EQ = 21,      /* comparisons: out bool */
+  BP_OP_NE = 22,
+  BP_OP_LT = 23,
+  BP_OP_LE = 24,
+  BP_OP_GT = 25,
+  BP_OP_GE = 26,
+  BP_OP_LOGICAL_AND = 27, /* out bool = (in0 != 0) && (in1 != 0) */
+  BP_OP_LOGICAL_OR = 28,  /* out bool = (in0 != 0) || (in1 != 0) */
+  BP_OP_WHERE = 29,   /* out = in0 ? in1 : in2; in0 bool; dispatch dtype: in1's */
+  /* --- reductions over the dims where out has size 1 and in0 does not ---- */
+  BP_OP_PROD = 30,    /* out dtype as for SUM */
+  BP_OP_MAX = 31,     /* out dtype = in0's; NaN propagates; never empty */
+  BP_OP_MIN = 32,
+  BP_OP_ARGMAX = 33,  /* over the single dim ints[0]; out int64 with that dim of
+                         size 1; first occurrence wins; NaN counts as maximal */
+  BP_OP_ARGMIN = 34,
+  /* --- along one dim ------------------------------------------------------ */
+  BP_OP_SOFTMAX = 35,     /* over dim ints[0]; out shape = in0's; floating */
+  BP_OP_LOG_SOFTMAX = 36,
+  BP_OP_GATHER = 37,  /* out[i][j] = in0[index(i,j) along dim ints[0]] with
+                         in1 = index (int64, out's shape); dispatch: in0's */
+  BP_OP_SCATTER = 38, /* out is self, written in place: out[in0[i] along dim
+                         ints[0]] = in1[i]; in0 index int64, in1 src of index's
+                         shape (stride 0 for a scalar value); dispatch: in1's;
+                         ints[1] = reduction: 0 none */
+  BP_OP_INDEX_SELECT = 39, /* out = in0 selected along dim ints[0] by in1
+                              (1-D int64); dispatch: in0's */
+  /* --- random numbers ------------------------------------------------------- */
+  BP_OP_RANDOM = 40,  /* no inputs; out[k] for the k-th element in row-major
+                         order = Philox4x32-10 stream value (seed, offset + k):
+                         ints[0] = 0 uniform [0,1), 1 standard normal;
+                         ints[1] = seed, ints[2] = offset (see docs/random.md) */
+  BP_OP_COUNT = 41
 } bp_op;
 
 /* A scalar operand, tagged with the dtype it was given in. */
