@@ -121,7 +121,10 @@ namespace {
 void call_kernel(Op op, DType dtype, Device device, std::span<const bp_tensor> inputs,
                  std::span<const bp_tensor> outputs, const bp_attrs& attrs) {
   const KernelEntry& k = KernelRegistry::instance().lookup(op, device.backend, dtype);
-  if (__builtin_expect(k.fn == nullptr, 0)) missing_kernel(op, dtype, device);
+  if (__builtin_expect(k.fn == nullptr, 0)) {
+    if (detail::try_fallback(op, dtype, device, inputs, outputs, attrs)) return;
+    missing_kernel(op, dtype, device);
+  }
   bp_kernel_call call;
   call.struct_size = sizeof(call);
   call.op = static_cast<int32_t>(op);

@@ -106,6 +106,11 @@ void check_same_device(const char* op, const Tensor& a, const Tensor& b);
 void check_writable(const char* op, const Tensor& out);
 void check_no_partial_overlap(const char* op, const Tensor& out, const Tensor& in);
 
+// Runs a kernel the device's backend lacks on the CPU backend when the
+// fallback policy allows it; false when it does not apply.
+bool try_fallback(Op op, DType dtype, Device device, std::span<const bp_tensor> inputs,
+                  std::span<const bp_tensor> outputs, const bp_attrs& attrs);
+
 // Copies `src` into `dst` (same shape after broadcasting `src`), converting
 // dtype and crossing devices through the backends' copy functions.
 void copy_into(const Tensor& dst, const Tensor& src);

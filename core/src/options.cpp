@@ -1,5 +1,6 @@
 // The --backend / --plugin-path flags shared by every program.
 #include <backplane/backend.h>
+#include <backplane/fallback.h>
 #include <backplane/options.h>
 
 #include <boost/program_options.hpp>
@@ -22,11 +23,15 @@ po::options_description backend_options(BackendFlags& flags) {
        "backend to run on: a name (cpu_onednn, cuda, ...) looked up as "
        "libbackplane_NAME.so in the plugin folders, or a path to a plugin .so")
       ("plugin-path", po::value<std::vector<std::string>>(&flags.plugin_paths)->composing(),
-       "folder searched for plugins before the default ones (repeatable)");
+       "folder searched for plugins before the default ones (repeatable)")
+      ("fallback", po::value<std::string>(&flags.fallback)->default_value(flags.fallback),
+       "ops the backend lacks: deny (an error), warn or allow (run them on the CPU "
+       "backend, copying operands; warn also prints each op once)");
   return d;
 }
 
 void apply_backend_flags(const BackendFlags& flags) {
+  set_fallback_policy(parse_fallback_policy(flags.fallback));
   for (const auto& p : flags.plugin_paths) PluginLoader::instance().add_search_path(p);
   set_default_backend(flags.backend);
 }
@@ -52,6 +57,7 @@ BackendFlags init_from_args(int& argc, char** argv) {
     if (take("backend", [&](std::string v) { flags.backend = std::move(v); })) continue;
     if (take("plugin-path", [&](std::string v) { flags.plugin_paths.push_back(std::move(v)); }))
       continue;
+    if (take("fallback", [&](std::string v) { flags.fallback = std::move(v); })) continue;
     argv[out++] = argv[i];
   }
   argc = out;

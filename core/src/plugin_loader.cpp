@@ -114,6 +114,11 @@ bp_device_props Backend::device_props(int device) const {
 
 bool Backend::host_addressable(int device) const { return device_props(device).host_addressable; }
 
+std::vector<bp_tolerance> Backend::tolerances() const {
+  if (!BP_HAS_FIELD(api_, bp_plugin, num_tolerances) || api_->tolerances == nullptr) return {};
+  return {api_->tolerances, api_->tolerances + std::max<int32_t>(api_->num_tolerances, 0)};
+}
+
 std::optional<bp_memory_stats> Backend::memory_stats(int device) const {
   if (!BP_HAS_FIELD(api_, bp_plugin, memory_stats) || api_->memory_stats == nullptr)
     return std::nullopt;

@@ -146,6 +146,13 @@ int64_t Tensor::stride(int64_t d) const {
   return impl_->strides[wrap_dim(d, dim(), "stride")];
 }
 
+Tensor& Tensor::requires_grad_(bool r) {
+  BP_CHECK_TYPE(!r || is_floating(dtype()), "[requires_grad_] only floating tensors can require "
+                "gradients, got ", detail::describe_tensor(*this), "; convert it with .to(float32)");
+  impl_->requires_grad = r;
+  return *this;
+}
+
 const void* Tensor::data_ptr() const {
   return static_cast<const char*>(impl_->storage->data()) + impl_->offset * itemsize();
 }

@@ -1,7 +1,11 @@
-// ADD, SUB, MUL, DIV. float32 operands that are dense (or dense plus a
-// broadcast second operand) and large go to a oneDNN binary primitive; the
-// rest run the plugin's loops. int32 stays on the loops too: oneDNN computes
-// binary ops in f32, which is not exact for integers beyond 2^24.
+// ADD, SUB, MUL, DIV, MAXIMUM, MINIMUM, POW. float32 ADD..DIV operands that
+// are dense (or dense plus a broadcast second operand) and large go to a
+// oneDNN binary primitive; the rest run the plugin's loops. int32 stays on the
+// loops too: oneDNN computes binary ops in f32, which is not exact for
+// integers beyond 2^24. MAXIMUM and MINIMUM are loops because oneDNN's
+// max/min drop a NaN operand instead of propagating it; oneDNN has no binary pow.
+#include <atomic>
+#include <cmath>
 #include <type_traits>
 
 #include "cpu_onednn.h"
@@ -58,42 +62,6 @@ struct BinaryFn {
     }
   }
 };
-
-template <class T, class F>
-void binary_loop(const TensorRef& out, const TensorRef& a, const TensorRef& b, F f) {
-  const int64_t n = out.numel();
-  // The flat path is checked first and cheaply: it is what tiny ops take.
-  if ((out.is_contiguous() && a.is_contiguous() && b.is_contiguous()) ||
-      (is_dense(out) && same_strides(out, a) && same_strides(out, b))) {
-    T* o = out.data<T>();
-    const T* x = a.data<T>();
-    const T* y = b.data<T>();
-    for_range(n, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) o[i] = f(x[i], y[i]);
-    });
-    return;
-  }
-  for_each_row_parallel<3>({out, a, b},
-                           [&](std::array<char*, 3> p, std::array<int64_t, 3> s, int64_t len) {
-                             T* o = reinterpret_cast<T*>(p[0]);
-                             const T* x = reinterpret_cast<const T*>(p[1]);
-                             const T* y = reinterpret_cast<const T*>(p[2]);
-                             constexpr int64_t sz = sizeof(T);
-                             const int64_t so = s[0] / sz, sx = s[1] / sz, sy = s[2] / sz;
-                             if (so == 1 && sx == 1 && sy == 1) {
-                               for (int64_t i = 0; i < len; ++i) o[i] = f(x[i], y[i]);
-                             } else if (so == 1 && sx == 1 && sy == 0) {
-                               const T yv = *y;
-                               for (int64_t i = 0; i < len; ++i) o[i] = f(x[i], yv);
-                             } else if (so == 1 && sx == 0 && sy == 1) {
-                               const T xv = *x;
-                               for (int64_t i = 0; i < len; ++i) o[i] = f(xv, y[i]);
-                             } else {
-                               for (int64_t i = 0; i < len; ++i)
-                                 o[i * so] = f(x[i * sx], y[i * sy]);
-                             }
-                           });
-}
 
 dnnl::memory::dims to_dims(const int64_t* v, int n) {
   return dnnl::memory::dims(v, v + n);
@@ -188,9 +156,9 @@ void binary_typed(const KernelCall& c) {
     if (n >= kDnnlMinElements && try_dnnl_binary(Op, out, a, b, alpha)) return;
   }
   if (alpha != T(1)) {
-    binary_loop<T>(out, a, b, BinaryFn<T, Op, true>{alpha});
+    binary_map<T, T>(out, a, b, BinaryFn<T, Op, true>{alpha});
   } else {
-    binary_loop<T>(out, a, b, BinaryFn<T, Op, false>{alpha});
+    binary_map<T, T>(out, a, b, BinaryFn<T, Op, false>{alpha});
   }
 }
 
@@ -226,6 +194,80 @@ void binary_kernel(const KernelCall& c) {
   });
 }
 
+template <class T, bool kMax>
+struct MinMaxFn {
+  T operator()(T x, T y) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (x != x) return x;
+      if (y != y) return y;
+    }
+    if constexpr (kMax)
+      return x < y ? y : x;
+    else
+      return y < x ? y : x;
+  }
+};
+
+template <bool kMax>
+void minmax_kernel(const KernelCall& c) {
+  constexpr const char* name = kMax ? "maximum" : "minimum";
+  const bp_dtype dt = c.output(0).dtype();
+  check_elementwise(c, name, 2, dt, dt);
+  if (c.output(0).numel() == 0) return;
+  bp::sdk::visit_dtype(dt, [&](auto tag) {
+    using T = decltype(tag);
+    binary_map<T, T>(c.output(0), c.input(0), c.input(1), MinMaxFn<T, kMax>{});
+  });
+}
+
+// Exact in the integer's width: exponentiation by squaring in the unsigned
+// type, so overflow wraps like the other integer ops.
+template <class T>
+T int_pow(T base, T exponent) {
+  using U = std::make_unsigned_t<T>;
+  U result = 1, b = static_cast<U>(base);
+  for (T e = exponent; e > 0; e >>= 1) {
+    if (e & 1) result *= b;
+    b *= b;
+  }
+  return static_cast<T>(result);
+}
+
+// Scanned before anything is written, so a rejected call leaves out alone.
+template <class T>
+bool any_negative(const TensorRef& t) {
+  std::atomic<bool> found{false};
+  for_each_row_parallel<1>({t}, [&](std::array<char*, 1> p, std::array<int64_t, 1> s,
+                                    int64_t len) {
+    const T* x = reinterpret_cast<const T*>(p[0]);
+    const int64_t sx = s[0] / int64_t(sizeof(T));
+    bool neg = false;
+    for (int64_t i = 0; i < len; ++i) neg |= x[i * sx] < 0;
+    if (neg) found.store(true, std::memory_order_relaxed);
+  });
+  return found.load();
+}
+
+void pow_kernel(const KernelCall& c) {
+  const bp_dtype dt = c.output(0).dtype();
+  check_elementwise(c, "pow", 2, dt, dt);
+  const TensorRef out = c.output(0), a = c.input(0), b = c.input(1);
+  if (out.numel() == 0) return;
+  bp::sdk::visit_dtype(dt, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<T>) {
+      binary_map<T, T>(out, a, b, [](T x, T y) { return std::pow(x, y); });
+    } else if constexpr (!std::is_same_v<T, bool>) {
+      if (any_negative<T>(b))
+        throw bp::sdk::InvalidArgument(
+            "[pow] integers to negative integer powers are not allowed");
+      binary_map<T, T>(out, a, b, [](T x, T y) { return int_pow(x, y); });
+    } else {
+      throw bp::sdk::Unsupported("[pow] not implemented for bool");
+    }
+  });
+}
+
 }  // namespace
 
 void register_binary_kernels(Registrar& r) {
@@ -238,6 +280,9 @@ void register_binary_kernels(Registrar& r) {
       {BP_DTYPE_BOOL, BP_DTYPE_INT32, BP_DTYPE_INT64, BP_DTYPE_FLOAT32, BP_DTYPE_FLOAT64},
       BP_ORIGIN);
   r.add<&binary_kernel<BinOp::div>>(BP_OP_DIV, {BP_DTYPE_FLOAT32, BP_DTYPE_FLOAT64}, BP_ORIGIN);
+  r.add<&minmax_kernel<true>>(BP_OP_MAXIMUM, kAllDtypes, BP_ORIGIN);
+  r.add<&minmax_kernel<false>>(BP_OP_MINIMUM, kAllDtypes, BP_ORIGIN);
+  r.add<&pow_kernel>(BP_OP_POW, kNumericDtypes, BP_ORIGIN);
 }
 
 }  // namespace bp::cpu

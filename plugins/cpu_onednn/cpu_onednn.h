@@ -14,6 +14,7 @@
 #include <backplane/sdk/tensor.hpp>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <sstream>
 #include <string>
@@ -132,13 +133,16 @@ void for_range(int64_t n, F&& f) {
 }
 
 // Walks N operands that share out[0]'s shape row by row, like
-// bp::sdk::for_each_row, but splits the rows over threads for large tensors.
-// Only for element-wise work: every element of ops[0] is written once.
+// bp::sdk::for_each_row, but splits the rows over threads for large work
+// (numel times `work_per_element`, e.g. the length of a line each element
+// stands for). Only for independent work: every element of ops[0] is
+// visited once, by one thread.
 template <int N, class Row>
-void for_each_row_parallel(const std::array<TensorRef, N>& ops, Row&& row) {
+void for_each_row_parallel(const std::array<TensorRef, N>& ops, Row&& row,
+                           int64_t work_per_element = 1) {
   const int64_t numel = ops[0].numel();
   if (numel == 0) return;
-  if (numel < kParallelMinElements) {
+  if (numel * work_per_element < kParallelMinElements || numel == 1) {
     bp::sdk::for_each_row<N>(ops, row);
     return;
   }
@@ -189,6 +193,117 @@ void for_each_row_parallel(const std::array<TensorRef, N>& ops, Row&& row) {
   });
 }
 
+// Calls f(x, y) -> O for every element of two same-shaped inputs of type T.
+template <class O, class T, class F>
+void binary_map(const TensorRef& out, const TensorRef& a, const TensorRef& b, F f) {
+  const int64_t n = out.numel();
+  // The flat path is checked first and cheaply: it is what tiny ops take.
+  if ((out.is_contiguous() && a.is_contiguous() && b.is_contiguous()) ||
+      (is_dense(out) && same_strides(out, a) && same_strides(out, b))) {
+    O* o = out.data<O>();
+    const T* x = a.data<T>();
+    const T* y = b.data<T>();
+    for_range(n, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) o[i] = f(x[i], y[i]);
+    });
+    return;
+  }
+  for_each_row_parallel<3>(
+      {out, a, b}, [&](std::array<char*, 3> p, std::array<int64_t, 3> s, int64_t len) {
+        O* o = reinterpret_cast<O*>(p[0]);
+        const T* x = reinterpret_cast<const T*>(p[1]);
+        const T* y = reinterpret_cast<const T*>(p[2]);
+        const int64_t so = s[0] / int64_t(sizeof(O)), sx = s[1] / int64_t(sizeof(T)),
+                      sy = s[2] / int64_t(sizeof(T));
+        if (so == 1 && sx == 1 && sy == 1) {
+          for (int64_t i = 0; i < len; ++i) o[i] = f(x[i], y[i]);
+        } else if (so == 1 && sx == 1 && sy == 0) {
+          const T yv = *y;
+          for (int64_t i = 0; i < len; ++i) o[i] = f(x[i], yv);
+        } else if (so == 1 && sx == 0 && sy == 1) {
+          const T xv = *x;
+          for (int64_t i = 0; i < len; ++i) o[i] = f(xv, y[i]);
+        } else {
+          for (int64_t i = 0; i < len; ++i) o[i * so] = f(x[i * sx], y[i * sy]);
+        }
+      });
+}
+
+// Calls f(x) -> O for every element of one input of type T.
+template <class O, class T, class F>
+void unary_map(const TensorRef& out, const TensorRef& in, F f) {
+  const int64_t n = out.numel();
+  if ((out.is_contiguous() && in.is_contiguous()) || (is_dense(out) && same_strides(out, in))) {
+    O* o = out.data<O>();
+    const T* x = in.data<T>();
+    for_range(n, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) o[i] = f(x[i]);
+    });
+    return;
+  }
+  for_each_row_parallel<2>(
+      {out, in}, [&](std::array<char*, 2> p, std::array<int64_t, 2> s, int64_t len) {
+        O* o = reinterpret_cast<O*>(p[0]);
+        const T* x = reinterpret_cast<const T*>(p[1]);
+        const int64_t so = s[0] / int64_t(sizeof(O)), sx = s[1] / int64_t(sizeof(T));
+        if (so == 1 && sx == 1) {
+          for (int64_t i = 0; i < len; ++i) o[i] = f(x[i]);
+        } else {
+          for (int64_t i = 0; i < len; ++i) o[i * so] = f(x[i * sx]);
+        }
+      });
+}
+
+// ---------------------------------------------------------------------------
+// Checks and descriptors shared by the kernel families
+// ---------------------------------------------------------------------------
+
+inline constexpr std::initializer_list<bp_dtype> kAllDtypes = {
+    BP_DTYPE_BOOL, BP_DTYPE_INT32, BP_DTYPE_INT64, BP_DTYPE_FLOAT32, BP_DTYPE_FLOAT64};
+inline constexpr std::initializer_list<bp_dtype> kNumericDtypes = {
+    BP_DTYPE_INT32, BP_DTYPE_INT64, BP_DTYPE_FLOAT32, BP_DTYPE_FLOAT64};
+inline constexpr std::initializer_list<bp_dtype> kFloatDtypes = {BP_DTYPE_FLOAT32,
+                                                                 BP_DTYPE_FLOAT64};
+
+// Operand counts, then: every input of out's shape, of dtype `in_dtype`
+// (inputs listed in `skip_dtype` excepted), and out of `out_dtype`.
+void check_elementwise(const KernelCall& c, const char* op, int num_inputs, bp_dtype in_dtype,
+                       bp_dtype out_dtype, int skip_dtype = -1);
+
+// ints[slot] as a dim of a rank-`ndim` tensor, negatives counted from the
+// end; a 0-d tensor accepts 0 and -1.
+int dim_attr(const KernelCall& c, const char* op, int slot, int ndim);
+
+// A descriptor with its own shape and strides, to walk an operand as if it
+// had another shape: a dim collapsed to size 1, or a 0-d tensor seen as [1].
+class OwnedDesc {
+ public:
+  explicit OwnedDesc(const TensorRef& t) : t_(t.raw()) {
+    for (int d = 0; d < t.ndim(); ++d) {
+      shape_[d] = t.size(d);
+      strides_[d] = t.stride(d);
+    }
+    if (t_.ndim == 0) {
+      t_.ndim = 1;
+      shape_[0] = 1;
+      strides_[0] = 0;
+    }
+    t_.shape = shape_.data();
+    t_.strides = strides_.data();
+  }
+  OwnedDesc(const OwnedDesc&) = delete;
+  OwnedDesc& operator=(const OwnedDesc&) = delete;
+
+  int ndim() const { return t_.ndim; }
+  int64_t& size(int d) { return shape_[d]; }
+  int64_t& stride(int d) { return strides_[d]; }
+  TensorRef ref() const { return TensorRef(t_); }
+
+ private:
+  std::array<int64_t, BP_MAX_DIMS> shape_{}, strides_{};
+  bp_tensor t_;
+};
+
 // ---------------------------------------------------------------------------
 // Host allocator (allocator.cpp)
 // ---------------------------------------------------------------------------
@@ -226,5 +341,10 @@ void register_binary_kernels(Registrar& r);
 void register_unary_kernels(Registrar& r);
 void register_reduce_kernels(Registrar& r);
 void register_matmul_kernels(Registrar& r);
+void register_compare_kernels(Registrar& r);
+void register_argreduce_kernels(Registrar& r);
+void register_softmax_kernels(Registrar& r);
+void register_index_kernels(Registrar& r);
+void register_random_kernels(Registrar& r);
 
 }  // namespace bp::cpu

@@ -1,8 +1,14 @@
-// SUM over the dims where the output has size 1. Large contiguous float32
-// goes to oneDNN's reduction; everything else accumulates in double (floats)
-// or int64 (bool and integers) through a strided walk in which the output's
-// reduced dims have stride 0, so reductions become the inner rows.
-#include <vector>
+// SUM, PROD, MAX and MIN over the dims where the output has size 1. Large
+// contiguous float32 SUM goes to oneDNN's reduction; everything else runs a
+// strided walk in which the output's reduced dims have stride 0, so
+// reductions become the inner rows. Sums and products accumulate in double
+// (floats) or int64 (bool and integers), so PROD stays on the loops, where
+// an f32 partial product could underflow or overflow; oneDNN's max and min
+// drop NaN, which must propagate here.
+#include <algorithm>
+#include <limits>
+#include <memory>
+#include <type_traits>
 
 #include "cpu_onednn.h"
 
@@ -10,35 +16,78 @@ namespace bp::cpu {
 
 namespace {
 
-template <class Acc, class T>
-Acc sum_row(const T* x, int64_t sx, int64_t len) {
+enum class Red { sum, prod, max, min };
+
+template <Red R>
+constexpr const char* red_name() {
+  return R == Red::sum ? "sum" : R == Red::prod ? "prod" : R == Red::max ? "max" : "min";
+}
+
+template <Red R, class Acc>
+struct Reducer {
+  static Acc identity() {
+    using lim = std::numeric_limits<Acc>;
+    if constexpr (R == Red::sum) return Acc(0);
+    if constexpr (R == Red::prod) return Acc(1);
+    if constexpr (R == Red::max) return lim::has_infinity ? -lim::infinity() : lim::lowest();
+    if constexpr (R == Red::min) return lim::has_infinity ? lim::infinity() : lim::max();
+  }
+  static Acc combine(Acc a, Acc b) {
+    if constexpr (R == Red::sum || R == Red::prod) {
+      // Integers wrap on overflow instead of invoking UB.
+      using U = std::conditional_t<std::is_integral_v<Acc>, std::make_unsigned<Acc>,
+                                   std::type_identity<Acc>>::type;
+      if constexpr (R == Red::sum)
+        return static_cast<Acc>(static_cast<U>(a) + static_cast<U>(b));
+      else
+        return static_cast<Acc>(static_cast<U>(a) * static_cast<U>(b));
+    } else {
+      if constexpr (std::is_floating_point_v<Acc>) {
+        if (a != a) return a;
+        if (b != b) return b;
+      }
+      if constexpr (R == Red::max)
+        return b > a ? b : a;
+      else
+        return b < a ? b : a;
+    }
+  }
+};
+
+template <Red R, class Acc, class T>
+Acc reduce_row(const T* x, int64_t sx, int64_t len) {
+  using Op = Reducer<R, Acc>;
   if (sx != 1) {
-    Acc s = 0;
-    for (int64_t i = 0; i < len; ++i) s += static_cast<Acc>(x[i * sx]);
+    Acc s = Op::identity();
+    for (int64_t i = 0; i < len; ++i) s = Op::combine(s, static_cast<Acc>(x[i * sx]));
     return s;
   }
-  // Independent partial sums: floating-point adds are not reassociated by
-  // the compiler, and one chain would be bound by the add latency.
-  Acc p[8] = {};
+  // Independent partial results: floating-point ops are not reassociated by
+  // the compiler, and one chain would be bound by the op's latency.
+  Acc p[8];
+  for (int j = 0; j < 8; ++j) p[j] = Op::identity();
   int64_t i = 0;
   for (; i + 8 <= len; i += 8)
-    for (int j = 0; j < 8; ++j) p[j] += static_cast<Acc>(x[i + j]);
-  Acc s = ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));
-  for (; i < len; ++i) s += static_cast<Acc>(x[i]);
+    for (int j = 0; j < 8; ++j) p[j] = Op::combine(p[j], static_cast<Acc>(x[i + j]));
+  Acc s = Op::combine(Op::combine(Op::combine(p[0], p[1]), Op::combine(p[2], p[3])),
+                      Op::combine(Op::combine(p[4], p[5]), Op::combine(p[6], p[7])));
+  for (; i < len; ++i) s = Op::combine(s, static_cast<Acc>(x[i]));
   return s;
 }
 
-template <class Acc, class T>
+template <Red R, class Acc, class T>
 void accumulate_row(char* acc, const char* in, int64_t sa_bytes, int64_t sx_bytes, int64_t len) {
+  using Op = Reducer<R, Acc>;
   Acc* a = reinterpret_cast<Acc*>(acc);
   const T* x = reinterpret_cast<const T*>(in);
   const int64_t sa = sa_bytes / int64_t(sizeof(Acc)), sx = sx_bytes / int64_t(sizeof(T));
   if (sa == 0) {
-    *a += sum_row<Acc>(x, sx, len);
+    *a = Op::combine(*a, reduce_row<R, Acc>(x, sx, len));
   } else if (sa == 1 && sx == 1) {
-    for (int64_t i = 0; i < len; ++i) a[i] += static_cast<Acc>(x[i]);
+    for (int64_t i = 0; i < len; ++i) a[i] = Op::combine(a[i], static_cast<Acc>(x[i]));
   } else {
-    for (int64_t i = 0; i < len; ++i) a[i * sa] += static_cast<Acc>(x[i * sx]);
+    for (int64_t i = 0; i < len; ++i)
+      a[i * sa] = Op::combine(a[i * sa], static_cast<Acc>(x[i * sx]));
   }
 }
 
@@ -67,8 +116,8 @@ void walk_rows(const bp::sdk::StridedLayout<2>& L, std::array<char*, 2> base, in
   }
 }
 
-// acc (contiguous over out's shape) += the reduction of `in`.
-template <class Acc, class T>
+// acc (contiguous over out's shape) combined with the reduction of `in`.
+template <Red R, class Acc, class T>
 void reduce_into(Acc* acc, const TensorRef& out, const TensorRef& in) {
   const int nd = in.ndim();
   std::array<int64_t, BP_MAX_DIMS> acc_strides{};
@@ -89,7 +138,7 @@ void reduce_into(Acc* acc, const TensorRef& out, const TensorRef& in) {
     if (L.strides[0][d] == 0) rows_disjoint = false;
   }
   const std::array<char*, 2> base{reinterpret_cast<char*>(acc), static_cast<char*>(in.base())};
-  auto row = [&](std::array<char*, 2> p) { accumulate_row<Acc, T>(p[0], p[1], sa, sx, inner); };
+  auto row = [&](std::array<char*, 2> p) { accumulate_row<R, Acc, T>(p[0], p[1], sa, sx, inner); };
   if (in.numel() < kParallelMinElements) {
     walk_rows(L, base, 0, rows, row);
     return;
@@ -101,23 +150,27 @@ void reduce_into(Acc* acc, const TensorRef& out, const TensorRef& in) {
   // Rows share acc elements: each thread fills its own partial buffer.
   const int64_t out_n = out.numel();
   const int nt = omp_get_max_threads();
-  std::vector<Acc> partial(static_cast<size_t>(out_n) * nt, Acc(0));
+  // Not a std::vector: Acc may be bool.
+  const size_t partial_n = static_cast<size_t>(out_n) * nt;
+  std::unique_ptr<Acc[]> partial(new Acc[partial_n]);
+  std::fill(partial.get(), partial.get() + partial_n, Reducer<R, Acc>::identity());
   const bool split_inner = rows == 1;
 #pragma omp parallel num_threads(nt)
   {
     const int64_t t = omp_get_thread_num(), team = omp_get_num_threads();
-    char* mine = reinterpret_cast<char*>(partial.data() + t * out_n);
+    char* mine = reinterpret_cast<char*>(partial.get() + t * out_n);
     if (split_inner) {
       const int64_t b = inner * t / team, e = inner * (t + 1) / team;
-      if (b < e) accumulate_row<Acc, T>(mine + b * sa, base[1] + b * sx, sa, sx, e - b);
+      if (b < e) accumulate_row<R, Acc, T>(mine + b * sa, base[1] + b * sx, sa, sx, e - b);
     } else {
       const int64_t b = rows * t / team, e = rows * (t + 1) / team;
       walk_rows(L, {mine, base[1]}, b, e,
-                [&](std::array<char*, 2> p) { accumulate_row<Acc, T>(p[0], p[1], sa, sx, inner); });
+                [&](std::array<char*, 2> p) { accumulate_row<R, Acc, T>(p[0], p[1], sa, sx, inner); });
     }
   }
   for (int t = 0; t < nt; ++t)
-    for (int64_t i = 0; i < out_n; ++i) acc[i] += partial[t * out_n + i];
+    for (int64_t i = 0; i < out_n; ++i)
+      acc[i] = Reducer<R, Acc>::combine(acc[i], partial[t * out_n + i]);
 }
 
 bool try_dnnl_sum(const TensorRef& out, const TensorRef& in) {
@@ -158,24 +211,23 @@ bool try_dnnl_sum(const TensorRef& out, const TensorRef& in) {
   return true;
 }
 
-template <class T, class Out, class Acc>
-void sum_typed(const TensorRef& out, const TensorRef& in) {
+template <Red R, class T, class Out, class Acc>
+void reduce_typed(const TensorRef& out, const TensorRef& in) {
   const int64_t out_n = out.numel();
   if (out_n == 0) return;
-  if constexpr (std::is_same_v<T, float>) {
+  if constexpr (R == Red::sum && std::is_same_v<T, float>) {
     if (in.numel() >= kDnnlMinElements && try_dnnl_sum(out, in)) return;
   }
-  // A small accumulator lives on the stack: most sums reduce to a few values.
+  // A small accumulator lives on the stack: most reductions give a few values.
   Acc small[64];
-  std::vector<Acc> large;
+  std::unique_ptr<Acc[]> large;
   Acc* acc = small;
   if (out_n > 64) {
-    large.assign(static_cast<size_t>(out_n), Acc(0));
-    acc = large.data();
-  } else {
-    for (int64_t i = 0; i < out_n; ++i) small[i] = Acc(0);
+    large.reset(new Acc[out_n]);
+    acc = large.get();
   }
-  if (in.numel() > 0) reduce_into<Acc, T>(acc, out, in);
+  std::fill(acc, acc + out_n, Reducer<R, Acc>::identity());
+  if (in.numel() > 0) reduce_into<R, Acc, T>(acc, out, in);
   // acc is contiguous over out's shape: write it back through out's strides.
   const int nd = out.ndim();
   std::array<int64_t, BP_MAX_DIMS> idx{};
@@ -191,34 +243,39 @@ void sum_typed(const TensorRef& out, const TensorRef& in) {
   }
 }
 
-void sum_kernel(const KernelCall& c) {
-  BP_CHECK(c.num_inputs() == 1 && c.num_outputs() == 1, "sum",
+template <Red R>
+void reduce_kernel(const KernelCall& c) {
+  constexpr const char* name = red_name<R>();
+  BP_CHECK(c.num_inputs() == 1 && c.num_outputs() == 1, name,
            "expected 1 input and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
   const TensorRef in = c.input(0), out = c.output(0);
-  BP_CHECK(in.ndim() == out.ndim(), "sum",
+  BP_CHECK(in.ndim() == out.ndim(), name,
            "the output must keep the input's rank " << in.ndim() << ", got " << out.ndim());
   for (int d = 0; d < in.ndim(); ++d)
-    BP_CHECK(out.size(d) == in.size(d) || out.size(d) == 1, "sum",
+    BP_CHECK(out.size(d) == in.size(d) || out.size(d) == 1, name,
              "output dim " << d << " must be " << in.size(d) << " or 1, got " << out.size(d));
+  if constexpr (R == Red::max || R == Red::min)
+    BP_CHECK(in.numel() > 0 || out.numel() == 0, name, "cannot reduce an empty tensor");
   bp::sdk::visit_dtype(in.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    using Out = std::conditional_t<std::is_floating_point_v<T>, T, int64_t>;
-    using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
-    BP_CHECK(out.dtype() == bp::sdk::dtype_of<Out>::value, "sum",
-             "a " << bp::sdk::dtype_name(in.dtype()) << " sum is "
+    constexpr bool widen = R == Red::sum || R == Red::prod;
+    using Out = std::conditional_t<std::is_floating_point_v<T> || !widen, T, int64_t>;
+    using Acc = std::conditional_t<std::is_floating_point_v<T> && widen, double, Out>;
+    BP_CHECK(out.dtype() == bp::sdk::dtype_of<Out>::value, name,
+             "a " << bp::sdk::dtype_name(in.dtype()) << " " << name << " is "
                   << bp::sdk::dtype_name(bp::sdk::dtype_of<Out>::value) << ", the output is "
                   << bp::sdk::dtype_name(out.dtype()));
-    sum_typed<T, Out, Acc>(out, in);
+    reduce_typed<R, T, Out, Acc>(out, in);
   });
 }
 
 }  // namespace
 
 void register_reduce_kernels(Registrar& r) {
-  r.add<&sum_kernel>(
-      BP_OP_SUM,
-      {BP_DTYPE_BOOL, BP_DTYPE_INT32, BP_DTYPE_INT64, BP_DTYPE_FLOAT32, BP_DTYPE_FLOAT64},
-      BP_ORIGIN);
+  r.add<&reduce_kernel<Red::sum>>(BP_OP_SUM, kAllDtypes, BP_ORIGIN);
+  r.add<&reduce_kernel<Red::prod>>(BP_OP_PROD, kAllDtypes, BP_ORIGIN);
+  r.add<&reduce_kernel<Red::max>>(BP_OP_MAX, kAllDtypes, BP_ORIGIN);
+  r.add<&reduce_kernel<Red::min>>(BP_OP_MIN, kAllDtypes, BP_ORIGIN);
 }
 
 }  // namespace bp::cpu

@@ -1,31 +1,98 @@
-// RELU. Large dense float32 goes to oneDNN's eltwise primitive; the rest
-// (and int32, which oneDNN would round through f32) runs the plugin's loops.
+// Element-wise unary ops. Large dense float32 RELU, ABS, SQRT, SIGMOID and
+// TANH go to oneDNN's eltwise primitive; everything else runs the plugin's
+// loops. oneDNN 2.6's other candidates are not accurate enough: exp turns
+// NaN into inf, log returns -1.4e-6 for log(1) and is off for denormals,
+// linear (for NEG) loses the sign of -0, and clip turns NaN into the lower
+// bound. Integers stay on the loops, where oneDNN would round through f32.
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
 #include "cpu_onednn.h"
 
 namespace bp::cpu {
 
 namespace {
 
-template <class T>
-inline T relu(T x) {
-  // Written so that NaN passes through, as max(x, 0) does in other frameworks.
-  return x < T(0) ? T(0) : x;
+enum class Un { relu, neg, abs, exp, log, sqrt, sigmoid, tanh, clamp };
+
+constexpr const char* un_name(Un op) {
+  constexpr const char* names[] = {"relu", "neg",     "abs",  "exp",  "log",
+                                   "sqrt", "sigmoid", "tanh", "clamp"};
+  return names[static_cast<int>(op)];
 }
 
-bool try_dnnl_relu(const TensorRef& out, const TensorRef& in) {
+// The oneDNN algorithm that matches the loop closely enough, if any.
+constexpr bool dnnl_alg(Un op, dnnl::algorithm* alg) {
+  switch (op) {
+    case Un::relu:
+      *alg = dnnl::algorithm::eltwise_relu;
+      return true;
+    case Un::abs:
+      *alg = dnnl::algorithm::eltwise_abs;
+      return true;
+    case Un::sqrt:
+      *alg = dnnl::algorithm::eltwise_sqrt;
+      return true;
+    case Un::sigmoid:
+      *alg = dnnl::algorithm::eltwise_logistic;
+      return true;
+    case Un::tanh:
+      *alg = dnnl::algorithm::eltwise_tanh;
+      return true;
+    default:
+      return false;
+  }
+}
+
+template <class T, Un Op>
+struct UnaryFn {
+  T lo, hi;  // CLAMP's bounds
+  T operator()(T x) const {
+    // Integer NEG and ABS wrap (two's complement) rather than invoke UB.
+    using U = std::conditional_t<std::is_integral_v<T>, std::make_unsigned<T>,
+                                 std::type_identity<T>>::type;
+    if constexpr (Op == Un::relu) {
+      return x < T(0) ? T(0) : x;  // NaN passes through
+    } else if constexpr (Op == Un::neg) {
+      return static_cast<T>(U(0) - static_cast<U>(x));
+    } else if constexpr (Op == Un::abs) {
+      if constexpr (std::is_floating_point_v<T>)
+        return std::fabs(x);
+      else
+        return x < T(0) ? static_cast<T>(U(0) - static_cast<U>(x)) : x;
+    } else if constexpr (Op == Un::exp) {
+      return std::exp(x);
+    } else if constexpr (Op == Un::log) {
+      return std::log(x);
+    } else if constexpr (Op == Un::sqrt) {
+      return std::sqrt(x);
+    } else if constexpr (Op == Un::sigmoid) {
+      return T(1) / (T(1) + std::exp(-x));
+    } else if constexpr (Op == Un::tanh) {
+      return std::tanh(x);
+    } else {
+      T r = x;  // comparisons with NaN are false: a NaN input stays NaN
+      if (r < lo) r = lo;
+      if (r > hi) r = hi;
+      return r;
+    }
+  }
+};
+
+bool try_dnnl_eltwise(dnnl::algorithm alg, const TensorRef& out, const TensorRef& in) {
   if (!is_dense(out) || !same_strides(out, in)) return false;
   const int64_t n = out.numel();
   PrimitiveKey key{};
   key.kind = 2;
-  key.alg = static_cast<int32_t>(dnnl::algorithm::eltwise_relu);
+  key.alg = static_cast<int32_t>(alg);
   key.dtype = BP_DTYPE_FLOAT32;
   key.ndim = 1;
   key.dims[0][0] = n;
   const dnnl::memory::desc md({n}, dnnl::memory::data_type::f32, dnnl::memory::dims{1});
   dnnl::primitive prim = cached_primitive(key, [&]() -> dnnl::primitive {
     dnnl::eltwise_forward::primitive_desc pd(
-        dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference,
-                                    dnnl::algorithm::eltwise_relu, md, 0.0f, 0.0f),
+        dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, alg, md, 0.0f, 0.0f),
         dnnl_engine());
     if (is_reference_impl(pd)) return {};
     return dnnl::eltwise_forward(pd);
@@ -38,61 +105,98 @@ bool try_dnnl_relu(const TensorRef& out, const TensorRef& in) {
   return true;
 }
 
+// A CLAMP bound as T. For an integer T, a fractional bound rounds inwards
+// (ceil for lo, floor for hi) and any bound saturates to T's range, which
+// clamps every integer exactly as the real-valued bound would.
 template <class T>
-void relu_typed(const TensorRef& out, const TensorRef& in) {
-  const int64_t n = out.numel();
-  if (n == 0) return;
-  if constexpr (std::is_same_v<T, float>) {
-    if (n >= kDnnlMinElements && try_dnnl_relu(out, in)) return;
+T clamp_bound(const bp_scalar& s, bool lower) {
+  using lim = std::numeric_limits<T>;
+  const bool is_float = s.dtype == BP_DTYPE_FLOAT32 || s.dtype == BP_DTYPE_FLOAT64;
+  if constexpr (std::is_floating_point_v<T>) {
+    return is_float ? static_cast<T>(s.value.f) : static_cast<T>(s.value.i);
+  } else {
+    double v = is_float ? s.value.f : 0.0;
+    if (is_float) {
+      BP_CHECK(v == v, "clamp", "a NaN bound cannot clamp an integer tensor");
+      v = lower ? std::ceil(v) : std::floor(v);
+      if (v <= static_cast<double>(lim::lowest())) return lim::lowest();
+      if (v >= static_cast<double>(lim::max())) return lim::max();
+      return static_cast<T>(v);
+    }
+    const int64_t i = s.value.i;
+    if (i <= static_cast<int64_t>(lim::lowest())) return lim::lowest();
+    if (i >= static_cast<int64_t>(lim::max())) return lim::max();
+    return static_cast<T>(i);
   }
-  if ((out.is_contiguous() && in.is_contiguous()) || (is_dense(out) && same_strides(out, in))) {
-    T* o = out.data<T>();
-    const T* x = in.data<T>();
-    for_range(n, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) o[i] = relu(x[i]);
-    });
-    return;
-  }
-  for_each_row_parallel<2>(
-      {out, in}, [&](std::array<char*, 2> p, std::array<int64_t, 2> s, int64_t len) {
-        T* o = reinterpret_cast<T*>(p[0]);
-        const T* x = reinterpret_cast<const T*>(p[1]);
-        const int64_t so = s[0] / int64_t(sizeof(T)), sx = s[1] / int64_t(sizeof(T));
-        if (so == 1 && sx == 1) {
-          for (int64_t i = 0; i < len; ++i) o[i] = relu(x[i]);
-        } else {
-          for (int64_t i = 0; i < len; ++i) o[i * so] = relu(x[i * sx]);
-        }
-      });
 }
 
-void relu_kernel(const KernelCall& c) {
-  BP_CHECK(c.num_inputs() == 1 && c.num_outputs() == 1, "relu",
-           "expected 1 input and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
-  const TensorRef out = c.output(0), in = c.input(0);
-  BP_CHECK(in.dtype() == out.dtype(), "relu",
-           "input is " << bp::sdk::dtype_name(in.dtype()) << " but the output is "
-                       << bp::sdk::dtype_name(out.dtype()));
-  BP_CHECK(in.ndim() == out.ndim(), "relu",
-           "input rank " << in.ndim() << " differs from output rank " << out.ndim());
-  for (int d = 0; d < out.ndim(); ++d)
-    BP_CHECK(in.size(d) == out.size(d), "relu",
-             "input has size " << in.size(d) << " in dim " << d << ", the output " << out.size(d));
-  bp::sdk::visit_dtype(out.dtype(), [&](auto tag) {
+template <class T, Un Op>
+void unary_typed(const KernelCall& c, const TensorRef& out, const TensorRef& in) {
+  UnaryFn<T, Op> fn{};
+  if constexpr (Op == Un::clamp) {
+    using lim = std::numeric_limits<T>;
+    BP_CHECK(c.attrs().num_ints >= 1, "clamp", "the bound flags (ints[0]) are missing");
+    const int64_t given = c.attrs().ints[0];
+    const int needed = (given & 2) ? 2 : (given & 1) ? 1 : 0;
+    BP_CHECK(c.attrs().num_scalars >= needed, "clamp",
+             "ints[0] = " << given << " needs " << needed << " scalars, got "
+                          << c.attrs().num_scalars);
+    fn.lo = (given & 1) ? clamp_bound<T>(c.scalar(0), true)
+                        : (lim::has_infinity ? -lim::infinity() : lim::lowest());
+    fn.hi = (given & 2) ? clamp_bound<T>(c.scalar(1), false)
+                        : (lim::has_infinity ? lim::infinity() : lim::max());
+  }
+  if (out.numel() == 0) return;
+  if constexpr (std::is_same_v<T, float>) {
+    dnnl::algorithm alg{};
+    if (dnnl_alg(Op, &alg) && out.numel() >= kDnnlMinElements && try_dnnl_eltwise(alg, out, in))
+      return;
+  }
+  unary_map<T, T>(out, in, fn);
+}
+
+template <Un Op>
+void unary_kernel(const KernelCall& c) {
+  constexpr const char* name = un_name(Op);
+  const bp_dtype dt = c.output(0).dtype();
+  check_elementwise(c, name, 1, dt, dt);
+  bp::sdk::visit_dtype(dt, [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, bool>) {
-      throw bp::sdk::Unsupported("[relu] not implemented for bool");
+    constexpr bool float_only =
+        Op == Un::exp || Op == Un::log || Op == Un::sqrt || Op == Un::sigmoid || Op == Un::tanh;
+    if constexpr (std::is_same_v<T, bool> || (float_only && !std::is_floating_point_v<T>)) {
+      throw bp::sdk::Unsupported(std::string("[") + name + "] not implemented for " +
+                                 bp::sdk::dtype_name(dt));
     } else {
-      relu_typed<T>(out, in);
+      unary_typed<T, Op>(c, c.output(0), c.input(0));
     }
+  });
+}
+
+void logical_not_kernel(const KernelCall& c) {
+  BP_CHECK(c.num_inputs() == 1, "logical_not", "expected 1 input, got " << c.num_inputs());
+  const bp_dtype dt = c.input(0).dtype();
+  check_elementwise(c, "logical_not", 1, dt, BP_DTYPE_BOOL);
+  if (c.output(0).numel() == 0) return;
+  bp::sdk::visit_dtype(dt, [&](auto tag) {
+    using T = decltype(tag);
+    unary_map<bool, T>(c.output(0), c.input(0), [](T x) { return x == T(0); });
   });
 }
 
 }  // namespace
 
 void register_unary_kernels(Registrar& r) {
-  r.add<&relu_kernel>(
-      BP_OP_RELU, {BP_DTYPE_INT32, BP_DTYPE_INT64, BP_DTYPE_FLOAT32, BP_DTYPE_FLOAT64}, BP_ORIGIN);
+  r.add<&unary_kernel<Un::relu>>(BP_OP_RELU, kNumericDtypes, BP_ORIGIN);
+  r.add<&unary_kernel<Un::neg>>(BP_OP_NEG, kNumericDtypes, BP_ORIGIN);
+  r.add<&unary_kernel<Un::abs>>(BP_OP_ABS, kNumericDtypes, BP_ORIGIN);
+  r.add<&unary_kernel<Un::exp>>(BP_OP_EXP, kFloatDtypes, BP_ORIGIN);
+  r.add<&unary_kernel<Un::log>>(BP_OP_LOG, kFloatDtypes, BP_ORIGIN);
+  r.add<&unary_kernel<Un::sqrt>>(BP_OP_SQRT, kFloatDtypes, BP_ORIGIN);
+  r.add<&unary_kernel<Un::sigmoid>>(BP_OP_SIGMOID, kFloatDtypes, BP_ORIGIN);
+  r.add<&unary_kernel<Un::tanh>>(BP_OP_TANH, kFloatDtypes, BP_ORIGIN);
+  r.add<&unary_kernel<Un::clamp>>(BP_OP_CLAMP, kNumericDtypes, BP_ORIGIN);
+  r.add<&logical_not_kernel>(BP_OP_LOGICAL_NOT, kAllDtypes, BP_ORIGIN);
 }
 
 }  // namespace bp::cpu

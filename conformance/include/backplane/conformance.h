@@ -33,9 +33,7 @@ class Context {
   Backend& backend() const { return *backend_; }
   // Options that put a tensor of `dtype` on the device under test.
   TensorOptions options(DType dtype = kDefaultFloat) const {
-    TensorOptions o(dtype);
-    o.device(device_);
-    return o;
+    return TensorOptions(dtype).device(device_);
   }
 
  private:

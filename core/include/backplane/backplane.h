@@ -6,6 +6,7 @@
 #include <backplane/dispatcher.h>
 #include <backplane/dtype.h>
 #include <backplane/error.h>
+#include <backplane/fallback.h>
 #include <backplane/ops.h>
 #include <backplane/options.h>
 #include <backplane/shape.h>

@@ -93,6 +93,38 @@ Tensor tensor(std::initializer_list<std::initializer_list<std::initializer_list<
 // A 0-d tensor.
 Tensor scalar_tensor(const Scalar& value, TensorOptions options = {});
 
+// `steps` values evenly spaced over the closed interval [start, end] (CR-5).
+Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, TensorOptions options = {});
+// base ** linspace(start, end, steps).
+Tensor logspace(const Scalar& start, const Scalar& end, int64_t steps, double base = 10.0,
+                TensorOptions options = {});
+
+// *_like: shape, dtype and device of `t` (unless `options` says otherwise),
+// t's strides when t is dense and non-overlapping, else contiguous; never
+// t's memory; requires grad only when asked (CR-2).
+Tensor empty_like(const Tensor& t, std::optional<TensorOptions> options = std::nullopt);
+Tensor zeros_like(const Tensor& t, std::optional<TensorOptions> options = std::nullopt);
+Tensor ones_like(const Tensor& t, std::optional<TensorOptions> options = std::nullopt);
+Tensor full_like(const Tensor& t, const Scalar& value,
+                 std::optional<TensorOptions> options = std::nullopt);
+Tensor rand_like(const Tensor& t, std::optional<TensorOptions> options = std::nullopt);
+Tensor randn_like(const Tensor& t, std::optional<TensorOptions> options = std::nullopt);
+
+// --- random numbers (CR-6) ---------------------------------------------------
+// The process-wide generator is counter based (Philox4x32-10): element i of
+// a request is a function of (seed, offset + i) only, identical on every
+// backend. Each request advances the offset by its number of elements.
+void manual_seed(uint64_t seed);
+struct GeneratorState {
+  uint64_t seed = 0;
+  uint64_t offset = 0;
+};
+GeneratorState generator_state();
+void set_generator_state(GeneratorState state);
+// Uniform on [0, 1) and standard normal; floating dtypes only.
+Tensor rand(IntArrayRef shape, TensorOptions options = {});
+Tensor randn(IntArrayRef shape, TensorOptions options = {});
+
 // --- elementwise (broadcasting, dtype promotion) ---------------------------
 Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha = 1);
 Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha = 1);
@@ -103,6 +135,44 @@ Tensor sub(const Tensor& a, const Scalar& b);
 Tensor mul(const Tensor& a, const Scalar& b);
 Tensor div(const Tensor& a, const Scalar& b);
 Tensor relu(const Tensor& a);
+
+// --- elementwise unary ------------------------------------------------------
+Tensor neg(const Tensor& a);
+Tensor abs(const Tensor& a);
+// exp, log, sqrt, sigmoid, tanh compute in floating point: integer and bool
+// inputs give the default float dtype.
+Tensor exp(const Tensor& a);
+Tensor log(const Tensor& a);
+Tensor sqrt(const Tensor& a);
+Tensor sigmoid(const Tensor& a);
+Tensor tanh(const Tensor& a);
+// min(max(a, lo), hi); either bound may be absent (not both).
+Tensor clamp(const Tensor& a, std::optional<Scalar> lo, std::optional<Scalar> hi);
+Tensor logical_not(const Tensor& a);
+inline Tensor operator-(const Tensor& a) { return neg(a); }
+
+// --- elementwise binary: maximum, minimum, pow, comparisons, logical --------
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+Tensor pow(const Tensor& a, const Tensor& exponent);
+Tensor pow(const Tensor& a, const Scalar& exponent);
+// Comparisons give bool tensors.
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor eq(const Tensor& a, const Scalar& b);
+Tensor ne(const Tensor& a, const Scalar& b);
+Tensor lt(const Tensor& a, const Scalar& b);
+Tensor le(const Tensor& a, const Scalar& b);
+Tensor gt(const Tensor& a, const Scalar& b);
+Tensor ge(const Tensor& a, const Scalar& b);
+Tensor logical_and(const Tensor& a, const Tensor& b);
+Tensor logical_or(const Tensor& a, const Tensor& b);
+// cond ? a : b, broadcasting all three; cond must be bool.
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 
 // Writes a+alpha*b into an existing `out` (of the broadcast shape and the
 // promoted dtype); no allocation.
@@ -121,10 +191,36 @@ inline Tensor operator/(const Tensor& a, const Scalar& b) { return div(a, b); }
 // Sum of every element (0-d); integers and bool sum to int64.
 Tensor sum(const Tensor& a);
 Tensor sum(const Tensor& a, IntArrayRef dims, bool keepdim = false);
+// Floating inputs only.
+Tensor mean(const Tensor& a);
+Tensor mean(const Tensor& a, IntArrayRef dims, bool keepdim = false);
+Tensor prod(const Tensor& a);
+Tensor prod(const Tensor& a, int64_t dim, bool keepdim = false);
+// Over every element: an error on an empty tensor (there is no identity).
+Tensor max(const Tensor& a);
+Tensor min(const Tensor& a);
+// Over one dim: (values, indices).
+std::pair<Tensor, Tensor> max(const Tensor& a, int64_t dim, bool keepdim = false);
+std::pair<Tensor, Tensor> min(const Tensor& a, int64_t dim, bool keepdim = false);
+// Index of the first maximal/minimal element, over the flattened tensor or one dim.
+Tensor argmax(const Tensor& a, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+Tensor argmin(const Tensor& a, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+
+// --- along one dim ------------------------------------------------------------
+Tensor softmax(const Tensor& a, int64_t dim);
+Tensor log_softmax(const Tensor& a, int64_t dim);
+// out[i][j] = a[index[i][j]][j] for dim 0 (and so on); index is int64.
+Tensor gather(const Tensor& a, int64_t dim, const Tensor& index);
+// A copy of `a` with src (or value) written at `index` along `dim`.
+Tensor scatter(const Tensor& a, int64_t dim, const Tensor& index, const Tensor& src);
+Tensor scatter(const Tensor& a, int64_t dim, const Tensor& index, const Scalar& value);
+Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index);
 
 // --- linear algebra --------------------------------------------------------
 // numpy matmul: 1-D and 2-D operands, and batched with broadcast batch dims.
 Tensor matmul(const Tensor& a, const Tensor& b);
+// Batched matrix product of two 3-D tensors [b, m, k] @ [b, k, n], no broadcasting.
+Tensor bmm(const Tensor& a, const Tensor& b);
 
 // --- comparisons on the host (for tests and conformance) -------------------
 // True when shapes match and every element is within atol + rtol*|b|.

@@ -1,6 +1,8 @@
 // The command-line flags every program built on Backplane shares:
 //   --backend NAME|PATH   the default backend (default cpu_onednn)
 //   --plugin-path DIR     a folder searched for plugins first (repeatable)
+//   --fallback POLICY     deny | warn | allow: run ops the backend lacks on
+//                         the CPU backend (default deny)
 #pragma once
 
 #include <boost/program_options/options_description.hpp>
@@ -14,6 +16,7 @@ namespace bp {
 struct BackendFlags {
   std::string backend = "cpu_onednn";
   std::vector<std::string> plugin_paths;
+  std::string fallback = "deny";  // deny | warn | allow (see fallback.h)
 };
 
 // The two flags as a Program_options group bound to `flags`.
@@ -23,7 +26,7 @@ boost::program_options::options_description backend_options(BackendFlags& flags)
 // (loaded on first use).
 void apply_backend_flags(const BackendFlags& flags);
 
-// For any program: finds --backend/--plugin-path (also as --backend=X)
+// For any program: finds --backend/--plugin-path/--fallback (also as --backend=X)
 // anywhere in argv, removes them, applies them, and returns them. Other
 // arguments are left, in order, for the program's own parsing.
 BackendFlags init_from_args(int& argc, char** argv);

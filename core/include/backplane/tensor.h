@@ -76,6 +76,7 @@ class TensorImpl : public RefCounted {
   DType dtype = DType::Float32;
   Device device;
   bool contiguous = true;
+  bool requires_grad = false;
 
   void refresh() {  // recompute numel and contiguity after a metadata change
     numel = bp::numel(sizes);
@@ -86,20 +87,33 @@ class TensorImpl : public RefCounted {
 struct TensorOptions {
   DType dtype_ = kDefaultFloat;
   std::optional<Device> device_;  // the default backend when empty
+  bool requires_grad_ = false;
 
   TensorOptions() = default;
   TensorOptions(DType d) : dtype_(d) {}
   TensorOptions(Device d) : device_(d) {}
-  TensorOptions& dtype(DType d) {
-    dtype_ = d;
-    return *this;
+  // Builders return a copy, so a chain never refers to a dead temporary.
+  [[nodiscard]] TensorOptions dtype(DType d) const {
+    TensorOptions o = *this;
+    o.dtype_ = d;
+    return o;
   }
-  TensorOptions& device(Device d) {
-    device_ = d;
-    return *this;
+  [[nodiscard]] TensorOptions device(Device d) const {
+    TensorOptions o = *this;
+    o.device_ = d;
+    return o;
+  }
+  [[nodiscard]] TensorOptions requires_grad(bool r = true) const {
+    TensorOptions o = *this;
+    o.requires_grad_ = r;
+    return o;
   }
   Device resolved_device() const { return device_ ? *device_ : default_device(); }
 };
+
+// Layout of a copy: keep the source's strides when they are dense (PyTorch's
+// preserve_format) or make it row-major contiguous.
+enum class MemoryFormat { Preserve, Contiguous };
 
 // A Python-style slice for indexing: Slice(), Slice(1), Slice(1, None, 2).
 inline constexpr std::nullopt_t None = std::nullopt;
@@ -145,6 +159,11 @@ class Tensor {
   const void* data_ptr() const;
   bool shares_storage(const Tensor& o) const { return impl_->storage == o.impl_->storage; }
 
+  // --- autograd flags ------------------------------------------------------
+  bool requires_grad() const { return impl_->requires_grad; }
+  // Only floating tensors may require grad (CR-1, AG-1).
+  Tensor& requires_grad_(bool requires_grad = true);
+
   // --- views (no copy, no kernel) -----------------------------------------
   Tensor view(IntArrayRef shape) const;
   Tensor reshape(IntArrayRef shape) const;
@@ -162,12 +181,32 @@ class Tensor {
   Tensor squeeze(int64_t dim) const;
   Tensor unsqueeze(int64_t dim) const;
   Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  // The diagonal of the 2-D planes over (dim1, dim2), shifted by `offset`, as the last dim.
+  Tensor diagonal(int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1) const;
+  // Any sizes/strides over this tensor's memory, from `storage_offset`
+  // (the current one when absent). Elements may overlap.
+  Tensor as_strided(IntArrayRef size, IntArrayRef stride,
+                    std::optional<int64_t> storage_offset = std::nullopt) const;
+  // Windows of `size` elements every `step` along `dim`, as a new last dim.
+  Tensor unfold(int64_t dim, int64_t size, int64_t step) const;
 
   // --- copies -----------------------------------------------------------
-  Tensor clone() const;
+  Tensor clone(MemoryFormat format = MemoryFormat::Preserve) const;
   Tensor contiguous() const;
+  // Copies unless nothing changes (then returns *this).
   Tensor to(DType dtype) const;
   Tensor to(Device device) const;
+  Tensor to(Device device, DType dtype) const;
+
+  // --- construction from this tensor (CR-3): dtype and device from *this
+  //     unless given ---------------------------------------------------------
+  Tensor new_empty(IntArrayRef shape, std::optional<TensorOptions> options = std::nullopt) const;
+  Tensor new_zeros(IntArrayRef shape, std::optional<TensorOptions> options = std::nullopt) const;
+  Tensor new_ones(IntArrayRef shape, std::optional<TensorOptions> options = std::nullopt) const;
+  Tensor new_full(IntArrayRef shape, const Scalar& value,
+                  std::optional<TensorOptions> options = std::nullopt) const;
+  // Always a copy of `data`, a leaf that does not require grad.
+  Tensor new_tensor(const Tensor& data, std::optional<TensorOptions> options = std::nullopt) const;
 
   // --- in-place (return *this, bump the version) ------------------------
   Tensor& copy_(const Tensor& src);
@@ -182,6 +221,18 @@ class Tensor {
   Tensor& div_(const Tensor& other);
   Tensor& div_(const Scalar& other);
   Tensor& relu_();
+  Tensor& neg_();
+  Tensor& abs_();
+  Tensor& exp_();
+  Tensor& log_();
+  Tensor& sqrt_();
+  Tensor& sigmoid_();
+  Tensor& tanh_();
+  Tensor& clamp_(std::optional<Scalar> lo, std::optional<Scalar> hi);
+  Tensor& pow_(const Scalar& exponent);
+  // self[index[i] along dim] = src[i] (or value).
+  Tensor& scatter_(int64_t dim, const Tensor& index, const Tensor& src);
+  Tensor& scatter_(int64_t dim, const Tensor& index, const Scalar& value);
   Tensor& operator+=(const Tensor& o) { return add_(o); }
   Tensor& operator+=(const Scalar& o) { return add_(o); }
   Tensor& operator-=(const Tensor& o) { return sub_(o); }
@@ -200,6 +251,25 @@ class Tensor {
   Tensor sum() const;
   Tensor sum(IntArrayRef dims, bool keepdim = false) const;
   Tensor matmul(const Tensor& other) const;
+  Tensor neg() const;
+  Tensor abs() const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor sqrt() const;
+  Tensor sigmoid() const;
+  Tensor tanh() const;
+  Tensor clamp(std::optional<Scalar> lo, std::optional<Scalar> hi) const;
+  Tensor pow(const Scalar& exponent) const;
+  Tensor mean() const;
+  Tensor mean(IntArrayRef dims, bool keepdim = false) const;
+  Tensor max() const;
+  Tensor min() const;
+  Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  Tensor softmax(int64_t dim) const;
+  Tensor log_softmax(int64_t dim) const;
+  Tensor gather(int64_t dim, const Tensor& index) const;
+  Tensor index_select(int64_t dim, const Tensor& index) const;
 
   // --- host data ---------------------------------------------------------
   // The value of a one-element tensor.

@@ -1,32 +1,51 @@
-// Host-side whole-tensor comparisons, for tests and the conformance suite.
-#include <backplane/ops.h>
-
-#include "../internal.h"
-
-#include <cmath>
+// Comparisons, logical ops and where: bool results.
+#include "elementwise.h"
 
 namespace bp {
 
-bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol) {
-  if (!(DimVector(a.sizes()) == DimVector(b.sizes()))) return false;
-  const std::vector<double> x = a.to_vector<double>(), y = b.to_vector<double>();
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    if (std::isnan(x[i]) || std::isnan(y[i])) {
-      if (std::isnan(x[i]) != std::isnan(y[i])) return false;
-      continue;
-    }
-    if (x[i] == y[i]) continue;  // equal infinities
-    if (!(std::fabs(x[i] - y[i]) <= atol + rtol * std::fabs(y[i]))) return false;
-  }
-  return true;
+using detail::cast_to;
+
+namespace {
+
+// Compares in the promoted dtype; the result is bool.
+Tensor compare(Op op, const Tensor& a, const Tensor& b) {
+  const char* name = op_name(op).data();
+  const DimVector shape = detail::broadcast_all(name, {&a, &b});
+  const DType dt = detail::result_type({&a, &b});
+  Tensor out = detail::make_empty(shape, DType::Bool, a.device());
+  Tensor ha, hb;
+  const Tensor &ca = cast_to(a, dt, ha), &cb = cast_to(b, dt, hb);
+  detail::run_elementwise(op, out, {&ca, &cb}, detail::make_attrs());
+  return out;
 }
 
-bool equal(const Tensor& a, const Tensor& b) {
-  if (a.dtype() != b.dtype() || !(DimVector(a.sizes()) == DimVector(b.sizes()))) return false;
-  return visit(a.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    return a.to_vector<T>() == b.to_vector<T>();
-  });
+}  // namespace
+
+Tensor eq(const Tensor& a, const Tensor& b) { return compare(Op::Eq, a, b); }
+Tensor ne(const Tensor& a, const Tensor& b) { return compare(Op::Ne, a, b); }
+Tensor lt(const Tensor& a, const Tensor& b) { return compare(Op::Lt, a, b); }
+Tensor le(const Tensor& a, const Tensor& b) { return compare(Op::Le, a, b); }
+Tensor gt(const Tensor& a, const Tensor& b) { return compare(Op::Gt, a, b); }
+Tensor ge(const Tensor& a, const Tensor& b) { return compare(Op::Ge, a, b); }
+Tensor eq(const Tensor& a, const Scalar& b) { return eq(a, detail::wrap_scalar(a, b)); }
+Tensor ne(const Tensor& a, const Scalar& b) { return ne(a, detail::wrap_scalar(a, b)); }
+Tensor lt(const Tensor& a, const Scalar& b) { return lt(a, detail::wrap_scalar(a, b)); }
+Tensor le(const Tensor& a, const Scalar& b) { return le(a, detail::wrap_scalar(a, b)); }
+Tensor gt(const Tensor& a, const Scalar& b) { return gt(a, detail::wrap_scalar(a, b)); }
+Tensor ge(const Tensor& a, const Scalar& b) { return ge(a, detail::wrap_scalar(a, b)); }
+Tensor logical_and(const Tensor& a, const Tensor& b) { return compare(Op::LogicalAnd, a, b); }
+Tensor logical_or(const Tensor& a, const Tensor& b) { return compare(Op::LogicalOr, a, b); }
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  BP_CHECK_TYPE(cond.dtype() == DType::Bool, "[where] the condition must be a bool tensor, got ",
+                detail::describe_tensor(cond), "; compare first, e.g. where(x > 0, ...)");
+  const DimVector shape = detail::broadcast_all("where", {&cond, &a, &b});
+  const DType dt = detail::result_type({&a, &b});
+  Tensor out = detail::make_empty(shape, dt, a.device());
+  Tensor ha, hb;
+  const Tensor &ca = cast_to(a, dt, ha), &cb = cast_to(b, dt, hb);
+  detail::run_elementwise(Op::Where, out, {&cond, &ca, &cb}, detail::make_attrs(), 1);
+  return out;
 }
 
 }  // namespace bp

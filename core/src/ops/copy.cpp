@@ -56,9 +56,9 @@ Tensor& Tensor::fill_(const Scalar& value) {
 
 Tensor& Tensor::zero_() { return fill_(0); }
 
-Tensor Tensor::clone() const {
+Tensor Tensor::clone(MemoryFormat format) const {
   // Keep the source's strides when they tile memory densely (CP-1).
-  Tensor out = is_non_overlapping_and_dense(sizes(), strides())
+  Tensor out = format == MemoryFormat::Preserve && is_non_overlapping_and_dense(sizes(), strides())
                    ? detail::make_empty_strided(sizes(), strides(), dtype(), device())
                    : detail::make_empty(sizes(), dtype(), device());
   detail::copy_into(out, *this);
@@ -79,6 +79,11 @@ Tensor Tensor::to(DType d) const {
                    : detail::make_empty(sizes(), d, device());
   detail::copy_into(out, *this);
   return out;
+}
+
+Tensor Tensor::to(Device dev, DType d) const {
+  if (dev == device()) return to(d);
+  return to(d).to(dev);
 }
 
 Tensor Tensor::to(Device dev) const {

@@ -8,25 +8,42 @@
 
 namespace bp {
 
+namespace {
+// Applies options.requires_grad_ once the values are in place (filling a
+// leaf that requires grad would be an in-place op on it).
+Tensor finish(Tensor t, const TensorOptions& options) {
+  if (options.requires_grad_) t.requires_grad_(true);
+  return t;
+}
+
+void check_requires_grad(const char* op, const TensorOptions& options) {
+  BP_CHECK_TYPE(!options.requires_grad_ || is_floating(options.dtype_), "[", op,
+                "] only floating tensors can require gradients, got dtype ", options.dtype_);
+}
+}  // namespace
+
 Tensor empty(IntArrayRef shape, TensorOptions options) {
-  return detail::make_empty(shape, options.dtype_, options.resolved_device());
+  check_requires_grad("empty", options);
+  return finish(detail::make_empty(shape, options.dtype_, options.resolved_device()), options);
 }
 
 Tensor zeros(IntArrayRef shape, TensorOptions options) {
-  Tensor t = empty(shape, options);
+  check_requires_grad("zeros", options);
+  Tensor t = detail::make_empty(shape, options.dtype_, options.resolved_device());
   // All-zero bytes are 0, 0.0 and false in every dtype we have.
   if (t.numel() > 0)
     detail::backend_of(t.device())
         .memset(t.device().index, t.impl()->storage->data(), 0, t.numel() * t.itemsize());
-  return t;
+  return finish(t, options);
 }
 
 Tensor ones(IntArrayRef shape, TensorOptions options) { return full(shape, 1, options); }
 
 Tensor full(IntArrayRef shape, const Scalar& value, TensorOptions options) {
-  Tensor t = empty(shape, options);
+  check_requires_grad("full", options);
+  Tensor t = detail::make_empty(shape, options.dtype_, options.resolved_device());
   t.fill_(value);
-  return t;
+  return finish(t, options);
 }
 
 Tensor scalar_tensor(const Scalar& value, TensorOptions options) {
@@ -88,8 +105,34 @@ Tensor from_blob(const void* host_data, DType dtype, IntArrayRef shape, Device d
   return t;
 }
 
+Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, TensorOptions options) {
+  BP_CHECK(steps >= 0, "[linspace] steps must be >= 0, got ", steps);
+  BP_CHECK_TYPE(is_floating(options.dtype_), "[linspace] needs a floating dtype, got ",
+                options.dtype_);
+  const double s = start.to_double(), e = end.to_double();
+  std::vector<double> v(static_cast<std::size_t>(steps));
+  // Both ends exact: the first half steps up from start, the second down from end.
+  const double step = steps > 1 ? (e - s) / static_cast<double>(steps - 1) : 0.0;
+  for (int64_t i = 0; i < steps; ++i)
+    v[i] = i < steps / 2 ? s + step * static_cast<double>(i)
+                         : e - step * static_cast<double>(steps - 1 - i);
+  return from_vector(v, {steps}, options);
+}
+
+Tensor logspace(const Scalar& start, const Scalar& end, int64_t steps, double base,
+                TensorOptions options) {
+  BP_CHECK(steps >= 0, "[logspace] steps must be >= 0, got ", steps);
+  BP_CHECK_TYPE(is_floating(options.dtype_), "[logspace] needs a floating dtype, got ",
+                options.dtype_);
+  Tensor lin = linspace(start, end, steps, options.dtype(DType::Float64).requires_grad(false));
+  std::vector<double> v = lin.to_vector<double>();
+  for (double& x : v) x = std::pow(base, x);
+  return from_vector(v, {steps}, options);
+}
+
 template <class T>
 Tensor from_vector(const std::vector<T>& values, IntArrayRef shape, TensorOptions options) {
+  check_requires_grad("tensor", options);
   BP_CHECK(static_cast<int64_t>(values.size()) == numel(shape), "[tensor] ", values.size(),
            " values do not fill shape ", shape, " (", numel(shape), " elements)");
   const Device dev = options.resolved_device();
@@ -104,7 +147,7 @@ Tensor from_vector(const std::vector<T>& values, IntArrayRef shape, TensorOption
       else
         host[i] = static_cast<D>(values[i]);
     }
-    return from_blob(host.data(), options.dtype_, shape, dev);
+    return finish(from_blob(host.data(), options.dtype_, shape, dev), options);
   });
 }
 

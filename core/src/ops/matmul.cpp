@@ -53,6 +53,14 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
   return out;
 }
 
+Tensor bmm(const Tensor& a, const Tensor& b) {
+  BP_CHECK(a.dim() == 3 && b.dim() == 3, "[bmm] expects two 3-D tensors, got ",
+           detail::describe_tensor(a), " and ", detail::describe_tensor(b),
+           "; use matmul for other ranks and broadcasting");
+  BP_CHECK(a.size(0) == b.size(0), "[bmm] batch sizes differ: ", a.size(0), " and ", b.size(0));
+  return matmul(a, b);
+}
+
 Tensor Tensor::matmul(const Tensor& other) const { return bp::matmul(*this, other); }
 
 }  // namespace bp

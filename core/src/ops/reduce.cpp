@@ -1,28 +1,40 @@
-// Reductions: sum over all elements or over dims.
+// Reductions: sum, mean, prod, max, min, argmax, argmin.
 #include <backplane/ops.h>
 
 #include "../internal.h"
 
 namespace bp {
 
-Tensor sum(const Tensor& a, IntArrayRef dims, bool keepdim) {
+namespace {
+
+// Which dims a reduction folds: all when `dims` is empty.
+std::vector<bool> reduced_dims(const char* op, const Tensor& a, IntArrayRef dims) {
   const int64_t nd = a.dim();
   std::vector<bool> reduce(static_cast<std::size_t>(nd), dims.empty());
   for (int64_t d : dims) {
-    const int64_t w = wrap_dim(d, nd, "sum");
+    const int64_t w = wrap_dim(d, nd, op);
     if (nd == 0) continue;
-    BP_CHECK(!reduce[w], "[sum] dim ", w, " appears more than once in ", dims);
+    BP_CHECK(!reduce[w], "[", op, "] dim ", w, " appears more than once in ", dims);
     reduce[w] = true;
   }
+  return reduce;
+}
+
+// Runs a reduction kernel into a keepdim-shaped output, then drops the
+// reduced dims unless keepdim.
+Tensor reduce(Op op, const Tensor& a, const std::vector<bool>& reduce,
+              bool keepdim, DType out_dtype, const bp_attrs& attrs = detail::make_attrs()) {
+  const int64_t nd = a.dim();
   DimVector kept(a.sizes());
   for (int64_t d = 0; d < nd; ++d)
     if (reduce[d]) kept[d] = 1;
-  const DType out_dtype = is_floating(a.dtype()) ? a.dtype() : DType::Int64;
   Tensor out = detail::make_empty(kept, out_dtype, a.device());
-  Backend& b = detail::backend_of(a.device());
-  const bp_tensor i = detail::describe(a, b.dl_device_type());
-  const bp_tensor o = detail::describe(out, b.dl_device_type());
-  call_kernel(Op::Sum, a.dtype(), a.device(), {&i, 1}, {&o, 1}, detail::make_attrs());
+  if (out.numel() > 0) {
+    Backend& b = detail::backend_of(a.device());
+    const bp_tensor i = detail::describe(a, b.dl_device_type());
+    const bp_tensor o = detail::describe(out, b.dl_device_type());
+    call_kernel(op, a.dtype(), a.device(), {&i, 1}, {&o, 1}, attrs);
+  }
   if (keepdim) return out;
   DimVector shape;
   for (int64_t d = 0; d < nd; ++d)
@@ -31,9 +43,114 @@ Tensor sum(const Tensor& a, IntArrayRef dims, bool keepdim) {
   return out;
 }
 
+DType accumulate_dtype(DType d) { return is_floating(d) ? d : DType::Int64; }
+
+void check_not_empty(const char* op, const Tensor& a, const std::vector<bool>& reduce) {
+  for (int64_t d = 0; d < a.dim(); ++d)
+    BP_CHECK_INDEX(!(reduce[d] && a.size(d) == 0), "[", op, "] cannot reduce dim ", d,
+                   " of size 0 of ", detail::describe_tensor(a),
+                   ": there is no identity for this reduction");
+}
+
+bp_attrs dim_attr(int64_t dim) {
+  bp_attrs attrs = detail::make_attrs();
+  attrs.num_ints = 1;
+  attrs.ints[0] = dim;
+  return attrs;
+}
+
+Tensor arg_reduce(Op op, const char* name, const Tensor& a, std::optional<int64_t> dim,
+                  bool keepdim) {
+  if (!dim) {
+    // Over the flattened tensor; keepdim keeps every dim at size 1.
+    BP_CHECK_INDEX(a.numel() > 0, "[", name, "] cannot take the ", name, " of an empty tensor ",
+                   detail::describe_tensor(a), " without a dim");
+    Tensor flat = a.reshape({-1});
+    Tensor r = arg_reduce(op, name, flat, 0, false);
+    if (keepdim) detail::reshape_fresh(r, DimVector(static_cast<std::size_t>(a.dim()), 1));
+    return r;
+  }
+  const int64_t d = wrap_dim(*dim, a.dim(), name);
+  std::vector<bool> mask(static_cast<std::size_t>(a.dim()), false);
+  if (a.dim() > 0) mask[d] = true;
+  check_not_empty(name, a, mask);
+  return reduce(op, a, mask, keepdim, DType::Int64, dim_attr(a.dim() ? d : 0));
+}
+
+}  // namespace
+
+Tensor sum(const Tensor& a, IntArrayRef dims, bool keepdim) {
+  return reduce(Op::Sum, a, reduced_dims("sum", a, dims), keepdim,
+                accumulate_dtype(a.dtype()));
+}
 Tensor sum(const Tensor& a) { return sum(a, IntArrayRef(), false); }
+
+Tensor mean(const Tensor& a, IntArrayRef dims, bool keepdim) {
+  BP_CHECK_TYPE(is_floating(a.dtype()), "[mean] needs a floating input, got ",
+                detail::describe_tensor(a), "; convert it first with .to(float32)");
+  const std::vector<bool> mask = reduced_dims("mean", a, dims);
+  int64_t count = 1;
+  for (int64_t d = 0; d < a.dim(); ++d)
+    if (mask[d]) count *= a.size(d);
+  Tensor s = reduce(Op::Sum, a, mask, keepdim, a.dtype());
+  // The mean of nothing is NaN, as 0/0.
+  return s.div_(scalar_tensor(static_cast<double>(count), TensorOptions(a.dtype()).device(a.device())));
+}
+Tensor mean(const Tensor& a) { return mean(a, IntArrayRef(), false); }
+
+Tensor prod(const Tensor& a, int64_t dim, bool keepdim) {
+  std::vector<bool> mask(static_cast<std::size_t>(a.dim()), false);
+  const int64_t d = wrap_dim(dim, a.dim(), "prod");
+  if (a.dim() > 0) mask[d] = true;
+  return reduce(Op::Prod, a, mask, keepdim, accumulate_dtype(a.dtype()));
+}
+Tensor prod(const Tensor& a) {
+  return reduce(Op::Prod, a, reduced_dims("prod", a, {}), false,
+                accumulate_dtype(a.dtype()));
+}
+
+Tensor max(const Tensor& a) {
+  BP_CHECK_INDEX(a.numel() > 0, "[max] cannot take the max of an empty tensor ",
+                 detail::describe_tensor(a), " without a dim; give a dim or check numel() first");
+  return reduce(Op::Max, a, reduced_dims("max", a, {}), false, a.dtype());
+}
+Tensor min(const Tensor& a) {
+  BP_CHECK_INDEX(a.numel() > 0, "[min] cannot take the min of an empty tensor ",
+                 detail::describe_tensor(a), " without a dim; give a dim or check numel() first");
+  return reduce(Op::Min, a, reduced_dims("min", a, {}), false, a.dtype());
+}
+
+std::pair<Tensor, Tensor> max(const Tensor& a, int64_t dim, bool keepdim) {
+  Tensor idx = arg_reduce(Op::Argmax, "max", a, dim, keepdim);
+  std::vector<bool> mask(static_cast<std::size_t>(a.dim()), false);
+  if (a.dim() > 0) mask[wrap_dim(dim, a.dim(), "max")] = true;
+  return {reduce(Op::Max, a, mask, keepdim, a.dtype()), idx};
+}
+std::pair<Tensor, Tensor> min(const Tensor& a, int64_t dim, bool keepdim) {
+  Tensor idx = arg_reduce(Op::Argmin, "min", a, dim, keepdim);
+  std::vector<bool> mask(static_cast<std::size_t>(a.dim()), false);
+  if (a.dim() > 0) mask[wrap_dim(dim, a.dim(), "min")] = true;
+  return {reduce(Op::Min, a, mask, keepdim, a.dtype()), idx};
+}
+
+Tensor argmax(const Tensor& a, std::optional<int64_t> dim, bool keepdim) {
+  return arg_reduce(Op::Argmax, "argmax", a, dim, keepdim);
+}
+Tensor argmin(const Tensor& a, std::optional<int64_t> dim, bool keepdim) {
+  return arg_reduce(Op::Argmin, "argmin", a, dim, keepdim);
+}
 
 Tensor Tensor::sum() const { return bp::sum(*this); }
 Tensor Tensor::sum(IntArrayRef dims, bool keepdim) const { return bp::sum(*this, dims, keepdim); }
+Tensor Tensor::mean() const { return bp::mean(*this); }
+Tensor Tensor::mean(IntArrayRef dims, bool keepdim) const { return bp::mean(*this, dims, keepdim); }
+Tensor Tensor::max() const { return bp::max(*this); }
+Tensor Tensor::min() const { return bp::min(*this); }
+Tensor Tensor::argmax(std::optional<int64_t> dim, bool keepdim) const {
+  return bp::argmax(*this, dim, keepdim);
+}
+Tensor Tensor::argmin(std::optional<int64_t> dim, bool keepdim) const {
+  return bp::argmin(*this, dim, keepdim);
+}
 
 }  // namespace bp

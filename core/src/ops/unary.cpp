@@ -1,30 +1,109 @@
-// Elementwise unary ops: relu (out of place and in place).
-#include <backplane/ops.h>
-
-#include "../internal.h"
+// Elementwise unary ops: neg, abs, exp, log, sqrt, sigmoid, tanh, relu,
+// clamp, logical_not, out of place and in place.
+#include "elementwise.h"
 
 namespace bp {
 
 namespace {
-void run_unary(Op op, const Tensor& out, const Tensor& in) {
-  Backend& b = detail::backend_of(out.device());
-  const bp_tensor i = detail::describe(in, b.dl_device_type());
-  const bp_tensor o = detail::describe(out, b.dl_device_type());
-  call_kernel(op, in.dtype(), out.device(), {&i, 1}, {&o, 1}, detail::make_attrs());
-}
-}  // namespace
 
-Tensor relu(const Tensor& a) {
-  Tensor out = detail::make_empty(a.sizes(), a.dtype(), a.device());
-  if (a.numel()) run_unary(Op::Relu, out, a);
+// What an op's result dtype is.
+enum class Result {
+  Same,      // the input's (neg, abs, relu, clamp)
+  Floating,  // the input's when floating, else the default float (exp, log, ...)
+  Bool,      // bool (logical_not)
+};
+
+DType result_dtype(Result r, DType in) {
+  switch (r) {
+    case Result::Same: return in;
+    case Result::Floating: return is_floating(in) ? in : kDefaultFloat;
+    case Result::Bool: return DType::Bool;
+  }
+  return in;
+}
+
+Tensor unary(Op op, const Tensor& a, Result r, const bp_attrs& attrs = detail::make_attrs()) {
+  const DType out_dtype = result_dtype(r, a.dtype());
+  Tensor holder;
+  // Floating ops compute in the output's dtype; the others on the input's.
+  const Tensor& in = r == Result::Floating ? detail::cast_to(a, out_dtype, holder) : a;
+  Tensor out = detail::make_empty(a.sizes(), out_dtype, a.device());
+  detail::run_elementwise(op, out, {&in}, attrs);
   return out;
 }
 
-Tensor Tensor::relu() const { return bp::relu(*this); }
+Tensor& unary_(Op op, const char* name, Tensor& self, Result r,
+               const bp_attrs& attrs = detail::make_attrs()) {
+  detail::check_inplace(name, self, {}, result_dtype(r, self.dtype()));
+  detail::run_elementwise(op, self, {&self}, attrs);
+  self.impl()->version->bump();
+  return self;
+}
 
-Tensor& Tensor::relu_() {
-  detail::check_writable("relu_", *this);
-  if (numel()) run_unary(Op::Relu, *this, *this);
+bp_attrs clamp_attrs(const std::optional<Scalar>& lo, const std::optional<Scalar>& hi) {
+  BP_CHECK(lo || hi, "[clamp] at least one of min and max must be given");
+  bp_attrs attrs = detail::make_attrs();
+  attrs.num_scalars = 2;
+  attrs.num_ints = 1;
+  attrs.scalars[0] = lo.value_or(Scalar(0)).to_abi();
+  attrs.scalars[1] = hi.value_or(Scalar(0)).to_abi();
+  attrs.ints[0] = (lo ? 1 : 0) | (hi ? 2 : 0);
+  return attrs;
+}
+
+// The dtype clamp's result takes: a floating bound on an integer tensor
+// promotes, as in PyTorch.
+DType clamp_dtype(const Tensor& a, const std::optional<Scalar>& lo,
+                  const std::optional<Scalar>& hi) {
+  DType d = a.dtype();
+  if (lo) d = result_type(d, *lo);
+  if (hi) d = result_type(d, *hi);
+  return d;
+}
+
+}  // namespace
+
+Tensor neg(const Tensor& a) { return unary(Op::Neg, a, Result::Same); }
+Tensor abs(const Tensor& a) { return unary(Op::Abs, a, Result::Same); }
+Tensor exp(const Tensor& a) { return unary(Op::Exp, a, Result::Floating); }
+Tensor log(const Tensor& a) { return unary(Op::Log, a, Result::Floating); }
+Tensor sqrt(const Tensor& a) { return unary(Op::Sqrt, a, Result::Floating); }
+Tensor sigmoid(const Tensor& a) { return unary(Op::Sigmoid, a, Result::Floating); }
+Tensor tanh(const Tensor& a) { return unary(Op::Tanh, a, Result::Floating); }
+Tensor relu(const Tensor& a) { return unary(Op::Relu, a, Result::Same); }
+Tensor logical_not(const Tensor& a) { return unary(Op::LogicalNot, a, Result::Bool); }
+
+Tensor clamp(const Tensor& a, std::optional<Scalar> lo, std::optional<Scalar> hi) {
+  const bp_attrs attrs = clamp_attrs(lo, hi);
+  Tensor holder;
+  return unary(Op::Clamp, detail::cast_to(a, clamp_dtype(a, lo, hi), holder), Result::Same,
+               attrs);
+}
+
+Tensor Tensor::neg() const { return bp::neg(*this); }
+Tensor Tensor::abs() const { return bp::abs(*this); }
+Tensor Tensor::exp() const { return bp::exp(*this); }
+Tensor Tensor::log() const { return bp::log(*this); }
+Tensor Tensor::sqrt() const { return bp::sqrt(*this); }
+Tensor Tensor::sigmoid() const { return bp::sigmoid(*this); }
+Tensor Tensor::tanh() const { return bp::tanh(*this); }
+Tensor Tensor::relu() const { return bp::relu(*this); }
+Tensor Tensor::clamp(std::optional<Scalar> lo, std::optional<Scalar> hi) const {
+  return bp::clamp(*this, lo, hi);
+}
+
+Tensor& Tensor::neg_() { return unary_(Op::Neg, "neg_", *this, Result::Same); }
+Tensor& Tensor::abs_() { return unary_(Op::Abs, "abs_", *this, Result::Same); }
+Tensor& Tensor::exp_() { return unary_(Op::Exp, "exp_", *this, Result::Floating); }
+Tensor& Tensor::log_() { return unary_(Op::Log, "log_", *this, Result::Floating); }
+Tensor& Tensor::sqrt_() { return unary_(Op::Sqrt, "sqrt_", *this, Result::Floating); }
+Tensor& Tensor::sigmoid_() { return unary_(Op::Sigmoid, "sigmoid_", *this, Result::Floating); }
+Tensor& Tensor::tanh_() { return unary_(Op::Tanh, "tanh_", *this, Result::Floating); }
+Tensor& Tensor::relu_() { return unary_(Op::Relu, "relu_", *this, Result::Same); }
+Tensor& Tensor::clamp_(std::optional<Scalar> lo, std::optional<Scalar> hi) {
+  const bp_attrs attrs = clamp_attrs(lo, hi);
+  detail::check_inplace("clamp_", *this, {}, clamp_dtype(*this, lo, hi));
+  detail::run_elementwise(Op::Clamp, *this, {this}, attrs);
   impl_->version->bump();
   return *this;
 }

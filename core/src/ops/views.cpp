@@ -192,4 +192,66 @@ Tensor Tensor::flatten(int64_t start, int64_t end) const {
   return reshape(shape);
 }
 
+Tensor Tensor::diagonal(int64_t offset, int64_t dim1, int64_t dim2) const {
+  BP_CHECK(dim() >= 2, "[diagonal] needs at least 2 dims, got ", detail::describe_tensor(*this));
+  const int64_t d1 = wrap_dim(dim1, dim(), "diagonal"), d2 = wrap_dim(dim2, dim(), "diagonal");
+  BP_CHECK(d1 != d2, "[diagonal] dim1 and dim2 must differ, both are ", d1);
+  int64_t len, start = storage_offset();
+  if (offset >= 0) {
+    len = std::max<int64_t>(std::min(size(d1), size(d2) - offset), 0);
+    if (len > 0) start += offset * stride(d2);
+  } else {
+    len = std::max<int64_t>(std::min(size(d1) + offset, size(d2)), 0);
+    if (len > 0) start -= offset * stride(d1);
+  }
+  DimVector sz, st;
+  for (int64_t d = 0; d < dim(); ++d)
+    if (d != d1 && d != d2) {
+      sz.push_back(size(d));
+      st.push_back(stride(d));
+    }
+  sz.push_back(len);
+  st.push_back(stride(d1) + stride(d2));
+  return make_view(*this, std::move(sz), std::move(st), start);
+}
+
+Tensor Tensor::as_strided(IntArrayRef size, IntArrayRef stride,
+                          std::optional<int64_t> storage_offset_in) const {
+  BP_CHECK(size.size() == stride.size(), "[as_strided] got ", size.size(), " sizes but ",
+           stride.size(), " strides");
+  const int64_t offset = storage_offset_in.value_or(storage_offset());
+  BP_CHECK(offset >= 0, "[as_strided] negative storage offset ", offset);
+  int64_t last = offset;
+  bool empty = false;
+  for (std::size_t i = 0; i < size.size(); ++i) {
+    BP_CHECK(size[i] >= 0, "[as_strided] negative size ", size[i], " at dim ", i);
+    BP_CHECK(stride[i] >= 0, "[as_strided] negative stride ", stride[i], " at dim ", i);
+    if (size[i] == 0) empty = true;
+    last += (size[i] - 1) * stride[i];
+  }
+  const int64_t capacity = static_cast<int64_t>(impl_->storage->nbytes() / itemsize());
+  BP_CHECK_INDEX(empty || last < capacity, "[as_strided] size ", size, " and stride ", stride,
+                 " at offset ", offset, " reach element ", last,
+                 ", past the end of the memory (", capacity, " elements)");
+  return make_view(*this, DimVector(size), DimVector(stride), offset);
+}
+
+Tensor Tensor::unfold(int64_t d, int64_t size_, int64_t step) const {
+  const int64_t w = wrap_dim(d, dim(), "unfold");
+  const int64_t n = dim() == 0 ? 1 : size(w);
+  BP_CHECK(step > 0, "[unfold] step must be positive, got ", step);
+  BP_CHECK(size_ >= 0 && size_ <= n, "[unfold] size ", size_, " exceeds dim ", w, " of size ", n);
+  DimVector sz(sizes()), st(strides());
+  if (dim() == 0) {
+    sz.push_back(size_);
+    st.push_back(1);
+  } else {
+    sz[w] = (n - size_) / step + 1;
+    st[w] = stride(w) * step;
+    sz.push_back(size_);
+    st.push_back(stride(w));
+  }
+  return make_view(*this, std::move(sz), std::move(st), storage_offset());
+}
+
 }  // namespace bp

@@ -279,6 +279,15 @@ typedef struct bp_memory_stats {
   uint64_t num_system_allocs; /* of which went to the system allocator */
 } bp_memory_stats;
 
+/* A tolerance a backend declares for one op and dtype, looser than the
+ * conformance suite's default for that dtype (since 1.1). */
+typedef struct bp_tolerance {
+  int32_t op;    /* bp_op */
+  int32_t dtype; /* bp_dtype */
+  double rtol;   /* relative tolerance */
+  double atol;   /* absolute tolerance */
+} bp_tolerance;
+
 /* What the core tells the plugin about itself. */
 typedef struct bp_host {
   size_t struct_size;
@@ -339,6 +348,13 @@ typedef struct bp_plugin {
   /* Allocator statistics for `device` (since 1.1, optional, may be NULL). */
   bp_status (*memory_stats)(void* ctx, int32_t device, bp_memory_stats* stats,
                             bp_error* error);
+
+  /* Looser comparison tolerances for named ops (since 1.1, optional): the
+   * conformance report shows each one. `tolerances` may be NULL when
+   * `num_tolerances` is 0. */
+  const bp_tolerance* tolerances;
+  int32_t num_tolerances;
+  int32_t reserved2;
 } bp_plugin;
 
 /*

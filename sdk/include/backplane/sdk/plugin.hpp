@@ -17,6 +17,7 @@
 #include <initializer_list>
 #include <new>
 #include <string>
+#include <vector>
 
 namespace bp::sdk {
 
@@ -173,6 +174,10 @@ class Plugin {
     throw Unsupported("memory statistics are not tracked by this plugin");
   }
 
+  // Looser conformance tolerances for named (op, dtype) pairs; shown in the
+  // conformance report. Empty by default.
+  virtual std::vector<bp_tolerance> tolerances() const { return {}; }
+
   // Builds the C table that points back at this object.
   const bp_plugin* table() {
     table_.struct_size = sizeof(bp_plugin);
@@ -194,6 +199,9 @@ class Plugin {
     table_.synchronize = &synchronize_c;
     table_.destroy = &destroy_c;
     table_.memory_stats = &memory_stats_c;
+    tolerances_ = tolerances();
+    table_.tolerances = tolerances_.empty() ? nullptr : tolerances_.data();
+    table_.num_tolerances = static_cast<int32_t>(tolerances_.size());
     return &table_;
   }
 
@@ -257,6 +265,7 @@ class Plugin {
   }
 
   bp_plugin table_{};
+  std::vector<bp_tolerance> tolerances_;
 };
 
 }  // namespace bp::sdk

@@ -1,0 +1,35 @@
+// What happens when the selected backend lacks a kernel: an error (deny, the
+// default), or the op runs on the reference CPU backend with its operands
+// copied there and back (allow; warn also prints one line per op and dtype).
+// Never applied to factories or random numbers (views never reach a kernel).
+// Conformance always runs with deny.
+#pragma once
+
+#include <backplane/dtype.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace bp {
+
+enum class FallbackPolicy { Deny, Warn, Allow };
+
+void set_fallback_policy(FallbackPolicy policy);
+FallbackPolicy fallback_policy();
+// "deny" | "warn" | "allow"; throws ValueError otherwise.
+FallbackPolicy parse_fallback_policy(std::string_view text);
+std::string_view to_string(FallbackPolicy policy);
+
+// One op that fell back, and how often.
+struct FallbackRecord {
+  std::string op;
+  DType dtype;
+  std::string backend;  // the backend that lacked it
+  uint64_t count = 0;
+};
+std::vector<FallbackRecord> fallback_records();
+void reset_fallback_records();
+
+}  // namespace bp

@@ -1,0 +1,36 @@
+// softmax and log_softmax along one dim.
+#include <backplane/ops.h>
+
+#include "../internal.h"
+
+namespace bp {
+
+namespace {
+Tensor softmax_like(Op op, const char* name, const Tensor& a, int64_t dim) {
+  BP_CHECK_TYPE(is_floating(a.dtype()), "[", name, "] needs a floating input, got ",
+                detail::describe_tensor(a), "; convert it first with .to(float32)");
+  const int64_t d = wrap_dim(dim, a.dim(), name);
+  Tensor out = detail::make_empty(a.sizes(), a.dtype(), a.device());
+  if (out.numel() == 0) return out;
+  bp_attrs attrs = detail::make_attrs();
+  attrs.num_ints = 1;
+  attrs.ints[0] = a.dim() == 0 ? 0 : d;
+  Backend& b = detail::backend_of(a.device());
+  // A 0-d input is treated as one element along a dim of size 1.
+  const Tensor in = a.dim() == 0 ? a.reshape({1}) : a;
+  const Tensor o1 = a.dim() == 0 ? out.view({1}) : out;
+  const bp_tensor i = detail::describe(in, b.dl_device_type());
+  const bp_tensor o = detail::describe(o1, b.dl_device_type());
+  call_kernel(op, a.dtype(), a.device(), {&i, 1}, {&o, 1}, attrs);
+  return out;
+}
+}  // namespace
+
+Tensor softmax(const Tensor& a, int64_t dim) { return softmax_like(Op::Softmax, "softmax", a, dim); }
+Tensor log_softmax(const Tensor& a, int64_t dim) {
+  return softmax_like(Op::LogSoftmax, "log_softmax", a, dim);
+}
+Tensor Tensor::softmax(int64_t dim) const { return bp::softmax(*this, dim); }
+Tensor Tensor::log_softmax(int64_t dim) const { return bp::log_softmax(*this, dim); }
+
+}  // namespace bp

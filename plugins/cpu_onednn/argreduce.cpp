@@ -1,0 +1,155 @@
+// ARGMAX and ARGMIN along one dim: loops only, since oneDNN has no
+// index-returning reduction. Each output element owns one line of the input;
+// lines are split over threads, and a few very long lines are each split
+// into chunks whose winners are merged in order.
+#include <algorithm>
+#include <cstdlib>
+#include <type_traits>
+#include <vector>
+
+#include "cpu_onednn.h"
+
+namespace bp::cpu {
+
+namespace {
+
+// Whether `v` replaces `best`: strictly better, so the first occurrence
+// wins; a NaN counts as the extreme value, so the first NaN wins for good.
+template <bool kMax, class T>
+inline bool better(T v, T best) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (best != best) return false;
+    if (v != v) return true;
+  }
+  if constexpr (kMax)
+    return v > best;
+  else
+    return v < best;
+}
+
+// Index of the extreme element among x[k * sd], k in [b, e) (b < e).
+template <bool kMax, class T>
+int64_t scan_line(const T* x, int64_t sd, int64_t b, int64_t e, T* value) {
+  T best = x[b * sd];
+  int64_t bi = b;
+  for (int64_t k = b + 1; k < e; ++k) {
+    const T v = x[k * sd];
+    if (better<kMax>(v, best)) {
+      best = v;
+      bi = k;
+    }
+  }
+  *value = best;
+  return bi;
+}
+
+// `len` lines starting sx apart, each of n elements sd apart; indices to o.
+template <bool kMax, class T>
+void arg_lines(int64_t* o, int64_t so, const T* x, int64_t sx, int64_t sd, int64_t n,
+               int64_t len) {
+  if (len == 1 || std::abs(sd) <= std::abs(sx)) {
+    for (int64_t j = 0; j < len; ++j) {
+      T v;
+      o[j * so] = scan_line<kMax>(x + j * sx, sd, 0, n, &v);
+    }
+    return;
+  }
+  // The lines lie closer together than the elements of one line: walk a
+  // block of lines side by side so that every load is near the previous one.
+  constexpr int64_t kBlock = 256;
+  T best[kBlock];
+  int64_t bi[kBlock];
+  for (int64_t j0 = 0; j0 < len; j0 += kBlock) {
+    const int64_t nb = std::min(kBlock, len - j0);
+    const T* xb = x + j0 * sx;
+    for (int64_t j = 0; j < nb; ++j) {
+      best[j] = xb[j * sx];
+      bi[j] = 0;
+    }
+    for (int64_t k = 1; k < n; ++k) {
+      const T* row = xb + k * sd;
+      for (int64_t j = 0; j < nb; ++j) {
+        const T v = row[j * sx];
+        if (better<kMax>(v, best[j])) {
+          best[j] = v;
+          bi[j] = k;
+        }
+      }
+    }
+    for (int64_t j = 0; j < nb; ++j) o[(j0 + j) * so] = bi[j];
+  }
+}
+
+// One long line, split over the team; chunk winners merge in index order.
+template <bool kMax, class T>
+int64_t arg_line_parallel(const T* x, int64_t sd, int64_t n) {
+  const int nt = omp_get_max_threads();
+  std::vector<T> value(nt);
+  std::vector<int64_t> index(nt, -1);
+#pragma omp parallel num_threads(nt)
+  {
+    const int64_t t = omp_get_thread_num(), team = omp_get_num_threads();
+    const int64_t b = n * t / team, e = n * (t + 1) / team;
+    if (b < e) index[t] = scan_line<kMax>(x, sd, b, e, &value[t]);
+  }
+  int64_t bi = -1;
+  T best{};
+  for (int t = 0; t < nt; ++t) {
+    if (index[t] < 0) continue;
+    if (bi < 0 || better<kMax>(value[t], best)) {
+      best = value[t];
+      bi = index[t];
+    }
+  }
+  return bi;
+}
+
+template <bool kMax>
+void arg_kernel(const KernelCall& c) {
+  constexpr const char* name = kMax ? "argmax" : "argmin";
+  BP_CHECK(c.num_inputs() == 1 && c.num_outputs() == 1, name,
+           "expected 1 input and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
+  const TensorRef in = c.input(0), out = c.output(0);
+  const int d = dim_attr(c, name, 0, in.ndim());
+  BP_CHECK(out.dtype() == BP_DTYPE_INT64, name,
+           "the output must be int64, got " << bp::sdk::dtype_name(out.dtype()));
+  BP_CHECK(out.ndim() == in.ndim(), name,
+           "the output must keep the input's rank " << in.ndim() << ", got " << out.ndim());
+  for (int k = 0; k < in.ndim(); ++k)
+    BP_CHECK(out.size(k) == (k == d ? 1 : in.size(k)), name,
+             "output dim " << k << " must be " << (k == d ? 1 : in.size(k)) << ", got "
+                           << out.size(k));
+  // 0-d operands are walked as [1].
+  OwnedDesc o(out), x(in);
+  const int64_t n = x.size(d), sd = x.stride(d);
+  const int64_t lines = out.numel();
+  if (lines == 0) return;
+  BP_CHECK(n > 0, name, "cannot reduce over dim " << d << " of size 0");
+  x.size(d) = 1;  // x now walks the first element of each line, like out
+  bp::sdk::visit_dtype(in.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if (n >= kParallelMinElements && lines < omp_get_max_threads()) {
+      bp::sdk::for_each_row<2>({o.ref(), x.ref()}, [&](std::array<char*, 2> p,
+                                                       std::array<int64_t, 2> s, int64_t len) {
+        for (int64_t j = 0; j < len; ++j)
+          *reinterpret_cast<int64_t*>(p[0] + j * s[0]) =
+              arg_line_parallel<kMax>(reinterpret_cast<const T*>(p[1] + j * s[1]), sd, n);
+      });
+      return;
+    }
+    auto row = [&](std::array<char*, 2> p, std::array<int64_t, 2> s, int64_t len) {
+      arg_lines<kMax>(reinterpret_cast<int64_t*>(p[0]), s[0] / 8,
+                      reinterpret_cast<const T*>(p[1]), s[1] / int64_t(sizeof(T)), sd, n, len);
+    };
+    for_each_row_parallel<2>({o.ref(), x.ref()}, row, n);
+  });
+}
+
+}  // namespace
+
+void register_argreduce_kernels(Registrar& r) {
+  r.add<&arg_kernel<true>>(BP_OP_ARGMAX, kAllDtypes, BP_ORIGIN);
+  r.add<&arg_kernel<false>>(BP_OP_ARGMIN, kAllDtypes, BP_ORIGIN);
+}
+
+}  // namespace bp::cpu
