@@ -51,8 +51,10 @@ Backend& backend_of(Device d);
 // A new tensor with contiguous strides (or `strides` when given) and fresh memory.
 Tensor make_empty(IntArrayRef shape, DType dtype, Device device);
 Tensor make_empty_strided(IntArrayRef shape, IntArrayRef strides, DType dtype, Device device);
-// A view of `src`'s memory with new metadata; shares storage and version counter.
-Tensor make_view(const Tensor& src, DimVector sizes, DimVector strides, int64_t offset);
+// A view of `src`'s memory with new metadata; shares storage and version
+// counter. Recorded for autograd under `grad_name` ("TransposeBackward0").
+Tensor make_view(const Tensor& src, DimVector sizes, DimVector strides, int64_t offset,
+                 const char* grad_name);
 
 // Gives a fresh, contiguous, not yet shared tensor another shape with the
 // same element count (results of reductions and matmul are not views).

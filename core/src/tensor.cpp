@@ -2,6 +2,7 @@
 #include <backplane/ops.h>
 #include <backplane/tensor.h>
 
+#include "autograd/graph.h"
 #include "internal.h"
 
 #include <cstring>
@@ -75,7 +76,8 @@ Tensor make_empty(IntArrayRef shape, DType dtype, Device device) {
   return finish_empty(std::move(impl), dtype, device);
 }
 
-Tensor make_view(const Tensor& src, DimVector sizes, DimVector strides, int64_t offset) {
+Tensor make_view(const Tensor& src, DimVector sizes, DimVector strides, int64_t offset,
+                 const char* grad_name) {
   TensorImpl* s = src.impl();
   auto impl = make_intrusive<TensorImpl>();
   impl->storage = s->storage;
@@ -88,7 +90,9 @@ Tensor make_view(const Tensor& src, DimVector sizes, DimVector strides, int64_t 
   impl->dtype = s->dtype;
   impl->device = s->device;
   impl->refresh();
-  return Tensor(std::move(impl));
+  Tensor out(std::move(impl));
+  if (src.requires_grad()) autograd::record_view(grad_name, src, out);
+  return out;
 }
 
 std::string describe_tensor(const Tensor& t) {
@@ -144,13 +148,6 @@ int64_t Tensor::size(int64_t d) const {
 }
 int64_t Tensor::stride(int64_t d) const {
   return impl_->strides[wrap_dim(d, dim(), "stride")];
-}
-
-Tensor& Tensor::requires_grad_(bool r) {
-  BP_CHECK_TYPE(!r || is_floating(dtype()), "[requires_grad_] only floating tensors can require "
-                "gradients, got ", detail::describe_tensor(*this), "; convert it with .to(float32)");
-  impl_->requires_grad = r;
-  return *this;
 }
 
 const void* Tensor::data_ptr() const {

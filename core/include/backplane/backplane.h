@@ -1,6 +1,7 @@
 // Everything a program built on Backplane needs.
 #pragma once
 
+#include <backplane/autograd.h>
 #include <backplane/backend.h>
 #include <backplane/device.h>
 #include <backplane/dispatcher.h>

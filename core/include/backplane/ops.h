@@ -214,6 +214,7 @@ Tensor gather(const Tensor& a, int64_t dim, const Tensor& index);
 // A copy of `a` with src (or value) written at `index` along `dim`.
 Tensor scatter(const Tensor& a, int64_t dim, const Tensor& index, const Tensor& src);
 Tensor scatter(const Tensor& a, int64_t dim, const Tensor& index, const Scalar& value);
+Tensor scatter_add(const Tensor& a, int64_t dim, const Tensor& index, const Tensor& src);
 Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index);
 
 // --- linear algebra --------------------------------------------------------

@@ -28,6 +28,8 @@ class IntArrayRef {
   constexpr IntArrayRef(std::initializer_list<int64_t> v) : data_(v.begin()), size_(v.size()) {}
 #pragma GCC diagnostic pop
   IntArrayRef(const std::vector<int64_t>& v) : data_(v.data()), size_(v.size()) {}
+  // One value, as PyTorch's `x.sum(0)` or `x.view(-1)`.
+  constexpr IntArrayRef(const int64_t& one) : data_(&one), size_(1) {}
   constexpr IntArrayRef(std::span<const int64_t> v) : data_(v.data()), size_(v.size()) {}
 
   constexpr const int64_t* data() const { return data_; }

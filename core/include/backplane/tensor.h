@@ -11,7 +11,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
@@ -59,6 +61,11 @@ class StorageImpl : public RefCounted {
   VersionCounter version_;
 };
 
+struct AutogradMeta;  // autograd.h; allocated only for tensors in a graph
+struct AutogradMetaDeleter {
+  void operator()(AutogradMeta* m) const;
+};
+
 class TensorImpl : public RefCounted {
  public:
   // User-provided so that `new TensorImpl()` does not zero the whole object
@@ -76,7 +83,10 @@ class TensorImpl : public RefCounted {
   DType dtype = DType::Float32;
   Device device;
   bool contiguous = true;
+  // Mirrors the autograd state so the no-grad fast path tests one byte:
+  // a leaf the user flagged, or the result of a recorded op.
   bool requires_grad = false;
+  std::unique_ptr<AutogradMeta, AutogradMetaDeleter> autograd;
 
   void refresh() {  // recompute numel and contiguity after a metadata change
     numel = bp::numel(sizes);
@@ -159,10 +169,37 @@ class Tensor {
   const void* data_ptr() const;
   bool shares_storage(const Tensor& o) const { return impl_->storage == o.impl_->storage; }
 
-  // --- autograd flags ------------------------------------------------------
+  // --- autograd (autograd.h has the engine and the no-grad guard) ----------
   bool requires_grad() const { return impl_->requires_grad; }
-  // Only floating tensors may require grad (CR-1, AG-1).
+  // Flags a leaf; only floating tensors may require grad (CR-1, AG-1), and
+  // only leaves may change the flag.
   Tensor& requires_grad_(bool requires_grad = true);
+  // True for tensors the user made and results of ops recorded by no graph.
+  bool is_leaf() const;
+  // The accumulated gradient of a leaf (or of a non-leaf after retain_grad()).
+  // Reading it on a non-leaf without retain_grad() warns and gives undefined.
+  Tensor grad() const;
+  // Replaces or clears (Tensor()) the gradient, e.g. zero_grad's set-to-none.
+  void set_grad(const Tensor& grad);
+  // The name of the node that made this tensor ("MulBackward0"), "" for a leaf.
+  std::string grad_fn_name() const;
+  // Keeps the gradient of a non-leaf after backward (AG-4).
+  Tensor& retain_grad();
+  bool retains_grad() const;
+  // Calls `hook(grad)` when the gradient for this tensor is computed; a
+  // defined return value replaces the gradient (AG-12).
+  void register_hook(std::function<Tensor(const Tensor&)> hook);
+  // Backpropagates from this tensor. `gradient` may be omitted only for a
+  // one-element tensor (AG-2). retain_graph keeps the graph for another pass.
+  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
+  // Same memory, same version counter, outside the graph: a leaf that does
+  // not require grad (CP-2).
+  Tensor detach() const;
+  // Detaches this tensor in place and returns it; refused on views (CP-3).
+  Tensor& detach_();
+  // Same memory, its own version counter: changes through it are invisible
+  // to autograd (PyTorch's .data, CP-4).
+  Tensor data() const;
 
   // --- views (no copy, no kernel) -----------------------------------------
   Tensor view(IntArrayRef shape) const;
@@ -233,6 +270,8 @@ class Tensor {
   // self[index[i] along dim] = src[i] (or value).
   Tensor& scatter_(int64_t dim, const Tensor& index, const Tensor& src);
   Tensor& scatter_(int64_t dim, const Tensor& index, const Scalar& value);
+  // self[index[i] along dim] += src[i], every duplicate index counted.
+  Tensor& scatter_add_(int64_t dim, const Tensor& index, const Tensor& src);
   Tensor& operator+=(const Tensor& o) { return add_(o); }
   Tensor& operator+=(const Scalar& o) { return add_(o); }
   Tensor& operator-=(const Tensor& o) { return sub_(o); }
@@ -247,6 +286,10 @@ class Tensor {
   Tensor sub(const Tensor& other, const Scalar& alpha = 1) const;
   Tensor mul(const Tensor& other) const;
   Tensor div(const Tensor& other) const;
+  Tensor add(const Scalar& other) const;
+  Tensor sub(const Scalar& other) const;
+  Tensor mul(const Scalar& other) const;
+  Tensor div(const Scalar& other) const;
   Tensor relu() const;
   Tensor sum() const;
   Tensor sum(IntArrayRef dims, bool keepdim = false) const;

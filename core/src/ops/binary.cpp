@@ -1,5 +1,6 @@
 // Elementwise arithmetic: add, sub, mul, div, maximum, minimum, pow, out of
 // place and in place, with broadcasting and dtype promotion.
+#include "../autograd/graph.h"
 #include "elementwise.h"
 
 namespace bp {
@@ -20,6 +21,88 @@ bp_attrs alpha_attrs(const Scalar& alpha) {
   return attrs;
 }
 
+// Gradients of the arithmetic ops (AG-10), reduced to each input's shape
+// and dtype (AG-11). Only what an input needing a gradient uses is saved.
+void record_binary(Op op, const Tensor& a, const Tensor& b, const Scalar& alpha,
+                   const Tensor& out) {
+  using autograd::FunctionNode;
+  const DimVector sa(a.sizes()), sb(b.sizes());
+  const DType da = a.dtype(), db = b.dtype();
+  auto reduce = [](const Tensor& g, const DimVector& shape, DType dtype) {
+    if (!g.defined()) return g;
+    Tensor r = autograd::sum_to(g, shape);
+    return r.dtype() == dtype ? r : r.to(dtype);
+  };
+  const double al = alpha.to_double();
+  const bool need_a = a.requires_grad(), need_b = b.requires_grad();
+  const char* name = "";
+  FunctionNode::Backward fn;
+  switch (op) {
+    case Op::Add:
+    case Op::Sub:
+      name = op == Op::Add ? "AddBackward0" : "SubBackward0";
+      fn = [=](FunctionNode&, std::vector<Tensor>& g) {
+        const double sign = op == Op::Add ? al : -al;
+        return std::vector<Tensor>{need_a ? reduce(g[0], sa, da) : Tensor(),
+                                   need_b ? reduce(g[0].mul(sign), sb, db) : Tensor()};
+      };
+      break;
+    case Op::Mul:
+      name = "MulBackward0";
+      fn = [=](FunctionNode& n, std::vector<Tensor>& g) {
+        return std::vector<Tensor>{need_a ? reduce(g[0].mul(n.saved(1)), sa, da) : Tensor(),
+                                   need_b ? reduce(g[0].mul(n.saved(0)), sb, db) : Tensor()};
+      };
+      break;
+    case Op::Div:
+      name = "DivBackward0";
+      fn = [=](FunctionNode& n, std::vector<Tensor>& g) {
+        const Tensor bv = n.saved(1);
+        Tensor ga, gb;
+        if (need_a) ga = reduce(g[0].div(bv), sa, da);
+        if (need_b) gb = reduce(g[0].neg().mul(n.saved(0)).div(bv.mul(bv)), sb, db);
+        return std::vector<Tensor>{ga, gb};
+      };
+      break;
+    case Op::Maximum:
+    case Op::Minimum:
+      name = op == Op::Maximum ? "MaximumBackward0" : "MinimumBackward0";
+      fn = [=](FunctionNode& n, std::vector<Tensor>& g) {
+        // Ties split the gradient evenly, as PyTorch does.
+        const Tensor av = n.saved(0), bv = n.saved(1);
+        const Tensor wins = op == Op::Maximum ? gt(av, bv) : lt(av, bv);
+        const Tensor tie = eq(av, bv).to(g[0].dtype()).mul(0.5);
+        const Tensor wa = wins.to(g[0].dtype()).add(tie);
+        const Tensor wb = (op == Op::Maximum ? lt(av, bv) : gt(av, bv)).to(g[0].dtype()).add(tie);
+        return std::vector<Tensor>{need_a ? reduce(g[0].mul(wa), sa, da) : Tensor(),
+                                   need_b ? reduce(g[0].mul(wb), sb, db) : Tensor()};
+      };
+      break;
+    case Op::Pow:
+      name = "PowBackward0";
+      fn = [=](FunctionNode& n, std::vector<Tensor>& g) {
+        const Tensor av = n.saved(0), ev = n.saved(1);
+        Tensor ga, ge;
+        if (need_a) ga = reduce(g[0].mul(ev).mul(pow(av, ev.sub(1))), sa, da);
+        if (need_b) ge = reduce(g[0].mul(n.saved(2)).mul(log(av)), sb, db);
+        return std::vector<Tensor>{ga, ge};
+      };
+      break;
+    default:
+      return;
+  }
+  auto node = autograd::make_node(name, {&a, &b}, std::move(fn));
+  // Slots 0 and 1 are a and b; unneeded ones hold an empty tensor.
+  const bool save_a = (op == Op::Mul && need_b) || op == Op::Div || op == Op::Maximum ||
+                      op == Op::Minimum || op == Op::Pow;
+  const bool save_b = (op == Op::Mul && need_a) || op == Op::Div || op == Op::Maximum ||
+                      op == Op::Minimum || op == Op::Pow;
+  node->save(save_a ? a : Tensor());
+  node->save(save_b ? b : Tensor());
+  if (op == Op::Pow) node->save(out);
+  autograd::set_history(out, node.get());
+}
+
 Tensor binary(Op op, const Tensor& a, const Tensor& b, const Scalar& alpha) {
   const char* name = op_name(op).data();
   const DimVector shape = detail::broadcast_all(name, {&a, &b});
@@ -28,12 +111,16 @@ Tensor binary(Op op, const Tensor& a, const Tensor& b, const Scalar& alpha) {
   Tensor ha, hb;
   const Tensor &ca = cast_to(a, dt, ha), &cb = cast_to(b, dt, hb);
   detail::run_elementwise(op, out, {&ca, &cb}, alpha_attrs(alpha));
+  if (__builtin_expect(autograd::needs_grad({&a, &b}), 0)) record_binary(op, a, b, alpha, out);
   return out;
 }
 
 Tensor& binary_(Op op, const char* name, Tensor& self, const Tensor& other, const Scalar& alpha) {
   const DType dt = compute_type(op, detail::result_type({&self, &other}));
   detail::check_inplace(name, self, {&other}, dt);
+  if (autograd::record_inplace(name, self, {&other},
+                               [&](const Tensor& old) { return binary(op, old, other, alpha); }))
+    return self;
   if (dt == self.dtype()) {
     Tensor ho;
     const Tensor& co = cast_to(other, dt, ho);
@@ -88,6 +175,10 @@ Tensor Tensor::sub(const Tensor& o, const Scalar& alpha) const { return bp::sub(
 Tensor Tensor::mul(const Tensor& o) const { return bp::mul(*this, o); }
 Tensor Tensor::div(const Tensor& o) const { return bp::div(*this, o); }
 Tensor Tensor::pow(const Scalar& e) const { return bp::pow(*this, e); }
+Tensor Tensor::add(const Scalar& o) const { return bp::add(*this, o); }
+Tensor Tensor::sub(const Scalar& o) const { return bp::sub(*this, o); }
+Tensor Tensor::mul(const Scalar& o) const { return bp::mul(*this, o); }
+Tensor Tensor::div(const Scalar& o) const { return bp::div(*this, o); }
 
 Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) {
   return binary_(Op::Add, "add_", *this, o, alpha);

@@ -1,4 +1,5 @@
 // Comparisons, logical ops and where: bool results.
+#include "../autograd/graph.h"
 #include "elementwise.h"
 
 namespace bp {
@@ -45,6 +46,21 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   Tensor ha, hb;
   const Tensor &ca = cast_to(a, dt, ha), &cb = cast_to(b, dt, hb);
   detail::run_elementwise(Op::Where, out, {&cond, &ca, &cb}, detail::make_attrs(), 1);
+  if (autograd::needs_grad({&a, &b})) {
+    const DimVector sa(a.sizes()), sb(b.sizes());
+    const DType da = a.dtype(), db = b.dtype();
+    auto node = autograd::make_node(
+        "WhereBackward0", {&a, &b}, [=](autograd::FunctionNode& n, std::vector<Tensor>& g) {
+          const Tensor c = n.saved(0);
+          const Tensor zero = zeros({}, TensorOptions(g[0].dtype()).device(g[0].device()));
+          Tensor ga, gb;
+          if (n.needs_grad(0)) ga = autograd::sum_to(where(c, g[0], zero), sa).to(da);
+          if (n.needs_grad(1)) gb = autograd::sum_to(where(c, zero, g[0]), sb).to(db);
+          return std::vector<Tensor>{ga, gb};
+        });
+    node->save(cond);
+    autograd::set_history(out, node.get());
+  }
   return out;
 }
 

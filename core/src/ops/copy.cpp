@@ -1,6 +1,7 @@
 // Copies and fills: copy_, fill_, zero_, clone, contiguous, to(dtype|device).
 #include <backplane/ops.h>
 
+#include "../autograd/graph.h"
 #include "../internal.h"
 
 #include <vector>
@@ -29,32 +30,68 @@ void copy_into(const Tensor& dst, const Tensor& src) {
 
 }  // namespace detail
 
+namespace {
+// Records a copy whose gradient is the incoming one, cast back to the
+// source's dtype and moved back to its device.
+void record_copy(const char* name, const Tensor& src, const Tensor& out) {
+  if (!autograd::needs_grad({&src})) return;
+  const DType dt = src.dtype();
+  const Device dev = src.device();
+  auto node = autograd::make_node(name, {&src}, [dt, dev](autograd::FunctionNode&,
+                                                          std::vector<Tensor>& g) {
+    Tensor r = g[0];
+    if (r.device() != dev) r = r.to(dev);
+    if (r.dtype() != dt) r = r.to(dt);
+    return std::vector<Tensor>{r};
+  });
+  autograd::set_history(out, node.get());
+}
+}  // namespace
+
 Tensor& Tensor::copy_(const Tensor& src) {
   detail::check_writable("copy_", *this);
   DimVector shape = broadcast_shapes(sizes(), src.sizes(), "copy_");
   BP_CHECK(shape == DimVector(sizes()), "[copy_] the source of shape ", src.sizes(),
            " does not broadcast to the destination's shape ", sizes());
   detail::check_no_partial_overlap("copy_", *this, src);
+  if (autograd::record_inplace("copy_", *this, {&src}, [&](const Tensor&) {
+        return src.to(device(), dtype()).expand(sizes());
+      }))
+    return *this;
   detail::copy_into(*this, src);
   impl_->version->bump();
   return *this;
 }
 
-Tensor& Tensor::fill_(const Scalar& value) {
-  detail::check_writable("fill_", *this);
-  if (numel() > 0) {
-    Backend& b = detail::backend_of(device());
-    bp_tensor out = detail::describe(*this, b.dl_device_type());
+namespace {
+void fill(const char* name, Tensor& self, const Scalar& value) {
+  detail::check_writable(name, self);
+  if (autograd::record_inplace(name, self, {}, [&](const Tensor& old) {
+        return full_like(old, value);
+      }))
+    return;
+  if (self.numel() > 0) {
+    Backend& b = detail::backend_of(self.device());
+    bp_tensor out = detail::describe(self, b.dl_device_type());
     bp_attrs attrs = detail::make_attrs();
     attrs.num_scalars = 1;
     attrs.scalars[0] = value.to_abi();
-    call_kernel(Op::Fill, dtype(), device(), {}, {&out, 1}, attrs);
+    call_kernel(Op::Fill, self.dtype(), self.device(), {}, {&out, 1}, attrs);
   }
-  impl_->version->bump();
+  self.impl()->version->bump();
+}
+}  // namespace
+
+Tensor& Tensor::fill_(const Scalar& value) {
+  fill("fill_", *this, value);
   return *this;
 }
 
-Tensor& Tensor::zero_() { return fill_(0); }
+Tensor& Tensor::zero_() {
+  fill("zero_", *this, 0);
+  return *this;
+}
+
 
 Tensor Tensor::clone(MemoryFormat format) const {
   // Keep the source's strides when they tile memory densely (CP-1).
@@ -62,14 +99,13 @@ Tensor Tensor::clone(MemoryFormat format) const {
                    ? detail::make_empty_strided(sizes(), strides(), dtype(), device())
                    : detail::make_empty(sizes(), dtype(), device());
   detail::copy_into(out, *this);
+  record_copy("CloneBackward0", *this, out);
   return out;
 }
 
 Tensor Tensor::contiguous() const {
   if (is_contiguous()) return *this;
-  Tensor out = detail::make_empty(sizes(), dtype(), device());
-  detail::copy_into(out, *this);
-  return out;
+  return clone(MemoryFormat::Contiguous);
 }
 
 Tensor Tensor::to(DType d) const {
@@ -78,6 +114,7 @@ Tensor Tensor::to(DType d) const {
                    ? detail::make_empty_strided(sizes(), strides(), d, device())
                    : detail::make_empty(sizes(), d, device());
   detail::copy_into(out, *this);
+  record_copy("ToCopyBackward0", *this, out);
   return out;
 }
 
@@ -90,6 +127,7 @@ Tensor Tensor::to(Device dev) const {
   if (dev == device()) return *this;
   Tensor out = detail::make_empty(sizes(), dtype(), dev);
   detail::copy_into(out, *this);
+  record_copy("ToCopyBackward0", *this, out);
   return out;
 }
 

@@ -1,11 +1,13 @@
 // matmul with numpy's rules for 1-D operands and broadcast batch dims.
 #include <backplane/ops.h>
 
+#include "../autograd/graph.h"
 #include "../internal.h"
 
 namespace bp {
 
-Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
+namespace {
+Tensor matmul_forward(const Tensor& a_in, const Tensor& b_in, DimVector& out_shape) {
   detail::check_same_device("matmul", a_in, b_in);
   BP_CHECK(a_in.dim() >= 1 && b_in.dim() >= 1, "[matmul] both operands need at least 1 dim, got ",
            detail::describe_tensor(a_in), " and ", detail::describe_tensor(b_in));
@@ -22,7 +24,8 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
   const DimVector batch_a(IntArrayRef(a.sizes()).first(a.dim() - 2));
   const DimVector batch_b(IntArrayRef(b.sizes()).first(b.dim() - 2));
   DimVector batch = broadcast_shapes(batch_a, batch_b, "matmul");
-  DimVector out_shape = batch, a_shape = batch, b_shape = batch;
+  DimVector a_shape = batch, b_shape = batch;
+  out_shape = batch;
   out_shape.push_back(m);
   out_shape.push_back(n);
   a_shape.push_back(m);
@@ -49,6 +52,46 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
     if (!a_vec) shape.push_back(m);
     if (!b_vec) shape.push_back(n);
     detail::reshape_fresh(out, std::move(shape));
+  }
+  return out;
+}
+}  // namespace
+
+Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
+  DimVector full_out;
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    out = matmul_forward(a_in, b_in, full_out);
+  }
+  if (autograd::needs_grad({&a_in, &b_in})) {
+    // With the 1-D operands as a row / column: gA = G @ B^T, gB = A^T @ G,
+    // summed over broadcast batch dims, then back to each input's shape.
+    const bool a_vec = a_in.dim() == 1, b_vec = b_in.dim() == 1;
+    const DimVector sa(a_in.sizes()), sb(b_in.sizes());
+    DimVector sa2 = sa, sb2 = sb;  // as matrices
+    if (a_vec) sa2.insert(0, 1);
+    if (b_vec) sb2.push_back(1);
+    const DType da = a_in.dtype(), db = b_in.dtype();
+    auto node = autograd::make_node(
+        "MmBackward0", {&a_in, &b_in}, [=](autograd::FunctionNode& n, std::vector<Tensor>& g) {
+          const Tensor G = g[0].reshape(full_out);
+          Tensor ga, gb;
+          if (n.needs_grad(0)) {
+            const Tensor B = n.saved(1).reshape(sb2);
+            ga = autograd::sum_to(bp::matmul(G, B.transpose(-1, -2)), sa2).reshape(sa);
+            if (ga.dtype() != da) ga = ga.to(da);
+          }
+          if (n.needs_grad(1)) {
+            const Tensor A = n.saved(0).reshape(sa2);
+            gb = autograd::sum_to(bp::matmul(A.transpose(-1, -2), G), sb2).reshape(sb);
+            if (gb.dtype() != db) gb = gb.to(db);
+          }
+          return std::vector<Tensor>{ga, gb};
+        });
+    node->save(b_in.requires_grad() ? a_in : Tensor());
+    node->save(a_in.requires_grad() ? b_in : Tensor());
+    autograd::set_history(out, node.get());
   }
   return out;
 }

@@ -1,6 +1,7 @@
 // Reductions: sum, mean, prod, max, min, argmax, argmin.
 #include <backplane/ops.h>
 
+#include "../autograd/graph.h"
 #include "../internal.h"
 
 namespace bp {
@@ -45,6 +46,52 @@ Tensor reduce(Op op, const Tensor& a, const std::vector<bool>& reduce,
 
 DType accumulate_dtype(DType d) { return is_floating(d) ? d : DType::Int64; }
 
+// The keepdim shape of a reduction of `shape` over `mask`.
+DimVector kept_shape(IntArrayRef shape, const std::vector<bool>& mask) {
+  DimVector kept(shape);
+  for (std::size_t d = 0; d < kept.size(); ++d)
+    if (mask[d]) kept[d] = 1;
+  return kept;
+}
+
+// A gradient of a reduction's result, seen with the input's shape.
+Tensor expand_back(const Tensor& g, const DimVector& kept, const DimVector& shape) {
+  return g.reshape(kept).expand(shape);
+}
+
+// sum, mean, prod, max, min over `mask`: the gradient spreads back over the
+// reduced elements (evenly for mean; to the extremal ones for max/min).
+void record_reduction(Op op, const char* name, const Tensor& a, const std::vector<bool>& mask,
+                      const Tensor& out, double scale = 1.0) {
+  using autograd::FunctionNode;
+  const DimVector shape(a.sizes()), kept = kept_shape(a.sizes(), mask);
+  auto node = autograd::make_node(name, {&a}, [=](FunctionNode& n, std::vector<Tensor>& g) {
+    const Tensor gk = expand_back(g[0], kept, shape);
+    switch (op) {
+      case Op::Sum:
+        return std::vector<Tensor>{scale == 1.0 ? gk : gk.mul(scale)};
+      case Op::Prod: {
+        // d(prod)/dx_i = prod / x_i (inputs with zeros are not handled specially).
+        const Tensor y = n.saved(1).reshape(kept);
+        return std::vector<Tensor>{gk.mul(y).div(n.saved(0))};
+      }
+      default: {  // Max, Min: evenly among the elements equal to the extremum
+        const Tensor x = n.saved(0), y = n.saved(1).reshape(kept);
+        const Tensor hit = eq(x, y).to(g[0].dtype());
+        std::vector<int64_t> dims;
+        for (std::size_t d = 0; d < mask.size(); ++d)
+          if (mask[d]) dims.push_back(static_cast<int64_t>(d));
+        const Tensor ties = dims.empty() ? hit : hit.sum(dims, true);
+        return std::vector<Tensor>{gk.mul(hit).div(ties)};
+      }
+    }
+  });
+  const bool save = op == Op::Prod || op == Op::Max || op == Op::Min;
+  node->save(save ? a : Tensor());
+  node->save(save ? out : Tensor());
+  autograd::set_history(out, node.get());
+}
+
 void check_not_empty(const char* op, const Tensor& a, const std::vector<bool>& reduce) {
   for (int64_t d = 0; d < a.dim(); ++d)
     BP_CHECK_INDEX(!(reduce[d] && a.size(d) == 0), "[", op, "] cannot reduce dim ", d,
@@ -80,8 +127,11 @@ Tensor arg_reduce(Op op, const char* name, const Tensor& a, std::optional<int64_
 }  // namespace
 
 Tensor sum(const Tensor& a, IntArrayRef dims, bool keepdim) {
-  return reduce(Op::Sum, a, reduced_dims("sum", a, dims), keepdim,
-                accumulate_dtype(a.dtype()));
+  const std::vector<bool> mask = reduced_dims("sum", a, dims);
+  Tensor out = reduce(Op::Sum, a, mask, keepdim, accumulate_dtype(a.dtype()));
+  if (autograd::needs_grad({&a}))
+    record_reduction(Op::Sum, dims.empty() ? "SumBackward0" : "SumBackward1", a, mask, out);
+  return out;
 }
 Tensor sum(const Tensor& a) { return sum(a, IntArrayRef(), false); }
 
@@ -92,9 +142,16 @@ Tensor mean(const Tensor& a, IntArrayRef dims, bool keepdim) {
   int64_t count = 1;
   for (int64_t d = 0; d < a.dim(); ++d)
     if (mask[d]) count *= a.size(d);
-  Tensor s = reduce(Op::Sum, a, mask, keepdim, a.dtype());
-  // The mean of nothing is NaN, as 0/0.
-  return s.div_(scalar_tensor(static_cast<double>(count), TensorOptions(a.dtype()).device(a.device())));
+  Tensor s;
+  {
+    NoGradGuard no_grad;
+    s = reduce(Op::Sum, a, mask, keepdim, a.dtype());
+    // The mean of nothing is NaN, as 0/0.
+    s.div_(scalar_tensor(static_cast<double>(count), TensorOptions(a.dtype()).device(a.device())));
+  }
+  if (autograd::needs_grad({&a}))
+    record_reduction(Op::Sum, "MeanBackward1", a, mask, s, 1.0 / static_cast<double>(count));
+  return s;
 }
 Tensor mean(const Tensor& a) { return mean(a, IntArrayRef(), false); }
 
@@ -102,35 +159,77 @@ Tensor prod(const Tensor& a, int64_t dim, bool keepdim) {
   std::vector<bool> mask(static_cast<std::size_t>(a.dim()), false);
   const int64_t d = wrap_dim(dim, a.dim(), "prod");
   if (a.dim() > 0) mask[d] = true;
-  return reduce(Op::Prod, a, mask, keepdim, accumulate_dtype(a.dtype()));
+  Tensor out = reduce(Op::Prod, a, mask, keepdim, accumulate_dtype(a.dtype()));
+  if (autograd::needs_grad({&a})) record_reduction(Op::Prod, "ProdBackward1", a, mask, out);
+  return out;
 }
 Tensor prod(const Tensor& a) {
-  return reduce(Op::Prod, a, reduced_dims("prod", a, {}), false,
-                accumulate_dtype(a.dtype()));
+  const std::vector<bool> mask = reduced_dims("prod", a, {});
+  Tensor out = reduce(Op::Prod, a, mask, false, accumulate_dtype(a.dtype()));
+  if (autograd::needs_grad({&a})) record_reduction(Op::Prod, "ProdBackward0", a, mask, out);
+  return out;
 }
 
 Tensor max(const Tensor& a) {
   BP_CHECK_INDEX(a.numel() > 0, "[max] cannot take the max of an empty tensor ",
                  detail::describe_tensor(a), " without a dim; give a dim or check numel() first");
-  return reduce(Op::Max, a, reduced_dims("max", a, {}), false, a.dtype());
+  const std::vector<bool> mask = reduced_dims("max", a, {});
+  Tensor out = reduce(Op::Max, a, mask, false, a.dtype());
+  if (autograd::needs_grad({&a})) record_reduction(Op::Max, "MaxBackward1", a, mask, out);
+  return out;
 }
 Tensor min(const Tensor& a) {
   BP_CHECK_INDEX(a.numel() > 0, "[min] cannot take the min of an empty tensor ",
                  detail::describe_tensor(a), " without a dim; give a dim or check numel() first");
-  return reduce(Op::Min, a, reduced_dims("min", a, {}), false, a.dtype());
+  const std::vector<bool> mask = reduced_dims("min", a, {});
+  Tensor out = reduce(Op::Min, a, mask, false, a.dtype());
+  if (autograd::needs_grad({&a})) record_reduction(Op::Min, "MinBackward1", a, mask, out);
+  return out;
 }
 
 std::pair<Tensor, Tensor> max(const Tensor& a, int64_t dim, bool keepdim) {
   Tensor idx = arg_reduce(Op::Argmax, "max", a, dim, keepdim);
   std::vector<bool> mask(static_cast<std::size_t>(a.dim()), false);
-  if (a.dim() > 0) mask[wrap_dim(dim, a.dim(), "max")] = true;
-  return {reduce(Op::Max, a, mask, keepdim, a.dtype()), idx};
+  const int64_t d = wrap_dim(dim, a.dim(), "max");
+  if (a.dim() > 0) mask[d] = true;
+  Tensor values = reduce(Op::Max, a, mask, keepdim, a.dtype());
+  if (autograd::needs_grad({&a})) {
+    // The gradient goes to the element each index names.
+    const DimVector shape(a.sizes()), kept = kept_shape(a.sizes(), mask);
+    const int64_t dd = a.dim() == 0 ? 0 : d;
+    auto node = autograd::make_node(
+        "MaxBackward0", {&a}, [=](autograd::FunctionNode& n, std::vector<Tensor>& g) {
+          Tensor ga = zeros(shape, TensorOptions(g[0].dtype()).device(g[0].device()));
+          if (shape.size() == 0) return std::vector<Tensor>{g[0].reshape(shape)};
+          ga.scatter_(dd, n.saved(0).reshape(kept), g[0].reshape(kept));
+          return std::vector<Tensor>{ga};
+        });
+    node->save(idx);
+    autograd::set_history(values, node.get());
+  }
+  return {values, idx};
 }
 std::pair<Tensor, Tensor> min(const Tensor& a, int64_t dim, bool keepdim) {
   Tensor idx = arg_reduce(Op::Argmin, "min", a, dim, keepdim);
   std::vector<bool> mask(static_cast<std::size_t>(a.dim()), false);
-  if (a.dim() > 0) mask[wrap_dim(dim, a.dim(), "min")] = true;
-  return {reduce(Op::Min, a, mask, keepdim, a.dtype()), idx};
+  const int64_t d = wrap_dim(dim, a.dim(), "min");
+  if (a.dim() > 0) mask[d] = true;
+  Tensor values = reduce(Op::Min, a, mask, keepdim, a.dtype());
+  if (autograd::needs_grad({&a})) {
+    // The gradient goes to the element each index names.
+    const DimVector shape(a.sizes()), kept = kept_shape(a.sizes(), mask);
+    const int64_t dd = a.dim() == 0 ? 0 : d;
+    auto node = autograd::make_node(
+        "MinBackward0", {&a}, [=](autograd::FunctionNode& n, std::vector<Tensor>& g) {
+          Tensor ga = zeros(shape, TensorOptions(g[0].dtype()).device(g[0].device()));
+          if (shape.size() == 0) return std::vector<Tensor>{g[0].reshape(shape)};
+          ga.scatter_(dd, n.saved(0).reshape(kept), g[0].reshape(kept));
+          return std::vector<Tensor>{ga};
+        });
+    node->save(idx);
+    autograd::set_history(values, node.get());
+  }
+  return {values, idx};
 }
 
 Tensor argmax(const Tensor& a, std::optional<int64_t> dim, bool keepdim) {

@@ -1,6 +1,7 @@
 // softmax and log_softmax along one dim.
 #include <backplane/ops.h>
 
+#include "../autograd/graph.h"
 #include "../internal.h"
 
 namespace bp {
@@ -22,6 +23,22 @@ Tensor softmax_like(Op op, const char* name, const Tensor& a, int64_t dim) {
   const bp_tensor i = detail::describe(in, b.dl_device_type());
   const bp_tensor o = detail::describe(o1, b.dl_device_type());
   call_kernel(op, a.dtype(), a.device(), {&i, 1}, {&o, 1}, attrs);
+  if (autograd::needs_grad({&a})) {
+    const int64_t rd = a.dim() == 0 ? -1 : d;
+    const bool log = op == Op::LogSoftmax;
+    auto node = autograd::make_node(
+        log ? "LogSoftmaxBackward0" : "SoftmaxBackward0", {&a},
+        [rd, log](autograd::FunctionNode& n, std::vector<Tensor>& g) {
+          const Tensor y = n.saved(0);
+          if (y.dim() == 0) return std::vector<Tensor>{zeros_like(g[0])};
+          if (log)  // g - softmax * sum(g)
+            return std::vector<Tensor>{g[0].sub(exp(y).mul(g[0].sum({rd}, true)))};
+          // y * (g - sum(g * y))
+          return std::vector<Tensor>{y.mul(g[0].sub(g[0].mul(y).sum({rd}, true)))};
+        });
+    node->save(out);
+    autograd::set_history(out, node.get());
+  }
   return out;
 }
 }  // namespace

@@ -1,5 +1,6 @@
 // Elementwise unary ops: neg, abs, exp, log, sqrt, sigmoid, tanh, relu,
 // clamp, logical_not, out of place and in place.
+#include "../autograd/graph.h"
 #include "elementwise.h"
 
 namespace bp {
@@ -22,6 +23,95 @@ DType result_dtype(Result r, DType in) {
   return in;
 }
 
+// Gradients of the unary ops in terms of the input `x` (slot 0) and the
+// result `y` (slot 1).
+void record_unary(Op op, const Tensor& a, const Tensor& out, const bp_attrs& attrs) {
+  using autograd::FunctionNode;
+  const char* name;
+  bool save_x = false, save_y = false;
+  FunctionNode::Backward fn;
+  const DType da = a.dtype();
+  auto cast = [da](Tensor g) { return g.dtype() == da ? g : g.to(da); };
+  switch (op) {
+    case Op::Neg:
+      name = "NegBackward0";
+      fn = [=](FunctionNode&, std::vector<Tensor>& g) { return std::vector<Tensor>{cast(g[0].neg())}; };
+      break;
+    case Op::Abs:
+      name = "AbsBackward0";
+      save_x = true;
+      fn = [=](FunctionNode& n, std::vector<Tensor>& g) {
+        const Tensor x = n.saved(0);
+        const Tensor sign = gt(x, 0).to(g[0].dtype()).sub(lt(x, 0).to(g[0].dtype()));
+        return std::vector<Tensor>{cast(g[0].mul(sign))};
+      };
+      break;
+    case Op::Exp:
+      name = "ExpBackward0";
+      save_y = true;
+      fn = [=](FunctionNode& n, std::vector<Tensor>& g) { return std::vector<Tensor>{cast(g[0].mul(n.saved(1)))}; };
+      break;
+    case Op::Log:
+      name = "LogBackward0";
+      save_x = true;
+      fn = [=](FunctionNode& n, std::vector<Tensor>& g) { return std::vector<Tensor>{cast(g[0].div(n.saved(0)))}; };
+      break;
+    case Op::Sqrt:
+      name = "SqrtBackward0";
+      save_y = true;
+      fn = [=](FunctionNode& n, std::vector<Tensor>& g) {
+        return std::vector<Tensor>{cast(g[0].div(n.saved(1).mul(2)))};
+      };
+      break;
+    case Op::Sigmoid:
+      name = "SigmoidBackward0";
+      save_y = true;
+      fn = [=](FunctionNode& n, std::vector<Tensor>& g) {
+        const Tensor y = n.saved(1);
+        return std::vector<Tensor>{cast(g[0].mul(y).mul(sub(ones_like(y), y)))};
+      };
+      break;
+    case Op::Tanh:
+      name = "TanhBackward0";
+      save_y = true;
+      fn = [=](FunctionNode& n, std::vector<Tensor>& g) {
+        const Tensor y = n.saved(1);
+        return std::vector<Tensor>{cast(g[0].mul(sub(ones_like(y), y.mul(y))))};
+      };
+      break;
+    case Op::Relu:
+      name = "ReluBackward0";
+      save_y = true;
+      fn = [=](FunctionNode& n, std::vector<Tensor>& g) {
+        return std::vector<Tensor>{cast(g[0].mul(gt(n.saved(1), 0).to(g[0].dtype())))};
+      };
+      break;
+    case Op::Clamp: {
+      name = "ClampBackward1";
+      save_x = true;
+      const bp_attrs at = attrs;
+      fn = [=](FunctionNode& n, std::vector<Tensor>& g) {
+        // The gradient passes where the input was inside [lo, hi].
+        const Tensor x = n.saved(0);
+        Tensor inside = ones_like(x, TensorOptions(DType::Bool));
+        auto bound = [](const bp_scalar& b) {
+          return b.dtype == BP_DTYPE_FLOAT64 ? Scalar(b.value.f) : Scalar(b.value.i);
+        };
+        if (at.ints[0] & 1) inside = logical_and(inside, ge(x, bound(at.scalars[0])));
+        if (at.ints[0] & 2) inside = logical_and(inside, le(x, bound(at.scalars[1])));
+        return std::vector<Tensor>{cast(g[0].mul(inside.to(g[0].dtype())))};
+      };
+      break;
+    }
+    default:
+      return;
+  }
+  auto node = autograd::make_node(name, {&a}, std::move(fn));
+  node->save(save_x ? a : Tensor());
+  node->save(save_y ? out : Tensor());
+  autograd::set_history(out, node.get());
+}
+
 Tensor unary(Op op, const Tensor& a, Result r, const bp_attrs& attrs = detail::make_attrs()) {
   const DType out_dtype = result_dtype(r, a.dtype());
   Tensor holder;
@@ -29,12 +119,16 @@ Tensor unary(Op op, const Tensor& a, Result r, const bp_attrs& attrs = detail::m
   const Tensor& in = r == Result::Floating ? detail::cast_to(a, out_dtype, holder) : a;
   Tensor out = detail::make_empty(a.sizes(), out_dtype, a.device());
   detail::run_elementwise(op, out, {&in}, attrs);
+  if (autograd::needs_grad({&a})) record_unary(op, a, out, attrs);
   return out;
 }
 
 Tensor& unary_(Op op, const char* name, Tensor& self, Result r,
                const bp_attrs& attrs = detail::make_attrs()) {
   detail::check_inplace(name, self, {}, result_dtype(r, self.dtype()));
+  if (autograd::record_inplace(name, self, {},
+                               [&](const Tensor& old) { return unary(op, old, r, attrs); }))
+    return self;
   detail::run_elementwise(op, self, {&self}, attrs);
   self.impl()->version->bump();
   return self;
@@ -103,6 +197,9 @@ Tensor& Tensor::relu_() { return unary_(Op::Relu, "relu_", *this, Result::Same);
 Tensor& Tensor::clamp_(std::optional<Scalar> lo, std::optional<Scalar> hi) {
   const bp_attrs attrs = clamp_attrs(lo, hi);
   detail::check_inplace("clamp_", *this, {}, clamp_dtype(*this, lo, hi));
+  if (autograd::record_inplace("clamp_", *this, {},
+                               [&](const Tensor& old) { return bp::clamp(old, lo, hi); }))
+    return *this;
   detail::run_elementwise(Op::Clamp, *this, {this}, attrs);
   impl_->version->bump();
   return *this;

@@ -17,14 +17,14 @@ Tensor Tensor::view(IntArrayRef shape) const {
            detail::describe_tensor(*this), " with strides ", this->strides(), " as shape ",
            target, ": its memory layout is not compatible (at least one dimension spans "
            "across two contiguous subspaces); use .reshape(...) instead, which copies when needed");
-  return make_view(*this, std::move(target), std::move(strides), storage_offset());
+  return make_view(*this, std::move(target), std::move(strides), storage_offset(), "ViewBackward0");
 }
 
 Tensor Tensor::reshape(IntArrayRef shape) const {
   DimVector target = infer_shape(shape, numel(), "reshape");
   DimVector strides;
   if (view_strides(sizes(), this->strides(), target, strides))
-    return make_view(*this, std::move(target), std::move(strides), storage_offset());
+    return make_view(*this, std::move(target), std::move(strides), storage_offset(), "ViewBackward0");
   return contiguous().view(target);
 }
 
@@ -36,13 +36,13 @@ Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
     std::swap(sz[d0], sz[d1]);
     std::swap(st[d0], st[d1]);
   }
-  return make_view(*this, std::move(sz), std::move(st), storage_offset());
+  return make_view(*this, std::move(sz), std::move(st), storage_offset(), "TransposeBackward0");
 }
 
 Tensor Tensor::t() const {
   BP_CHECK(dim() <= 2, "[t] expects a tensor with <= 2 dims, got ", detail::describe_tensor(*this),
            "; use .transpose(dim0, dim1) or .permute(...) for more");
-  return dim() < 2 ? make_view(*this, DimVector(sizes()), DimVector(strides()), storage_offset())
+  return dim() < 2 ? make_view(*this, DimVector(sizes()), DimVector(strides()), storage_offset(), "TBackward0")
                    : transpose(0, 1);
 }
 
@@ -58,7 +58,7 @@ Tensor Tensor::permute(IntArrayRef dims) const {
     sz[i] = size(d);
     st[i] = stride(d);
   }
-  return make_view(*this, std::move(sz), std::move(st), storage_offset());
+  return make_view(*this, std::move(sz), std::move(st), storage_offset(), "PermuteBackward0");
 }
 
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
@@ -72,7 +72,7 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
                  length, " exceeds dim ", d, " of size ", n);
   DimVector sz(sizes());
   sz[d] = length;
-  return make_view(*this, std::move(sz), DimVector(strides()), storage_offset() + start * stride(d));
+  return make_view(*this, std::move(sz), DimVector(strides()), storage_offset() + start * stride(d), "NarrowBackward0");
 }
 
 Tensor Tensor::select(int64_t d, int64_t index) const {
@@ -87,7 +87,7 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   const int64_t offset = storage_offset() + index * st[d];
   sz.erase(d);
   st.erase(d);
-  return make_view(*this, std::move(sz), std::move(st), offset);
+  return make_view(*this, std::move(sz), std::move(st), offset, "SelectBackward0");
 }
 
 Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int64_t> stop,
@@ -107,7 +107,7 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int6
   DimVector sz(sizes()), st(strides());
   sz[d] = (e - b + step - 1) / step;
   st[d] *= step;
-  return make_view(*this, std::move(sz), std::move(st), storage_offset() + b * stride(d));
+  return make_view(*this, std::move(sz), std::move(st), storage_offset() + b * stride(d), "SliceBackward0");
 }
 
 Tensor Tensor::index(std::initializer_list<TensorIndex> indices) const {
@@ -146,7 +146,7 @@ Tensor Tensor::expand(IntArrayRef shape) const {
     sz[i] = want;
     st[i] = cur == want ? stride(i - lead) : 0;
   }
-  return make_view(*this, std::move(sz), std::move(st), storage_offset());
+  return make_view(*this, std::move(sz), std::move(st), storage_offset(), "ExpandBackward0");
 }
 
 Tensor Tensor::squeeze() const {
@@ -156,7 +156,7 @@ Tensor Tensor::squeeze() const {
       sz.push_back(size(d));
       st.push_back(stride(d));
     }
-  return make_view(*this, std::move(sz), std::move(st), storage_offset());
+  return make_view(*this, std::move(sz), std::move(st), storage_offset(), "SqueezeBackward0");
 }
 
 Tensor Tensor::squeeze(int64_t d) const {
@@ -166,7 +166,7 @@ Tensor Tensor::squeeze(int64_t d) const {
     sz.erase(d);
     st.erase(d);
   }
-  return make_view(*this, std::move(sz), std::move(st), storage_offset());
+  return make_view(*this, std::move(sz), std::move(st), storage_offset(), "SqueezeBackward1");
 }
 
 Tensor Tensor::unsqueeze(int64_t d) const {
@@ -175,7 +175,7 @@ Tensor Tensor::unsqueeze(int64_t d) const {
   const int64_t s = d < dim() ? size(d) * stride(d) : 1;
   sz.insert(d, 1);
   st.insert(d, s);
-  return make_view(*this, std::move(sz), std::move(st), storage_offset());
+  return make_view(*this, std::move(sz), std::move(st), storage_offset(), "UnsqueezeBackward0");
 }
 
 Tensor Tensor::flatten(int64_t start, int64_t end) const {
@@ -212,7 +212,7 @@ Tensor Tensor::diagonal(int64_t offset, int64_t dim1, int64_t dim2) const {
     }
   sz.push_back(len);
   st.push_back(stride(d1) + stride(d2));
-  return make_view(*this, std::move(sz), std::move(st), start);
+  return make_view(*this, std::move(sz), std::move(st), start, "DiagonalBackward0");
 }
 
 Tensor Tensor::as_strided(IntArrayRef size, IntArrayRef stride,
@@ -233,7 +233,7 @@ Tensor Tensor::as_strided(IntArrayRef size, IntArrayRef stride,
   BP_CHECK_INDEX(empty || last < capacity, "[as_strided] size ", size, " and stride ", stride,
                  " at offset ", offset, " reach element ", last,
                  ", past the end of the memory (", capacity, " elements)");
-  return make_view(*this, DimVector(size), DimVector(stride), offset);
+  return make_view(*this, DimVector(size), DimVector(stride), offset, "AsStridedBackward0");
 }
 
 Tensor Tensor::unfold(int64_t d, int64_t size_, int64_t step) const {
@@ -251,7 +251,7 @@ Tensor Tensor::unfold(int64_t d, int64_t size_, int64_t step) const {
     sz.push_back(size_);
     st.push_back(stride(w));
   }
-  return make_view(*this, std::move(sz), std::move(st), storage_offset());
+  return make_view(*this, std::move(sz), std::move(st), storage_offset(), "UnfoldBackward0");
 }
 
 }  // namespace bp

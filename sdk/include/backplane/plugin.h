@@ -186,7 +186,8 @@ typedef enum bp_op {
   BP_OP_SCATTER = 38, /* out is self, written in place: out[in0[i] along dim
                          ints[0]] = in1[i]; in0 index int64, in1 src of index's
                          shape (stride 0 for a scalar value); dispatch: in1's;
-                         ints[1] = reduction: 0 none */
+                         ints[1] = reduction: 0 none (last write wins),
+                         1 add (out[...] += in1[i], every duplicate counted) */
   BP_OP_INDEX_SELECT = 39, /* out = in0 selected along dim ints[0] by in1
                               (1-D int64); dispatch: in0's */
   /* --- random numbers ------------------------------------------------------- */

@@ -1,0 +1,277 @@
+// The backward pass: runs the graph from the roots in reverse creation
+// order, summing gradients into each node's inputs, and the per-tensor
+// autograd calls of Tensor.
+#include "graph.h"
+
+#include <backplane/ops.h>
+
+#include "../internal.h"
+
+#include <iostream>
+#include <mutex>
+#include <queue>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace bp {
+
+namespace {
+thread_local bool t_grad_enabled = true;
+
+std::mutex g_warn_mu;
+std::function<void(const std::string&)>& warning_handler() {
+  static auto* h = new std::function<void(const std::string&)>(
+      [](const std::string& m) { std::cerr << "[warning] " << m << "\n"; });
+  return *h;
+}
+}  // namespace
+
+bool GradMode::is_enabled() { return t_grad_enabled; }
+void GradMode::set_enabled(bool enabled) { t_grad_enabled = enabled; }
+
+void set_warning_handler(std::function<void(const std::string&)> handler) {
+  std::lock_guard lock(g_warn_mu);
+  warning_handler() = std::move(handler);
+}
+
+void warn(const std::string& message) {
+  std::lock_guard lock(g_warn_mu);
+  warning_handler()(message);
+}
+
+namespace autograd {
+namespace {
+
+struct ByLatest {
+  bool operator()(const Node* a, const Node* b) const { return a->sequence_nr < b->sequence_nr; }
+};
+
+void accumulate(Tensor& slot, const Tensor& g) { slot = slot.defined() ? slot.add(g) : g; }
+
+void run_backward(const std::vector<Edge>& roots, const std::vector<Tensor>& grads,
+                  bool retain_graph) {
+  NoGradGuard no_grad;
+  // How many edges from reachable nodes lead to each node.
+  std::unordered_map<Node*, int> deps;
+  std::unordered_set<Node*> seen;
+  std::vector<Node*> stack;
+  for (const Edge& e : roots)
+    if (seen.insert(e.fn.get()).second) stack.push_back(e.fn.get());
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    for (const Edge& e : n->next_edges) {
+      if (!e.valid()) continue;
+      ++deps[e.fn.get()];
+      if (seen.insert(e.fn.get()).second) stack.push_back(e.fn.get());
+    }
+  }
+  std::unordered_map<Node*, std::vector<Tensor>> buffers;
+  auto buffer_of = [&](Node* n) -> std::vector<Tensor>& {
+    auto& b = buffers[n];
+    if (b.size() < n->outputs.size()) b.resize(n->outputs.size());
+    return b;
+  };
+  for (std::size_t i = 0; i < roots.size(); ++i)
+    accumulate(buffer_of(roots[i].fn.get())[roots[i].input_nr], grads[i]);
+
+  std::priority_queue<Node*, std::vector<Node*>, ByLatest> ready;
+  std::unordered_set<Node*> queued;
+  for (const Edge& e : roots)
+    if (deps[e.fn.get()] == 0 && queued.insert(e.fn.get()).second) ready.push(e.fn.get());
+
+  // Keeps nodes alive while they run even if the graph lets go of them.
+  std::vector<IntrusivePtr<Node>> keep;
+  for (const Edge& e : roots) keep.push_back(e.fn);
+  while (!ready.empty()) {
+    Node* node = ready.top();
+    ready.pop();
+    std::vector<Tensor> in = std::move(buffer_of(node));
+    buffers.erase(node);
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      if (!in[i].defined()) {
+        const OutputInfo& o = node->outputs[i];
+        in[i] = zeros(o.shape, TensorOptions(o.dtype).device(o.device));
+      }
+      for (const Hook& h : node->pre_hooks[i]) {
+        Tensor r = h(in[i]);
+        if (r.defined()) in[i] = r;
+      }
+    }
+    std::vector<Tensor> out = node->apply(in);
+    if (!retain_graph) node->release_saved();
+    for (std::size_t i = 0; i < node->next_edges.size(); ++i) {
+      const Edge& e = node->next_edges[i];
+      if (!e.valid()) continue;
+      if (i < out.size() && out[i].defined()) accumulate(buffer_of(e.fn.get())[e.input_nr], out[i]);
+      if (--deps[e.fn.get()] == 0) {
+        keep.push_back(e.fn);
+        ready.push(e.fn.get());
+      }
+    }
+  }
+}
+
+Edge root_edge(const Tensor& t, std::size_t i) {
+  BP_CHECK_T(AutogradError, t.defined() && t.requires_grad(), "[backward] element ", i,
+             " of the roots does not require grad and has no grad_fn: nothing to differentiate. "
+             "Set requires_grad on the leaves first (and do not run under NoGradGuard)");
+  return gradient_edge(t);
+}
+
+Tensor root_gradient(const Tensor& t, const Tensor& g) {
+  if (!g.defined()) {
+    BP_CHECK_T(AutogradError, t.numel() == 1, "[backward] a gradient can be created implicitly "
+               "only for one-element outputs; this output is a ", detail::describe_tensor(t),
+               ". Pass backward(gradient) with a tensor of its shape");
+    return ones(t.sizes(), TensorOptions(t.dtype()).device(t.device()));
+  }
+  BP_CHECK_T(AutogradError, DimVector(g.sizes()) == DimVector(t.sizes()),
+             "[backward] the gradient has shape ", g.sizes(), " but the output has shape ",
+             t.sizes(), "; they must match");
+  detail::check_same_device("backward", t, g);
+  return g.dtype() == t.dtype() ? g : g.to(t.dtype());
+}
+
+}  // namespace
+}  // namespace autograd
+
+void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& gradients,
+              bool retain_graph) {
+  BP_CHECK_T(AutogradError, gradients.empty() || gradients.size() == roots.size(),
+             "[backward] got ", gradients.size(), " gradients for ", roots.size(), " roots");
+  std::vector<autograd::Edge> edges;
+  std::vector<Tensor> grads;
+  for (std::size_t i = 0; i < roots.size(); ++i) {
+    edges.push_back(autograd::root_edge(roots[i], i));
+    grads.push_back(autograd::root_gradient(roots[i], gradients.empty() ? Tensor() : gradients[i]));
+  }
+  autograd::run_backward(edges, grads, retain_graph);
+}
+
+// --- Tensor's autograd calls ------------------------------------------------------
+
+using autograd::meta;
+using autograd::meta_if;
+
+Tensor& Tensor::requires_grad_(bool r) {
+  BP_CHECK_TYPE(!r || is_floating(dtype()), "[requires_grad_] only floating tensors can require "
+                "gradients, got ", detail::describe_tensor(*this), "; convert it with .to(float32)");
+  BP_CHECK_T(AutogradError, is_leaf() || r, "[requires_grad_] only leaves can change this flag; "
+             "this tensor was computed by ", grad_fn_name(),
+             ". Use .detach() to get a tensor outside the graph");
+  impl_->requires_grad = r;
+  return *this;
+}
+
+bool Tensor::is_leaf() const {
+  const AutogradMeta* m = impl_->autograd.get();
+  return !(m && m->grad_fn);
+}
+
+Tensor Tensor::grad() const {
+  const AutogradMeta* m = impl_->autograd.get();
+  if (!is_leaf()) {
+    if (m && m->retained) return m->retained->grad;
+    warn("[grad] the .grad of a tensor that is not a leaf is being read (" +
+         detail::describe_tensor(*this) + "); it is not filled by backward. Call .retain_grad() "
+         "on it before backward if you need it, or use the gradient of a leaf");
+    return Tensor();
+  }
+  return m ? m->grad : Tensor();
+}
+
+void Tensor::set_grad(const Tensor& g) {
+  if (g.defined()) {
+    BP_CHECK(DimVector(g.sizes()) == impl_->sizes, "[set_grad] the gradient has shape ",
+             g.sizes(), " but the tensor has shape ", sizes());
+    detail::check_same_device("set_grad", *this, g);
+  }
+  if (!is_leaf() && meta(*this).retained) {
+    meta(*this).retained->grad = g;
+    return;
+  }
+  meta(*this).grad = g;
+}
+
+std::string Tensor::grad_fn_name() const {
+  if (!impl_->requires_grad) return "";
+  const autograd::Edge e = autograd::gradient_edge(*this);
+  if (!e.valid() || !meta(*this).grad_fn) return "";
+  return e.fn->name();
+}
+
+Tensor& Tensor::retain_grad() {
+  BP_CHECK_T(AutogradError, requires_grad(), "[retain_grad] this tensor does not require grad: ",
+             detail::describe_tensor(*this));
+  if (is_leaf()) return *this;  // leaves keep their grad anyway
+  AutogradMeta& m = meta(*this);
+  if (m.retained) return *this;
+  m.retained = make_intrusive<AutogradMeta::RetainedGrad>();
+  const autograd::Edge e = autograd::gradient_edge(*this);
+  IntrusivePtr<AutogradMeta::RetainedGrad> box = m.retained;
+  e.fn->pre_hooks[e.input_nr].push_back([box](const Tensor& g) {
+    if (box->grad.defined())
+      box->grad = box->grad.add(g);
+    else
+      box->grad = g.clone(MemoryFormat::Contiguous);
+    return Tensor();
+  });
+  return *this;
+}
+
+bool Tensor::retains_grad() const {
+  const AutogradMeta* m = impl_->autograd.get();
+  return m && m->retained;
+}
+
+void Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) {
+  BP_CHECK_T(AutogradError, requires_grad(), "[register_hook] cannot register a hook on a tensor "
+             "that does not require grad: ", detail::describe_tensor(*this));
+  if (is_leaf()) {
+    meta(*this).hooks.push_back(std::move(hook));
+    return;
+  }
+  const autograd::Edge e = autograd::gradient_edge(*this);
+  e.fn->pre_hooks[e.input_nr].push_back(std::move(hook));
+}
+
+void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
+  bp::backward({*this}, {gradient}, retain_graph);
+}
+
+Tensor Tensor::detach() const {
+  auto impl = make_intrusive<TensorImpl>();
+  impl->storage = impl_->storage;
+  impl->version = impl_->version;
+  impl->own_version = impl_->own_version;
+  impl->sizes = impl_->sizes;
+  impl->strides = impl_->strides;
+  impl->offset = impl_->offset;
+  impl->numel = impl_->numel;
+  impl->dtype = impl_->dtype;
+  impl->device = impl_->device;
+  impl->contiguous = impl_->contiguous;
+  return Tensor(std::move(impl));
+}
+
+Tensor& Tensor::detach_() {
+  BP_CHECK_T(AutogradError, !is_view(), "[detach_] cannot detach a view in place (",
+             detail::describe_tensor(*this), "); its base would keep the history. Use .detach(), "
+             "which returns a new tensor on the same memory");
+  if (AutogradMeta* m = impl_->autograd.get()) {
+    m->grad_fn.reset();
+    m->output_nr = 0;
+  }
+  impl_->requires_grad = false;
+  return *this;
+}
+
+Tensor Tensor::data() const {
+  Tensor t = detach();
+  t.impl()->own_version = make_intrusive<SharedVersionCounter>();
+  t.impl()->version = &t.impl()->own_version->counter;
+  return t;
+}
+
+}  // namespace bp
