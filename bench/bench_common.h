@@ -12,8 +12,16 @@ inline constexpr int64_t kLargeElems = int64_t{16} << 20;
 // Bytes one large add moves: read two operands, write one.
 inline constexpr int64_t kLargeAddBytes = 3 * kLargeElems * int64_t{sizeof(float)};
 
+// The strided-vs-dense pair: a 2048 x 2048 float32 add (4M elements).
+inline constexpr int64_t kSquare = 2048;
+inline constexpr int64_t kSquareAddBytes = 3 * kSquare * kSquare * int64_t{sizeof(float)};
+
+// The MLP step: batch 64, 256 wide, two layers.
+inline constexpr int64_t kBatch = 64;
+inline constexpr int64_t kWidth = 256;
+
 #ifdef BACKPLANE_BENCH_WITH_LIBTORCH
-// Registers tiny_add/libtorch and add_16M/libtorch (bench_libtorch.cpp).
+// Registers the */libtorch benchmarks (bench_libtorch.cpp).
 void register_libtorch_benchmarks();
 #endif
 

@@ -60,12 +60,66 @@ void add_16M_plain_loop(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * kLargeAddBytes);
 }
 
+// A 4M-element add, dense, and with one operand transposed (a strided
+// walk): the strided path must stay within 2x of the dense one.
+void add_4M_backplane(benchmark::State& state) {
+  Tensor a = full({kSquare, kSquare}, 1.0), b = full({kSquare, kSquare}, 2.0);
+  Tensor out = empty({kSquare, kSquare});
+  add_out(out, a, b);
+  for (auto _ : state) {
+    add_out(out, a, b);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * kSquareAddBytes);
+}
+
+void strided_add_4M_backplane(benchmark::State& state) {
+  Tensor a = full({kSquare, kSquare}, 1.0), b = full({kSquare, kSquare}, 2.0).t();
+  Tensor out = empty({kSquare, kSquare});
+  add_out(out, a, b);
+  for (auto _ : state) {
+    add_out(out, a, b);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * kSquareAddBytes);
+}
+
+// The eager overhead with autograd recording a node.
+void tiny_add_grad_backplane(benchmark::State& state) {
+  Tensor a = ones({1}).requires_grad_(), b = ones({1}).requires_grad_();
+  for (auto _ : state) {
+    Tensor c = add(a, b);
+    benchmark::DoNotOptimize(c.impl());
+  }
+}
+
+// Forward and backward of a 2-layer MLP (256 wide, batch 64).
+void mlp_step_backplane(benchmark::State& state) {
+  manual_seed(0);
+  Tensor x = randn({kBatch, kWidth});
+  Tensor w1 = randn({kWidth, kWidth}).mul(0.05).detach().requires_grad_();
+  Tensor b1 = zeros({kWidth}).requires_grad_();
+  Tensor w2 = randn({kWidth, kWidth}).mul(0.05).detach().requires_grad_();
+  Tensor b2 = zeros({kWidth}).requires_grad_();
+  for (auto _ : state) {
+    for (Tensor* p : {&w1, &b1, &w2, &b2}) p->set_grad(Tensor());
+    Tensor h = relu(matmul(x, w1).add(b1));
+    Tensor y = matmul(h, w2).add(b2);
+    y.mul(y).mean().backward();
+    benchmark::DoNotOptimize(w1.grad().impl());
+  }
+}
+
 void register_benchmarks() {
   benchmark::RegisterBenchmark("tiny_add/backplane", tiny_add_backplane);
   // Wall-clock rates: the work runs on several threads, and the CPU time of
   // the calling thread alone would overstate the bandwidth.
   benchmark::RegisterBenchmark("add_16M/backplane", add_16M_backplane)->UseRealTime();
   benchmark::RegisterBenchmark("add_16M/plain_loop", add_16M_plain_loop)->UseRealTime();
+  benchmark::RegisterBenchmark("add_4M/backplane", add_4M_backplane)->UseRealTime();
+  benchmark::RegisterBenchmark("strided_add_4M/backplane", strided_add_4M_backplane)->UseRealTime();
+  benchmark::RegisterBenchmark("tiny_add_grad/backplane", tiny_add_grad_backplane);
+  benchmark::RegisterBenchmark("mlp_step/backplane", mlp_step_backplane)->UseRealTime();
 #ifdef BACKPLANE_BENCH_WITH_LIBTORCH
   register_libtorch_benchmarks();
 #endif
@@ -111,7 +165,7 @@ class RatioReporter : public benchmark::BenchmarkReporter {
 };
 
 void print_ratio(const RatioReporter& r, const char* label, const char* num, const char* den,
-                 bool bandwidth) {
+                 bool bandwidth, double bytes = static_cast<double>(kLargeAddBytes)) {
   const Result* n = r.find(num);
   const Result* d = r.find(den);
   if (n == nullptr || d == nullptr) {
@@ -124,7 +178,6 @@ void print_ratio(const RatioReporter& r, const char* label, const char* num, con
                 n->seconds_per_iter * 1e9, d->seconds_per_iter * 1e9);
     return;
   }
-  const double bytes = static_cast<double>(kLargeAddBytes);
   std::printf("  %-30s %.3f  (%.2f GB/s vs %.2f GB/s: %.0f%% of the reference bandwidth)\n", label,
               ratio, bytes / n->seconds_per_iter / 1e9, bytes / d->seconds_per_iter / 1e9,
               100.0 / ratio);
@@ -155,6 +208,12 @@ int main(int argc, char** argv) {
               false);
   print_ratio(reporter, "add_16M backplane/plain_loop", "add_16M/backplane", "add_16M/plain_loop",
               true);
+  print_ratio(reporter, "strided_add_4M / add_4M", "strided_add_4M/backplane",
+              "add_4M/backplane", true, static_cast<double>(bp::bench::kSquareAddBytes));
+  print_ratio(reporter, "tiny_add_grad backplane/libtorch", "tiny_add_grad/backplane",
+              "tiny_add_grad/libtorch", false);
+  print_ratio(reporter, "mlp_step backplane/libtorch", "mlp_step/backplane", "mlp_step/libtorch",
+              false);
 #ifdef BACKPLANE_BENCH_WITH_LIBTORCH
   print_ratio(reporter, "add_16M backplane/libtorch", "add_16M/backplane", "add_16M/libtorch",
               true);

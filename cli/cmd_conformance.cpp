@@ -1,16 +1,42 @@
 // `backplane conformance`: runs the conformance suite on device 0 of the
-// selected backend, prints a table per category and optionally writes JSON.
+// selected backend, each case in a child process of this program (the hidden
+// --run-one flag, conformance_child.cpp), compares values with a reference
+// backend, and reports to the console, JSON and JUnit XML.
 #include <backplane/backplane.h>
 #include <backplane/conformance.h>
+#include <unistd.h>
 
 #include <iostream>
+#include <optional>
+#include <random>
 #include <string>
 
 #include "commands.h"
+#include "conformance_child.h"
 
 namespace bp::cli {
 
 namespace {
+
+const char* kDetails =
+    "Each case checks rules of SEMANTICS.md (its IDs are listed beside it) on device 0\n"
+    "of the backend. A case is passed, failed (with expected and actual values),\n"
+    "unsupported (the backend lacks an op it needs) or skipped. Unsupported cases do\n"
+    "not make the run fail.\n\n"
+    "Each case runs in a child process with a time limit, so a crash or a hang fails\n"
+    "that case (\"killed by signal 11 (SIGSEGV)\", \"timed out after 60 s\") and the run\n"
+    "goes on. The op cases (category op) run every op on the backend and on the\n"
+    "reference backend (--compare-to) with random inputs from the seed, which is\n"
+    "printed at the start: --seed N replays a run.\n\n"
+    "Conformance always runs with --fallback deny: an op the backend lacks makes a\n"
+    "case unsupported, it never runs on another backend.\n\n"
+    "Examples:\n"
+    "  backplane conformance\n"
+    "  backplane conformance --backend cuda --json cuda.json --junit cuda.xml\n"
+    "  backplane --backend ./libbackplane_mine.so conformance --filter 'IP-*'\n"
+    "  backplane conformance --filter 'op.matmul.*' --seed 1234 --verbose\n"
+    "  backplane conformance --backend cuda --compare-to cpu_onednn --timeout 20\n"
+    "  backplane conformance --list --filter 'view.*'\n";
 
 class ConformanceCommand : public Command {
  public:
@@ -18,77 +44,123 @@ class ConformanceCommand : public Command {
   const char* summary() const override {
     return "Run the conformance suite on a backend and report which cases pass";
   }
-  const char* details() const override {
-    return "Each case checks rules of SEMANTICS.md (its IDs are listed beside it) on device 0\n"
-           "of the backend. A case is passed, failed (with expected and actual values),\n"
-           "unsupported (the backend lacks an op it needs) or skipped. Unsupported cases do\n"
-           "not make the run fail.\n\n"
-           "Examples:\n"
-           "  backplane conformance\n"
-           "  backplane conformance --backend cuda --json cuda.json\n"
-           "  backplane --backend ./libbackplane_mine.so conformance --filter IP-2\n"
-           "  backplane conformance --list\n";
-  }
+  const char* details() const override { return kDetails; }
+
   po::options_description options() override {
     po::options_description own("Options");
-    own.add_options()("json", po::value<std::string>(&json_path_)->value_name("FILE"),
-                      "also write the report to FILE as JSON")(
-        "filter", po::value<std::string>(&filter_)->value_name("TEXT"),
-        "run only the cases whose name, category or SEMANTICS.md ID contains TEXT; "
-        "the others are reported as skipped")("list", po::bool_switch(&list_),
-                                              "list the cases and their IDs without running them");
+    own.add_options()
+        ("json", po::value<std::string>(&json_path_)->value_name("FILE"),
+         "also write the report to FILE as JSON")
+        ("junit", po::value<std::string>(&junit_path_)->value_name("FILE"),
+         "also write the report to FILE as JUnit XML")
+        ("filter", po::value<std::vector<std::string>>(&filters_)->composing()->value_name("GLOB"),
+         "run only the cases whose name, category or SEMANTICS.md ID matches GLOB "
+         "(shell-style: 'IP-*', 'op.add.*', view); repeatable: a case matching any runs")
+        ("seed", po::value<uint64_t>()->value_name("N")->notifier([this](uint64_t s) { seed_ = s; }),
+         "seed of the random inputs (default: a random one, printed at the start)")
+        ("compare-to", po::value<std::string>(&compare_to_)->value_name("BACKEND"),
+         "reference backend whose results the op cases must match (default cpu_onednn)")
+        ("timeout", po::value<double>(&timeout_s_)->value_name("SECONDS"),
+         "time limit of one case (default 60); a case over it is killed and fails")
+        ("no-isolate", po::bool_switch(&no_isolate_),
+         "run every case in this process (for a debugger; a crash ends the run)")
+        ("list", po::bool_switch(&list_), "list the cases, their categories and IDs; run nothing")
+        ("verbose,v", po::bool_switch(&verbose_), "show every case in the report, with its time");
     return own;
   }
 
+  po::options_description hidden_options() override {
+    po::options_description hidden;
+    hidden.add_options()
+        ("run-one", po::value<std::string>(&run_one_), "run one case (the child's side)")
+        ("result-fd", po::value<int>(&result_fd_), "where --run-one writes its result");
+    return hidden;
+  }
+
   int run(const BackendFlags& flags) override {
-    conformance::Suite suite = conformance::default_suite();
+    if (flags.fallback != "deny")
+      std::cerr << "[conformance] --fallback " << flags.fallback
+                << " ignored: conformance always runs with deny\n";
+    set_fallback_policy(FallbackPolicy::Deny);
+    if (!(timeout_s_ > 0)) {
+      std::cerr << "[conformance] --timeout must be a positive number of seconds\n";
+      return kExitUsage;
+    }
+    if (!seed_) seed_ = std::random_device{}();
+    const conformance::Suite suite = conformance::default_suite();
+    if (!run_one_.empty())
+      return run_one_case(suite, run_one_, flags.backend, compare_to_, *seed_, result_fd_);
+
+    auto selected = conformance::select_cases(suite, filters_);
+    if (selected.empty()) {
+      std::cerr << "[conformance] no case matches --filter";
+      for (const auto& f : filters_) std::cerr << " '" << f << "'";
+      std::cerr << "; 'backplane conformance --list' shows the cases\n";
+      return kExitUsage;
+    }
     if (list_) {
-      for (const auto& c : suite.cases()) {
-        std::cout << c.name << "  [" << c.category << "]";
-        for (const auto& id : c.spec) std::cout << " " << id;
+      for (const auto* c : selected) {
+        std::cout << c->name << "  [" << c->category << "]";
+        for (const auto& id : c->spec) std::cout << " " << id;
         std::cout << "\n";
       }
       return kExitOk;
     }
 
-    Backend* backend = nullptr;
+    BackendPair backends;
+    if (int code = load_backends(flags.backend, compare_to_, backends); code != kExitOk)
+      return code;
+    conformance::Context ctx(*backends.dut, Device{static_cast<int16_t>(backends.dut->id()), 0},
+                             *backends.ref, Device{static_cast<int16_t>(backends.ref->id()), 0},
+                             *seed_);
+    std::cout << "conformance of " << backends.dut->name() << " against " << backends.ref->name()
+              << ": " << selected.size() << " cases, seed " << *seed_ << " (replay with --seed "
+              << *seed_ << ")" << std::endl;
+
+    conformance::RunOptions options;
+    options.filters = filters_;
+    if (!no_isolate_) options.isolation = conformance::Isolation{child_command(flags), timeout_s_};
+    conformance::ProgressLine progress(std::cout, STDOUT_FILENO);
+    options.on_start = [&](std::size_t i, std::size_t n, const conformance::Case& c) {
+      progress.update(i, n, c);
+    };
+    conformance::Report report = conformance::run_suite(suite, ctx, options);
+    progress.clear();
+    conformance::describe_backends(report, ctx);
+    conformance::print_report(std::cout, report,
+                              {conformance::wants_colour(STDOUT_FILENO), verbose_});
     try {
-      backend = &PluginLoader::instance().load(flags.backend);
-    } catch (const PluginError& e) {
+      if (!json_path_.empty()) {
+        conformance::write_json(json_path_, report);
+        std::cout << "JSON report written to " << json_path_ << "\n";
+      }
+      if (!junit_path_.empty()) {
+        conformance::write_junit(junit_path_, report);
+        std::cout << "JUnit report written to " << junit_path_ << "\n";
+      }
+    } catch (const Error& e) {
       std::cerr << e.what() << "\n";
       return kExitUsage;
-    }
-    if (backend->device_count() == 0) {
-      std::cerr << "[conformance] no device: "
-                << (backend->no_device_reason().empty() ? "the plugin gave no reason"
-                                                        : backend->no_device_reason())
-                << " (backend " << backend->name() << ", " << backend->path() << ")\n";
-      return kExitNoDevice;
-    }
-
-    Device device{static_cast<int16_t>(backend->id()), 0};
-    conformance::Context ctx(*backend, device);
-    conformance::RunOptions options;
-    options.filter = filter_;
-    conformance::Report report = conformance::run_suite(suite, ctx, options);
-    conformance::print_report(std::cout, report);
-
-    if (!json_path_.empty()) {
-      try {
-        conformance::write_json(json_path_, report);
-      } catch (const Error& e) {
-        std::cerr << e.what() << "\n";
-        return kExitUsage;
-      }
-      std::cout << "report written to " << json_path_ << "\n";
     }
     return report.summary().failed == 0 ? kExitOk : kExitFailed;
   }
 
  private:
-  std::string json_path_;
-  std::string filter_;
-  bool list_ = false;
+  // This program again, with the flags that select the same backends and
+  // seed; the runner appends --result-fd and --run-one NAME.
+  std::vector<std::string> child_command(const BackendFlags& flags) const {
+    std::vector<std::string> cmd = {"/proc/self/exe", "conformance", "--backend", flags.backend,
+                                    "--compare-to", compare_to_, "--seed", std::to_string(*seed_)};
+    for (const auto& p : flags.plugin_paths) cmd.insert(cmd.end(), {"--plugin-path", p});
+    return cmd;
+  }
+
+  std::string json_path_, junit_path_, compare_to_ = kDefaultBackend, run_one_;
+  std::vector<std::string> filters_;
+  std::optional<uint64_t> seed_;
+  double timeout_s_ = 60;
+  int result_fd_ = -1;
+  bool no_isolate_ = false, list_ = false, verbose_ = false;
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 // `backplane devices`: every plugin the loader can see, whether it was
 // accepted, and its devices; for each rejected one, why.
 #include <backplane/backplane.h>
+#include <backplane/conformance/report.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -51,11 +52,15 @@ void print_backend(const Backend& b) {
   }
 }
 
-void print_candidate(const PluginCandidate& c, const char* note = "") {
+void print_candidate(const PluginCandidate& c, bool verbose, const char* note = "") {
   std::cout << "  " << (c.name.empty() ? "?" : c.name) << "  " << c.path << note << "\n";
-  if (c.loaded && c.backend)
+  if (c.loaded && c.backend) {
     print_backend(*c.backend);
-  else
+    if (verbose) {
+      std::cout << "    kernels (x: registered; an op it lacks makes a case unsupported):\n";
+      conformance::print_capability_matrix(std::cout, *c.backend);
+    }
+  } else
     std::cout << "    rejected: " << (c.reason.empty() ? "no reason given" : c.reason) << "\n";
 }
 
@@ -72,11 +77,20 @@ class DevicesCommand : public Command {
            "its name, version, ABI and devices (name, memory, whether the host can address\n"
            "it), or why it was rejected, or why it has no device. The --backend plugin is\n"
            "loaded too, so a plugin given by path shows even outside those folders; when it\n"
-           "cannot be loaded the command prints why and exits 2.\n\n"
+           "cannot be loaded the command prints why and exits 2. --verbose adds, for each\n"
+           "loaded plugin, the kernels it registered: an op x dtype matrix.\n\n"
            "Examples:\n"
            "  backplane devices\n"
+           "  backplane devices --verbose\n"
            "  backplane devices --backend ./build/lib/backplane/libbackplane_cuda.so\n"
            "  backplane --plugin-path /opt/plugins devices\n";
+  }
+
+  po::options_description options() override {
+    po::options_description own("Options");
+    own.add_options()("verbose,v", po::bool_switch(&verbose_),
+                      "also print the op x dtype matrix of the kernels each plugin registered");
+    return own;
   }
 
   int run(const BackendFlags& flags) override {
@@ -100,7 +114,7 @@ class DevicesCommand : public Command {
     std::cout << "\nPlugins found:\n";
     bool selected_listed = false;
     for (const auto& c : candidates) {
-      print_candidate(c);
+      print_candidate(c, verbose_);
       if (selected && same_file(c.path, selected->path())) selected_listed = true;
     }
     if (selected && !selected_listed) {
@@ -109,7 +123,7 @@ class DevicesCommand : public Command {
       c.name = selected->name();
       c.loaded = true;
       c.backend = IntrusivePtr<Backend>(selected);
-      print_candidate(c, "  (from --backend)");
+      print_candidate(c, verbose_, "  (from --backend)");
     } else if (candidates.empty()) {
       std::cout << "  (none)\n";
     }
@@ -123,6 +137,9 @@ class DevicesCommand : public Command {
     std::cout << selected->name() << ", " << selected->path() << "\n";
     return kExitOk;
   }
+
+ private:
+  bool verbose_ = false;
 };
 
 }  // namespace

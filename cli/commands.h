@@ -33,6 +33,8 @@ class Command {
   virtual const char* details() const = 0;
   // The command's own options, bound to its members.
   virtual po::options_description options() { return po::options_description("Options"); }
+  // Options parsed like the others but left out of --help (internal protocols).
+  virtual po::options_description hidden_options() { return po::options_description(); }
   // Runs with the global flags already applied (plugin folders registered).
   virtual int run(const BackendFlags& flags) = 0;
 };

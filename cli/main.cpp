@@ -105,6 +105,18 @@ int find_command_index(const std::vector<std::string>& args,
   return -1;
 }
 
+// Ops that ran on the CPU backend because the selected one lacks them
+// (--fallback warn|allow): counted by the core, shown once at the end.
+void print_fallbacks(std::ostream& os) {
+  std::vector<FallbackRecord> records = fallback_records();
+  if (records.empty()) return;
+  os << "[fallback] ops run on " << kDefaultBackend << " because the backend lacks them (--fallback "
+     << to_string(fallback_policy()) << "):\n";
+  for (const auto& r : records)
+    os << "  " << r.op << " (" << r.dtype << ") on " << r.backend << ": " << r.count
+       << (r.count == 1 ? " call" : " calls") << "\n";
+}
+
 int usage_error(const std::string& message, const std::string& command = {}) {
   std::cerr << "[backplane] " << message << "\nRun 'backplane "
             << (command.empty() ? "" : command + " ") << "--help' for usage.\n";
@@ -145,7 +157,7 @@ int run(int argc, char** argv) {
   if (!cmd) return usage_error("unknown command '" + name + "'");
 
   po::options_description all;
-  all.add(cmd->options()).add(global);
+  all.add(cmd->options()).add(cmd->hidden_options()).add(global);
   po::variables_map vm;
   try {
     // No positional arguments: an empty description makes any of them an error.
@@ -164,8 +176,14 @@ int run(int argc, char** argv) {
     print_command_help(*cmd, global);
     return kExitOk;
   }
-  bp::apply_backend_flags(flags);
-  return cmd->run(flags);
+  try {
+    bp::apply_backend_flags(flags);
+  } catch (const bp::ValueError& e) {
+    return usage_error(e.what(), name);
+  }
+  int code = cmd->run(flags);
+  print_fallbacks(std::cerr);
+  return code;
 }
 
 }  // namespace

@@ -1,7 +1,10 @@
-// Running cases and classifying what they throw; the host-side checks.
-#include <backplane/conformance.h>
+// Selecting cases, running them (in this process or one child process per
+// case) and classifying what they threw.
+#include <backplane/conformance/runner.h>
 #include <cxxabi.h>
+#include <fnmatch.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <memory>
 #include <typeinfo>
@@ -19,34 +22,64 @@ std::string type_name(const std::type_info& info) {
   return status == 0 && name ? std::string(name.get()) : std::string(info.name());
 }
 
-bool matches(const Case& c, const std::string& filter) {
-  if (filter.empty()) return true;
-  auto has = [&](const std::string& s) { return s.find(filter) != std::string::npos; };
-  if (has(c.name) || has(c.category)) return true;
-  for (const auto& id : c.spec)
-    if (has(id)) return true;
+bool glob(const std::string& pattern, const std::string& text) {
+  return fnmatch(pattern.c_str(), text.c_str(), 0) == 0;
+}
+
+bool selected(const Case& c, const std::vector<std::string>& filters) {
+  if (filters.empty()) return true;
+  for (const auto& f : filters) {
+    if (glob(f, c.name) || glob(f, c.category)) return true;
+    for (const auto& id : c.spec)
+      if (glob(f, id)) return true;
+  }
   return false;
 }
 
-std::string base_name(const char* path) {
-  std::string_view p(path);
-  auto slash = p.find_last_of('/');
-  return std::string(slash == std::string_view::npos ? p : p.substr(slash + 1));
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
 }  // namespace
 
+uint64_t Context::case_seed(std::string_view case_name) const {
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
+  for (unsigned char ch : case_name) h = (h ^ ch) * 0x100000001b3ull;
+  return mix(seed_ ^ h);
+}
+
 void Suite::add(Case c) {
-  for (const auto& existing : cases_)
-    BP_CHECK(existing.name != c.name, "[conformance] two cases are named '", c.name, "'");
+  BP_CHECK(find(c.name) == nullptr, "[conformance] two cases are named '", c.name, "'");
   BP_CHECK(static_cast<bool>(c.run), "[conformance] case '", c.name, "' has no function");
   cases_.push_back(std::move(c));
+}
+
+const Case* Suite::find(std::string_view name) const {
+  for (const auto& c : cases_)
+    if (c.name == name) return &c;
+  return nullptr;
 }
 
 Suite default_suite() {
   Suite suite;
   add_inplace_cases(suite);
   add_view_cases(suite);
+  add_construction_cases(suite);
+  add_random_cases(suite);
+  add_inplace_rule_cases(suite);
+  add_view_rule_cases(suite);
+  add_view_op_cases(suite);
+  add_copy_cases(suite);
+  add_device_cases(suite);
+  add_op_cases(suite);
+  add_autograd_cases(suite);
   return suite;
 }
 
@@ -64,30 +97,47 @@ std::string_view to_string(Status s) {
   return "unknown";
 }
 
+void Summary::add(Status s) {
+  switch (s) {
+    case Status::Passed:
+      ++passed;
+      break;
+    case Status::Failed:
+      ++failed;
+      break;
+    case Status::Unsupported:
+      ++unsupported;
+      break;
+    case Status::Skipped:
+      ++skipped;
+      break;
+  }
+}
+
 Summary Report::summary() const {
   Summary s;
-  for (const auto& r : results) {
-    switch (r.status) {
-      case Status::Passed:
-        ++s.passed;
-        break;
-      case Status::Failed:
-        ++s.failed;
-        break;
-      case Status::Unsupported:
-        ++s.unsupported;
-        break;
-      case Status::Skipped:
-        ++s.skipped;
-        break;
-    }
-  }
+  for (const auto& r : results) s.add(r.status);
   return s;
+}
+
+std::vector<std::string> missing_from_message(std::string_view message) {
+  // The dispatcher's words: "[add] not implemented for dtype float32 on backend 'x'; ...".
+  static constexpr std::string_view kMiddle = "] not implemented for dtype ";
+  std::vector<std::string> out;
+  if (message.empty() || message[0] != '[') return out;
+  auto close = message.find(kMiddle);
+  if (close == std::string_view::npos) return out;
+  std::string_view op = message.substr(1, close - 1);
+  std::string_view rest = message.substr(close + kMiddle.size());
+  std::string_view dtype = rest.substr(0, rest.find(' '));
+  out.push_back(std::string(op) + " (" + std::string(dtype) + ")");
+  return out;
 }
 
 CaseResult run_case(const Case& c, const Context& ctx) {
   CaseResult r;
   r.c = &c;
+  const auto t0 = std::chrono::steady_clock::now();
   try {
     c.run(ctx);
     r.status = Status::Passed;
@@ -101,6 +151,7 @@ CaseResult run_case(const Case& c, const Context& ctx) {
     // A backend may leave ops out (DV-2); that is reported, not held against it.
     r.status = Status::Unsupported;
     r.message = e.what();
+    r.missing = missing_from_message(r.message);
   } catch (const std::exception& e) {
     r.status = Status::Failed;
     r.message = type_name(typeid(e)) + ": " + e.what();
@@ -108,67 +159,39 @@ CaseResult run_case(const Case& c, const Context& ctx) {
     r.status = Status::Failed;
     r.message = "an exception of an unknown type";
   }
+  r.duration_ms = ms_since(t0);
   return r;
+}
+
+std::vector<const Case*> select_cases(const Suite& suite, const std::vector<std::string>& filters) {
+  std::vector<const Case*> out;
+  for (const auto& c : suite.cases())
+    if (selected(c, filters)) out.push_back(&c);
+  return out;
 }
 
 Report run_suite(const Suite& suite, const Context& ctx, const RunOptions& options) {
   Report report;
   report.backend = ctx.backend().name();
   report.device = to_string(ctx.device());
-  report.results.reserve(suite.cases().size());
-  for (const auto& c : suite.cases()) {
-    if (!matches(c, options.filter)) {
-      report.results.push_back({&c, Status::Skipped, "not selected by --filter " + options.filter});
-      continue;
-    }
-    report.results.push_back(run_case(c, ctx));
+  report.compare_to = ctx.reference().name();
+  report.compare_device = to_string(ctx.reference_device());
+  report.seed = ctx.seed();
+  report.isolated = options.isolation.has_value();
+  report.timeout_s = report.isolated ? options.isolation->timeout_s : 0;
+  report.filters = options.filters;
+  const std::vector<const Case*> cases = select_cases(suite, options.filters);
+  report.results.reserve(cases.size());
+  const auto t0 = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    if (options.on_start) options.on_start(i + 1, cases.size(), *cases[i]);
+    CaseResult r = report.isolated ? run_isolated(*cases[i], *options.isolation)
+                                   : run_case(*cases[i], ctx);
+    r.c = cases[i];
+    report.results.push_back(std::move(r));
   }
+  report.duration_ms = ms_since(t0);
   return report;
-}
-
-namespace detail {
-
-void fail(const char* file, int line, const std::string& what, const std::string& note) {
-  std::string msg = what + " (" + base_name(file) + ":" + std::to_string(line) + ")";
-  if (!note.empty()) msg += ": " + note;
-  throw CaseFailure(msg);
-}
-
-}  // namespace detail
-
-void expect_values(const Tensor& t, const std::vector<double>& expected, const char* expr,
-                   const char* file, int line) {
-  if (t.numel() != static_cast<int64_t>(expected.size()))
-    detail::fail(file, line,
-                 std::string(expr) + ": expected " + std::to_string(expected.size()) +
-                     " elements, got " + std::to_string(t.numel()) + " (shape " +
-                     detail::format(t.sizes()) + ")");
-  std::vector<double> actual = t.to_vector<double>();
-  if (actual != expected)
-    detail::fail(file, line,
-                 std::string(expr) + ": expected values " + detail::format(expected) + ", got " +
-                     detail::format(actual));
-}
-
-void expect_shape(const Tensor& t, const std::vector<int64_t>& expected, const char* expr,
-                  const char* file, int line) {
-  std::vector<int64_t> actual(t.sizes().begin(), t.sizes().end());
-  if (actual != expected)
-    detail::fail(file, line,
-                 std::string(expr) + ": expected shape " + detail::format(expected) + ", got " +
-                     detail::format(actual));
-}
-
-void expect_strides(const Tensor& t, const std::vector<int64_t>& expected, const char* expr,
-                    const char* file, int line) {
-  std::vector<int64_t> actual(t.strides().begin(), t.strides().end());
-  bool same = actual.size() == expected.size();
-  for (std::size_t i = 0; same && i < actual.size(); ++i)
-    same = t.size(static_cast<int64_t>(i)) == 1 || actual[i] == expected[i];
-  if (!same)
-    detail::fail(file, line,
-                 std::string(expr) + ": expected strides " + detail::format(expected) + ", got " +
-                     detail::format(actual) + " (shape " + detail::format(t.sizes()) + ")");
 }
 
 }  // namespace bp::conformance

@@ -5,8 +5,10 @@
 #include "autograd/graph.h"
 #include "internal.h"
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
+#include <vector>
 
 namespace bp {
 
@@ -107,6 +109,88 @@ void check_same_device(const char* op, const Tensor& a, const Tensor& b) {
            "; move one with .to(device) first (no implicit transfers)");
 }
 
+namespace {
+
+// Calls fn(position) for the storage position of every element of a layout,
+// row-major, until fn returns false.
+template <class F>
+void for_each_position(IntArrayRef sizes, IntArrayRef strides, int64_t offset, F&& fn) {
+  const int64_t n = numel(sizes);
+  const std::size_t nd = sizes.size();
+  DimVector idx(nd, 0);
+  int64_t pos = offset;
+  for (int64_t k = 0; k < n; ++k) {
+    if (!fn(pos)) return;
+    for (std::size_t d = nd; d-- > 0;) {
+      if (++idx[d] < sizes[d]) {
+        pos += strides[d];
+        break;
+      }
+      pos -= (sizes[d] - 1) * strides[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+// [first, last] element range a layout touches in its storage.
+std::pair<int64_t, int64_t> extent(IntArrayRef sizes, IntArrayRef strides, int64_t offset) {
+  int64_t lo = offset, hi = offset;
+  for (std::size_t d = 0; d < sizes.size(); ++d) {
+    const int64_t span = (sizes[d] - 1) * strides[d];
+    (span < 0 ? lo : hi) += span;
+  }
+  return {lo, hi};
+}
+std::pair<int64_t, int64_t> extent(const Tensor& t) {
+  return extent(t.sizes(), t.strides(), t.storage_offset());
+}
+
+// True when two elements of a layout share a memory location. With the
+// dims sorted by stride, a stride beyond the span of all smaller ones
+// proves there is no overlap (transposes, slices, diagonals, unfold with
+// step >= size); other layouts are enumerated.
+bool has_internal_overlap(IntArrayRef sizes, IntArrayRef strides) {
+  DimVector st, sz;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == 0) return false;
+    if (sizes[i] == 1) continue;
+    if (strides[i] == 0) return true;
+    // Insertion sort by |stride|: ranks are tiny.
+    const int64_t a = strides[i] < 0 ? -strides[i] : strides[i];
+    std::size_t at = st.size();
+    while (at > 0 && st[at - 1] > a) --at;
+    st.insert(at, a);
+    sz.insert(at, sizes[i]);
+  }
+  int64_t span = 0;
+  bool proven = true;
+  for (std::size_t i = 0; i < st.size() && proven; ++i) {
+    proven = st[i] > span;
+    span += (sz[i] - 1) * st[i];
+  }
+  if (proven) return false;
+  const auto [lo, hi] = extent(sizes, strides, 0);
+  std::vector<bool> seen(static_cast<std::size_t>(hi - lo + 1), false);
+  bool overlap = false;
+  for_each_position(sizes, strides, -lo, [&](int64_t p) {
+    if (seen[p]) overlap = true;
+    seen[p] = true;
+    return !overlap;
+  });
+  return overlap;
+}
+
+// The same elements in the same order: equal offsets and sizes, and equal
+// strides wherever a stride addresses memory (size > 1).
+bool same_elements(const Tensor& a, const Tensor& b) {
+  if (a.storage_offset() != b.storage_offset() || !a.sizes().equals(b.sizes())) return false;
+  for (int64_t d = 0; d < a.dim(); ++d)
+    if (a.size(d) > 1 && a.stride(d) != b.stride(d)) return false;
+  return true;
+}
+
+}  // namespace
+
 void check_writable(const char* op, const Tensor& out) {
   // A zero stride on a dim of size > 1 maps several elements to one address.
   const auto sz = out.sizes(), st = out.strides();
@@ -114,29 +198,32 @@ void check_writable(const char* op, const Tensor& out) {
     BP_CHECK(!(st[i] == 0 && sz[i] > 1), "[", op, "] cannot write to ", describe_tensor(out),
              ": several of its elements share one memory location (an expanded tensor, dim ",
              i, " has stride 0); call .clone() first");
+  if (out.is_contiguous() || out.numel() < 2) return;
+  BP_CHECK(!has_internal_overlap(sz, st), "[", op, "] cannot write to ", describe_tensor(out),
+           " with strides ", st, ": several of its elements share one memory location ",
+           "(overlapping windows, as unfold or as_strided make); call .clone() first");
 }
-
-namespace {
-// [first, last] element range a tensor touches in its storage.
-std::pair<int64_t, int64_t> extent(const Tensor& t) {
-  int64_t lo = t.storage_offset(), hi = lo;
-  for (int64_t d = 0; d < t.dim(); ++d) {
-    int64_t span = (t.size(d) - 1) * t.stride(d);
-    (span < 0 ? lo : hi) += span;
-  }
-  return {lo, hi};
-}
-}  // namespace
 
 void check_no_partial_overlap(const char* op, const Tensor& out, const Tensor& in) {
   if (!out.shares_storage(in) || out.numel() == 0 || in.numel() == 0) return;
-  if (out.storage_offset() == in.storage_offset() && out.sizes().size() == in.sizes().size() &&
-      std::equal(out.sizes().begin(), out.sizes().end(), in.sizes().begin()) &&
-      std::equal(out.strides().begin(), out.strides().end(), in.strides().begin()))
-    return;  // exactly the same elements: x.add_(x)
+  if (same_elements(out, in)) return;  // exactly the output: x.add_(x)
   auto [olo, ohi] = extent(out);
   auto [ilo, ihi] = extent(in);
-  BP_CHECK(ohi < ilo || ihi < olo, "[", op, "] the input ", describe_tensor(in),
+  if (ohi < ilo || ihi < olo) return;
+  // The ranges meet, but interleaved layouts (x[::2] and x[1::2]) may still
+  // touch no common element: mark the output's, then look for the input's.
+  const int64_t lo = std::max(olo, ilo), hi = std::min(ohi, ihi);
+  std::vector<bool> written(static_cast<std::size_t>(hi - lo + 1), false);
+  for_each_position(out.sizes(), out.strides(), out.storage_offset(), [&](int64_t p) {
+    if (p >= lo && p <= hi) written[p - lo] = true;
+    return true;
+  });
+  bool overlap = false;
+  for_each_position(in.sizes(), in.strides(), in.storage_offset(), [&](int64_t p) {
+    overlap = p >= lo && p <= hi && written[p - lo];
+    return !overlap;
+  });
+  BP_CHECK(!overlap, "[", op, "] the input ", describe_tensor(in),
            " partially overlaps the output ", describe_tensor(out),
            " in memory; pass a .clone() of the input");
 }

@@ -45,8 +45,7 @@ int64_t scan_line(const T* x, int64_t sd, int64_t b, int64_t e, T* value) {
 
 // `len` lines starting sx apart, each of n elements sd apart; indices to o.
 template <bool kMax, class T>
-void arg_lines(int64_t* o, int64_t so, const T* x, int64_t sx, int64_t sd, int64_t n,
-               int64_t len) {
+void arg_lines(int64_t* o, int64_t so, const T* x, int64_t sx, int64_t sd, int64_t n, int64_t len) {
   if (len == 1 || std::abs(sd) <= std::abs(sx)) {
     for (int64_t j = 0; j < len; ++j) {
       T v;
@@ -83,25 +82,22 @@ void arg_lines(int64_t* o, int64_t so, const T* x, int64_t sx, int64_t sd, int64
 // One long line, split over the team; chunk winners merge in index order.
 template <bool kMax, class T>
 int64_t arg_line_parallel(const T* x, int64_t sd, int64_t n) {
+  struct Chunk {
+    T value{};
+    int64_t index = -1;
+  };
   const int nt = omp_get_max_threads();
-  std::vector<T> value(nt);
-  std::vector<int64_t> index(nt, -1);
+  std::vector<Chunk> chunk(nt);
 #pragma omp parallel num_threads(nt)
   {
     const int64_t t = omp_get_thread_num(), team = omp_get_num_threads();
     const int64_t b = n * t / team, e = n * (t + 1) / team;
-    if (b < e) index[t] = scan_line<kMax>(x, sd, b, e, &value[t]);
+    if (b < e) chunk[t].index = scan_line<kMax>(x, sd, b, e, &chunk[t].value);
   }
-  int64_t bi = -1;
-  T best{};
-  for (int t = 0; t < nt; ++t) {
-    if (index[t] < 0) continue;
-    if (bi < 0 || better<kMax>(value[t], best)) {
-      best = value[t];
-      bi = index[t];
-    }
-  }
-  return bi;
+  Chunk best;
+  for (const Chunk& ch : chunk)
+    if (ch.index >= 0 && (best.index < 0 || better<kMax>(ch.value, best.value))) best = ch;
+  return best.index;
 }
 
 template <bool kMax>
@@ -116,9 +112,9 @@ void arg_kernel(const KernelCall& c) {
   BP_CHECK(out.ndim() == in.ndim(), name,
            "the output must keep the input's rank " << in.ndim() << ", got " << out.ndim());
   for (int k = 0; k < in.ndim(); ++k)
-    BP_CHECK(out.size(k) == (k == d ? 1 : in.size(k)), name,
-             "output dim " << k << " must be " << (k == d ? 1 : in.size(k)) << ", got "
-                           << out.size(k));
+    BP_CHECK(
+        out.size(k) == (k == d ? 1 : in.size(k)), name,
+        "output dim " << k << " must be " << (k == d ? 1 : in.size(k)) << ", got " << out.size(k));
   // 0-d operands are walked as [1].
   OwnedDesc o(out), x(in);
   const int64_t n = x.size(d), sd = x.stride(d);
@@ -129,17 +125,17 @@ void arg_kernel(const KernelCall& c) {
   bp::sdk::visit_dtype(in.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if (n >= kParallelMinElements && lines < omp_get_max_threads()) {
-      bp::sdk::for_each_row<2>({o.ref(), x.ref()}, [&](std::array<char*, 2> p,
-                                                       std::array<int64_t, 2> s, int64_t len) {
-        for (int64_t j = 0; j < len; ++j)
-          *reinterpret_cast<int64_t*>(p[0] + j * s[0]) =
-              arg_line_parallel<kMax>(reinterpret_cast<const T*>(p[1] + j * s[1]), sd, n);
-      });
+      bp::sdk::for_each_row<2>(
+          {o.ref(), x.ref()}, [&](std::array<char*, 2> p, std::array<int64_t, 2> s, int64_t len) {
+            for (int64_t j = 0; j < len; ++j)
+              *reinterpret_cast<int64_t*>(p[0] + j * s[0]) =
+                  arg_line_parallel<kMax>(reinterpret_cast<const T*>(p[1] + j * s[1]), sd, n);
+          });
       return;
     }
     auto row = [&](std::array<char*, 2> p, std::array<int64_t, 2> s, int64_t len) {
-      arg_lines<kMax>(reinterpret_cast<int64_t*>(p[0]), s[0] / 8,
-                      reinterpret_cast<const T*>(p[1]), s[1] / int64_t(sizeof(T)), sd, n, len);
+      arg_lines<kMax>(reinterpret_cast<int64_t*>(p[0]), s[0] / 8, reinterpret_cast<const T*>(p[1]),
+                      s[1] / int64_t(sizeof(T)), sd, n, len);
     };
     for_each_row_parallel<2>({o.ref(), x.ref()}, row, n);
   });

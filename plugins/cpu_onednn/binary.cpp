@@ -211,8 +211,7 @@ struct MinMaxFn {
 template <bool kMax>
 void minmax_kernel(const KernelCall& c) {
   constexpr const char* name = kMax ? "maximum" : "minimum";
-  const bp_dtype dt = c.output(0).dtype();
-  check_elementwise(c, name, 2, dt, dt);
+  const bp_dtype dt = check_elementwise(c, name, 2, 0, false);
   if (c.output(0).numel() == 0) return;
   bp::sdk::visit_dtype(dt, [&](auto tag) {
     using T = decltype(tag);
@@ -237,8 +236,7 @@ T int_pow(T base, T exponent) {
 template <class T>
 bool any_negative(const TensorRef& t) {
   std::atomic<bool> found{false};
-  for_each_row_parallel<1>({t}, [&](std::array<char*, 1> p, std::array<int64_t, 1> s,
-                                    int64_t len) {
+  for_each_row_parallel<1>({t}, [&](std::array<char*, 1> p, std::array<int64_t, 1> s, int64_t len) {
     const T* x = reinterpret_cast<const T*>(p[0]);
     const int64_t sx = s[0] / int64_t(sizeof(T));
     bool neg = false;
@@ -249,8 +247,7 @@ bool any_negative(const TensorRef& t) {
 }
 
 void pow_kernel(const KernelCall& c) {
-  const bp_dtype dt = c.output(0).dtype();
-  check_elementwise(c, "pow", 2, dt, dt);
+  const bp_dtype dt = check_elementwise(c, "pow", 2, 0, false);
   const TensorRef out = c.output(0), a = c.input(0), b = c.input(1);
   if (out.numel() == 0) return;
   bp::sdk::visit_dtype(dt, [&](auto tag) {
@@ -259,8 +256,7 @@ void pow_kernel(const KernelCall& c) {
       binary_map<T, T>(out, a, b, [](T x, T y) { return std::pow(x, y); });
     } else if constexpr (!std::is_same_v<T, bool>) {
       if (any_negative<T>(b))
-        throw bp::sdk::InvalidArgument(
-            "[pow] integers to negative integer powers are not allowed");
+        throw bp::sdk::InvalidArgument("[pow] integers to negative integer powers are not allowed");
       binary_map<T, T>(out, a, b, [](T x, T y) { return int_pow(x, y); });
     } else {
       throw bp::sdk::Unsupported("[pow] not implemented for bool");

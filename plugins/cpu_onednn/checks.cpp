@@ -3,12 +3,14 @@
 
 namespace bp::cpu {
 
-void check_elementwise(const KernelCall& c, const char* op, int num_inputs, bp_dtype in_dtype,
-                       bp_dtype out_dtype, int skip_dtype) {
+bp_dtype check_elementwise(const KernelCall& c, const char* op, int num_inputs, int dispatch_input,
+                           bool bool_out, int skip_dtype) {
   BP_CHECK(c.num_inputs() == num_inputs && c.num_outputs() == 1, op,
-           "expected " << num_inputs << " input(s) and 1 output, got " << c.num_inputs()
-                       << " and " << c.num_outputs());
+           "expected " << num_inputs << " input(s) and 1 output, got " << c.num_inputs() << " and "
+                       << c.num_outputs());
   const TensorRef out = c.output(0);
+  const bp_dtype in_dtype = c.input(dispatch_input).dtype();
+  const bp_dtype out_dtype = bool_out ? BP_DTYPE_BOOL : in_dtype;
   BP_CHECK(out.dtype() == out_dtype, op,
            "the output must be " << bp::sdk::dtype_name(out_dtype) << ", got "
                                  << bp::sdk::dtype_name(out.dtype()));
@@ -21,9 +23,10 @@ void check_elementwise(const KernelCall& c, const char* op, int num_inputs, bp_d
              "input " << i << " has rank " << in.ndim() << ", the output " << out.ndim());
     for (int d = 0; d < out.ndim(); ++d)
       BP_CHECK(in.size(d) == out.size(d), op,
-               "input " << i << " has size " << in.size(d) << " in dim " << d
-                        << ", the output " << out.size(d));
+               "input " << i << " has size " << in.size(d) << " in dim " << d << ", the output "
+                        << out.size(d));
   }
+  return in_dtype;
 }
 
 int dim_attr(const KernelCall& c, const char* op, int slot, int ndim) {

@@ -50,9 +50,7 @@ struct CmpFn {
 template <Cmp Op>
 void compare_kernel(const KernelCall& c) {
   constexpr const char* name = cmp_name(Op);
-  BP_CHECK(c.num_inputs() == 2, name, "expected 2 inputs, got " << c.num_inputs());
-  const bp_dtype dt = c.input(0).dtype();
-  check_elementwise(c, name, 2, dt, BP_DTYPE_BOOL);
+  const bp_dtype dt = check_elementwise(c, name, 2, 0, true);
   if (c.output(0).numel() == 0) return;
   bp::sdk::visit_dtype(dt, [&](auto tag) {
     using T = decltype(tag);
@@ -65,8 +63,7 @@ void where_typed(const TensorRef& out, const TensorRef& cond, const TensorRef& a
                  const TensorRef& b) {
   const int64_t n = out.numel();
   if ((out.is_contiguous() && cond.is_contiguous() && a.is_contiguous() && b.is_contiguous()) ||
-      (is_dense(out) && same_strides(out, cond) && same_strides(out, a) &&
-       same_strides(out, b))) {
+      (is_dense(out) && same_strides(out, cond) && same_strides(out, a) && same_strides(out, b))) {
     T* o = out.data<T>();
     const bool* m = cond.data<bool>();
     const T* x = a.data<T>();
@@ -89,9 +86,7 @@ void where_typed(const TensorRef& out, const TensorRef& cond, const TensorRef& a
 }
 
 void where_kernel(const KernelCall& c) {
-  BP_CHECK(c.num_inputs() == 3, "where", "expected 3 inputs, got " << c.num_inputs());
-  const bp_dtype dt = c.input(1).dtype();
-  check_elementwise(c, "where", 3, dt, dt, /*skip_dtype=*/0);
+  const bp_dtype dt = check_elementwise(c, "where", 3, 1, false, /*skip_dtype=*/0);
   BP_CHECK(c.input(0).dtype() == BP_DTYPE_BOOL, "where",
            "the condition must be bool, got " << bp::sdk::dtype_name(c.input(0).dtype()));
   if (c.output(0).numel() == 0) return;

@@ -265,17 +265,19 @@ inline constexpr std::initializer_list<bp_dtype> kNumericDtypes = {
 inline constexpr std::initializer_list<bp_dtype> kFloatDtypes = {BP_DTYPE_FLOAT32,
                                                                  BP_DTYPE_FLOAT64};
 
-// Operand counts, then: every input of out's shape, of dtype `in_dtype`
-// (inputs listed in `skip_dtype` excepted), and out of `out_dtype`.
-void check_elementwise(const KernelCall& c, const char* op, int num_inputs, bp_dtype in_dtype,
-                       bp_dtype out_dtype, int skip_dtype = -1);
+// Checks operand counts, that every input has out's shape and the dtype of
+// input `dispatch_input` (input `skip_dtype` excepted), and that out has that
+// dtype too, or bool when `bool_out`. Returns that dispatch dtype.
+bp_dtype check_elementwise(const KernelCall& c, const char* op, int num_inputs,
+                           int dispatch_input, bool bool_out, int skip_dtype = -1);
 
 // ints[slot] as a dim of a rank-`ndim` tensor, negatives counted from the
 // end; a 0-d tensor accepts 0 and -1.
 int dim_attr(const KernelCall& c, const char* op, int slot, int ndim);
 
 // A descriptor with its own shape and strides, to walk an operand as if it
-// had another shape: a dim collapsed to size 1, or a 0-d tensor seen as [1].
+// had another shape: a dim collapsed to size 1, a dim broadcast, or a 0-d
+// tensor seen as [1].
 class OwnedDesc {
  public:
   explicit OwnedDesc(const TensorRef& t) : t_(t.raw()) {
@@ -283,13 +285,13 @@ class OwnedDesc {
       shape_[d] = t.size(d);
       strides_[d] = t.stride(d);
     }
-    if (t_.ndim == 0) {
-      t_.ndim = 1;
-      shape_[0] = 1;
-      strides_[0] = 0;
-    }
-    t_.shape = shape_.data();
-    t_.strides = strides_.data();
+    finish();
+  }
+  // The data and dtype of `t` with the shape of `shape_of`, all strides 0.
+  OwnedDesc(const TensorRef& t, const TensorRef& shape_of) : t_(t.raw()) {
+    t_.ndim = shape_of.ndim();
+    for (int d = 0; d < shape_of.ndim(); ++d) shape_[d] = shape_of.size(d);
+    finish();
   }
   OwnedDesc(const OwnedDesc&) = delete;
   OwnedDesc& operator=(const OwnedDesc&) = delete;
@@ -300,6 +302,16 @@ class OwnedDesc {
   TensorRef ref() const { return TensorRef(t_); }
 
  private:
+  void finish() {
+    if (t_.ndim == 0) {
+      t_.ndim = 1;
+      shape_[0] = 1;
+      strides_[0] = 0;
+    }
+    t_.shape = shape_.data();
+    t_.strides = strides_.data();
+  }
+
   std::array<int64_t, BP_MAX_DIMS> shape_{}, strides_{};
   bp_tensor t_;
 };

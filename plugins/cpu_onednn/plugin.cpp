@@ -19,6 +19,11 @@ class CpuOnednnPlugin final : public bp::sdk::Plugin {
     register_unary_kernels(r);
     register_reduce_kernels(r);
     register_matmul_kernels(r);
+    register_compare_kernels(r);
+    register_argreduce_kernels(r);
+    register_softmax_kernels(r);
+    register_index_kernels(r);
+    register_random_kernels(r);
   }
 
   void* allocate(int32_t, std::size_t nbytes, std::size_t alignment) override {

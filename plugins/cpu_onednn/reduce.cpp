@@ -164,8 +164,9 @@ void reduce_into(Acc* acc, const TensorRef& out, const TensorRef& in) {
       if (b < e) accumulate_row<R, Acc, T>(mine + b * sa, base[1] + b * sx, sa, sx, e - b);
     } else {
       const int64_t b = rows * t / team, e = rows * (t + 1) / team;
-      walk_rows(L, {mine, base[1]}, b, e,
-                [&](std::array<char*, 2> p) { accumulate_row<R, Acc, T>(p[0], p[1], sa, sx, inner); });
+      walk_rows(L, {mine, base[1]}, b, e, [&](std::array<char*, 2> p) {
+        accumulate_row<R, Acc, T>(p[0], p[1], sa, sx, inner);
+      });
     }
   }
   for (int t = 0; t < nt; ++t)

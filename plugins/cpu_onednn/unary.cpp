@@ -55,7 +55,10 @@ struct UnaryFn {
     if constexpr (Op == Un::relu) {
       return x < T(0) ? T(0) : x;  // NaN passes through
     } else if constexpr (Op == Un::neg) {
-      return static_cast<T>(U(0) - static_cast<U>(x));
+      if constexpr (std::is_floating_point_v<T>)
+        return -x;  // keeps the sign of zero, which 0 - x would not
+      else
+        return static_cast<T>(U(0) - static_cast<U>(x));
     } else if constexpr (Op == Un::abs) {
       if constexpr (std::is_floating_point_v<T>)
         return std::fabs(x);
@@ -138,9 +141,9 @@ void unary_typed(const KernelCall& c, const TensorRef& out, const TensorRef& in)
     BP_CHECK(c.attrs().num_ints >= 1, "clamp", "the bound flags (ints[0]) are missing");
     const int64_t given = c.attrs().ints[0];
     const int needed = (given & 2) ? 2 : (given & 1) ? 1 : 0;
-    BP_CHECK(c.attrs().num_scalars >= needed, "clamp",
-             "ints[0] = " << given << " needs " << needed << " scalars, got "
-                          << c.attrs().num_scalars);
+    BP_CHECK(
+        c.attrs().num_scalars >= needed, "clamp",
+        "ints[0] = " << given << " needs " << needed << " scalars, got " << c.attrs().num_scalars);
     fn.lo = (given & 1) ? clamp_bound<T>(c.scalar(0), true)
                         : (lim::has_infinity ? -lim::infinity() : lim::lowest());
     fn.hi = (given & 2) ? clamp_bound<T>(c.scalar(1), false)
@@ -158,8 +161,7 @@ void unary_typed(const KernelCall& c, const TensorRef& out, const TensorRef& in)
 template <Un Op>
 void unary_kernel(const KernelCall& c) {
   constexpr const char* name = un_name(Op);
-  const bp_dtype dt = c.output(0).dtype();
-  check_elementwise(c, name, 1, dt, dt);
+  const bp_dtype dt = check_elementwise(c, name, 1, 0, false);
   bp::sdk::visit_dtype(dt, [&](auto tag) {
     using T = decltype(tag);
     constexpr bool float_only =
@@ -174,9 +176,7 @@ void unary_kernel(const KernelCall& c) {
 }
 
 void logical_not_kernel(const KernelCall& c) {
-  BP_CHECK(c.num_inputs() == 1, "logical_not", "expected 1 input, got " << c.num_inputs());
-  const bp_dtype dt = c.input(0).dtype();
-  check_elementwise(c, "logical_not", 1, dt, BP_DTYPE_BOOL);
+  const bp_dtype dt = check_elementwise(c, "logical_not", 1, 0, true);
   if (c.output(0).numel() == 0) return;
   bp::sdk::visit_dtype(dt, [&](auto tag) {
     using T = decltype(tag);

@@ -308,6 +308,9 @@ bool record_inplace(const char* op, Tensor& self, std::initializer_list<const Te
     m.grad_fn = rm.grad_fn;
     m.output_nr = rm.output_nr;
     self.impl()->requires_grad = true;
+    // Views taken before this write see the new values: they must derive
+    // their history anew from self's (gradient_edge).
+    ++m.history_version;
     return true;
   }
   Tensor base = self.base();

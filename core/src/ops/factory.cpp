@@ -116,6 +116,7 @@ Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, TensorOpt
   for (int64_t i = 0; i < steps; ++i)
     v[i] = i < steps / 2 ? s + step * static_cast<double>(i)
                          : e - step * static_cast<double>(steps - 1 - i);
+  if (steps == 1) v[0] = s;  // a single step is the start, not the end (CR-5)
   return from_vector(v, {steps}, options);
 }
 

@@ -57,16 +57,28 @@ Tensor full_like(const Tensor& t, const Scalar& value, std::optional<TensorOptio
   return finish(out, o);
 }
 
-Tensor rand_like(const Tensor& t, std::optional<TensorOptions> options) {
-  const TensorOptions o = like_options(t, options);
-  Tensor out = rand(t.sizes(), o.requires_grad(false));
+namespace {
+
+// The stream's values in row-major order, laid out with t's dense strides
+// like every other *_like result (CR-2).
+Tensor random_like(const Tensor& t, const TensorOptions& o,
+                   Tensor (*gen)(IntArrayRef, TensorOptions)) {
+  Tensor values = gen(t.sizes(), o.requires_grad(false));
+  if (!is_non_overlapping_and_dense(t.sizes(), t.strides()) || t.is_contiguous())
+    return finish(values, o);
+  Tensor out = empty_strided_like(t, o.requires_grad(false));
+  detail::copy_into(out, values);
   return finish(out, o);
 }
 
+}  // namespace
+
+Tensor rand_like(const Tensor& t, std::optional<TensorOptions> options) {
+  return random_like(t, like_options(t, options), &rand);
+}
+
 Tensor randn_like(const Tensor& t, std::optional<TensorOptions> options) {
-  const TensorOptions o = like_options(t, options);
-  Tensor out = randn(t.sizes(), o.requires_grad(false));
-  return finish(out, o);
+  return random_like(t, like_options(t, options), &randn);
 }
 
 Tensor Tensor::new_empty(IntArrayRef shape, std::optional<TensorOptions> options) const {

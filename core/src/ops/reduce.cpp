@@ -150,7 +150,8 @@ Tensor mean(const Tensor& a, IntArrayRef dims, bool keepdim) {
     s.div_(scalar_tensor(static_cast<double>(count), TensorOptions(a.dtype()).device(a.device())));
   }
   if (autograd::needs_grad({&a}))
-    record_reduction(Op::Sum, "MeanBackward1", a, mask, s, 1.0 / static_cast<double>(count));
+    record_reduction(Op::Sum, dims.empty() ? "MeanBackward0" : "MeanBackward1", a, mask, s,
+                     1.0 / static_cast<double>(count));
   return s;
 }
 Tensor mean(const Tensor& a) { return mean(a, IntArrayRef(), false); }

@@ -25,7 +25,11 @@ Tensor Tensor::reshape(IntArrayRef shape) const {
   DimVector strides;
   if (view_strides(sizes(), this->strides(), target, strides))
     return make_view(*this, std::move(target), std::move(strides), storage_offset(), "ViewBackward0");
-  return contiguous().view(target);
+  // A copy, not a view: the result owns its memory (VW-1, VW-3), like
+  // PyTorch's _unsafe_view of the contiguous copy.
+  Tensor out = contiguous().view(target);
+  out.impl()->base.reset();
+  return out;
 }
 
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
@@ -42,8 +46,12 @@ Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
 Tensor Tensor::t() const {
   BP_CHECK(dim() <= 2, "[t] expects a tensor with <= 2 dims, got ", detail::describe_tensor(*this),
            "; use .transpose(dim0, dim1) or .permute(...) for more");
-  return dim() < 2 ? make_view(*this, DimVector(sizes()), DimVector(strides()), storage_offset(), "TBackward0")
-                   : transpose(0, 1);
+  DimVector sz(sizes()), st(strides());
+  if (dim() == 2) {
+    std::swap(sz[0], sz[1]);
+    std::swap(st[0], st[1]);
+  }
+  return make_view(*this, std::move(sz), std::move(st), storage_offset(), "TBackward0");
 }
 
 Tensor Tensor::permute(IntArrayRef dims) const {

@@ -1,0 +1,89 @@
+// Loading the backends of a conformance run, and the child's side of a case
+// run in its own process.
+#include "conformance_child.h"
+
+#include <sys/resource.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+
+#include "commands.h"
+
+namespace bp::cli {
+
+namespace {
+
+// Loads one backend; on failure `why` says why and the exit code is returned.
+int load(const std::string& spec, const char* role, Backend*& out, std::string& why) {
+  try {
+    out = &PluginLoader::instance().load(spec);
+  } catch (const PluginError& e) {
+    why = e.what();
+    return kExitUsage;
+  }
+  if (out->device_count() == 0) {
+    why = std::string("[conformance] no device on the ") + role + ": " +
+          (out->no_device_reason().empty() ? "the plugin gave no reason"
+                                           : out->no_device_reason()) +
+          " (backend " + out->name() + ", " + out->path() + ")";
+    return kExitNoDevice;
+  }
+  return kExitOk;
+}
+
+int load_both(const std::string& backend, const std::string& compare_to, BackendPair& out,
+              std::string& why) {
+  if (int code = load(backend, "backend under test", out.dut, why); code != kExitOk) return code;
+  if (int code = load(compare_to, "reference backend (--compare-to)", out.ref, why);
+      code != kExitOk)
+    return code;
+  return kExitOk;
+}
+
+}  // namespace
+
+int load_backends(const std::string& backend, const std::string& compare_to, BackendPair& out) {
+  std::string why;
+  int code = load_both(backend, compare_to, out, why);
+  if (code != kExitOk) std::cerr << why << "\n";
+  return code;
+}
+
+int run_one_case(const conformance::Suite& suite, const std::string& name,
+                 const std::string& backend, const std::string& compare_to, uint64_t seed,
+                 int result_fd) {
+  if (result_fd >= 0) {
+    // A plugin that crashes every case would otherwise leave a core file per
+    // case; --no-isolate is the way to debug one.
+    rlimit no_core{0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+  }
+  conformance::CaseResult result;
+  result.status = conformance::Status::Failed;
+  const conformance::Case* c = suite.find(name);
+  BackendPair backends;
+  std::string why;
+  if (c == nullptr) {
+    result.message = "[conformance] no case is named '" + name + "'";
+  } else if (load_both(backend, compare_to, backends, why) != kExitOk) {
+    result.message = why;
+  } else {
+    conformance::Context ctx(*backends.dut, Device{static_cast<int16_t>(backends.dut->id()), 0},
+                             *backends.ref, Device{static_cast<int16_t>(backends.ref->id()), 0},
+                             seed);
+    result = conformance::run_case(*c, ctx);
+  }
+  if (result_fd < 0) {
+    std::cout << name << ": " << conformance::to_string(result.status)
+              << (result.message.empty() ? "" : "\n" + result.message) << "\n";
+    return result.status == conformance::Status::Failed ? kExitFailed : kExitOk;
+  }
+  conformance::write_result(result_fd, result);
+  std::cout.flush();
+  std::fflush(nullptr);
+  std::_Exit(kExitOk);
+}
+
+}  // namespace bp::cli

@@ -1,0 +1,113 @@
+// Running a suite: selecting cases, running each one (in a child process by
+// default, so that a plugin that crashes or hangs fails one case instead of
+// ending the run), and collecting what the report shows.
+#pragma once
+
+#include <backplane/conformance/case.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace bp::conformance {
+
+enum class Status { Passed, Failed, Unsupported, Skipped };
+std::string_view to_string(Status s);
+
+struct CaseResult {
+  const Case* c = nullptr;
+  Status status = Status::Passed;
+  std::string message;               // why it failed, was unsupported or skipped
+  double duration_ms = 0;            // the case itself; for a crash or a timeout, until then
+  std::vector<std::string> missing;  // unsupported: "add (float32)", from the error
+};
+
+struct Summary {
+  int passed = 0, failed = 0, unsupported = 0, skipped = 0;
+  int total() const { return passed + failed + unsupported + skipped; }
+  void add(Status s);
+};
+
+// A looser tolerance a backend declares for one op and dtype (bp_tolerance).
+struct DeclaredTolerance {
+  std::string backend, op, dtype;
+  double rtol = 0, atol = 0;
+};
+
+// An op the backend under test lacks for some dtypes the reference has.
+struct MissingOp {
+  std::string op;
+  std::vector<std::string> dtypes;
+};
+
+struct Report {
+  std::string backend;  // the backend's name
+  std::string device;   // "cpu_onednn:0"
+  std::string device_name;  // the plugin's words: "x86_64 CPU (2 threads)"
+  std::string plugin_version, plugin_path;
+  uint32_t abi_major = 0, abi_minor = 0;
+  std::string core_version;
+  std::string compare_to;         // the reference backend's name
+  std::string compare_device;     // "cpu_onednn:0"
+  uint64_t seed = 0;
+  bool isolated = true;           // a child process per case
+  double timeout_s = 0;           // per case, when isolated
+  std::vector<std::string> filters;
+  std::vector<DeclaredTolerance> tolerances;
+  std::vector<MissingOp> missing_ops;
+  std::vector<CaseResult> results;
+  double duration_ms = 0;  // the whole run
+  Summary summary() const;
+};
+
+// How a case runs in a child process: `command` is a program and its
+// arguments; the runner appends `--result-fd 3 --run-one NAME`, and the child
+// runs that case (run_case) and writes the result with write_result() to fd 3.
+struct Isolation {
+  std::vector<std::string> command;
+  double timeout_s = 60;
+};
+inline constexpr int kResultFd = 3;
+
+struct RunOptions {
+  // Shell-style globs (fnmatch); a case runs when one of them matches its
+  // name, its category or one of its IDs. Empty: every case.
+  std::vector<std::string> filters;
+  // Absent: every case runs in this process (--no-isolate).
+  std::optional<Isolation> isolation;
+  // Called before each case with its position (from 1) among those selected.
+  std::function<void(std::size_t index, std::size_t total, const Case&)> on_start;
+};
+
+// The cases `filters` select, in suite order.
+std::vector<const Case*> select_cases(const Suite& suite, const std::vector<std::string>& filters);
+
+// Runs one case in this process and classifies what it threw.
+CaseResult run_case(const Case& c, const Context& ctx);
+// Runs one case in a child process (see Isolation): a crash, an abort or a
+// hang past the time limit becomes a failed result naming the signal or the
+// limit.
+CaseResult run_isolated(const Case& c, const Isolation& isolation);
+// The child's side of run_isolated: writes `r` to file descriptor `fd`.
+void write_result(int fd, const CaseResult& r);
+
+// Runs the selected cases on the device of `ctx`; fills the results, seed and
+// isolation fields of the report (the others describe the backends: see
+// describe_backends).
+Report run_suite(const Suite& suite, const Context& ctx, const RunOptions& options = {});
+
+// Fills the report's description of the backend under test and the
+// reference: names, versions, ABI, device name, declared tolerances, and the
+// ops the backend lacks that the reference has (from the kernel registry).
+void describe_backends(Report& report, const Context& ctx);
+
+// "add (float32)" from "[add] not implemented for dtype float32 on backend 'x'...".
+std::vector<std::string> missing_from_message(std::string_view message);
+
+// "SIGSEGV" for 11; "signal 77" for one it does not know.
+std::string signal_name(int sig);
+
+}  // namespace bp::conformance

@@ -1,0 +1,107 @@
+// The differential op cases (DV-2) of the ops users call most: arithmetic,
+// reductions, matmul, copies and fills. One entry per op; add_op_case()
+// turns it into a case per dtype and layout (op_case.h). The other ops are
+// in cases_ops_more.cpp.
+#include <backplane/conformance/op_case.h>
+
+namespace bp::conformance {
+
+namespace {
+
+using namespace samples;
+
+const std::vector<DType> kAll = {DType::Bool, DType::Int32, DType::Int64, DType::Float32,
+                                 DType::Float64};
+const std::vector<DType> kNumeric = {DType::Int32, DType::Int64, DType::Float32, DType::Float64};
+const std::vector<DType> kFloat = {DType::Float32, DType::Float64};
+
+// A value every dtype holds exactly, of the dtype's category.
+Scalar fill_value(DType d) {
+  if (d == DType::Bool) return Scalar(true);
+  if (is_integral(d)) return Scalar(-7);
+  return Scalar(2.5);
+}
+
+// Input 1 of another dtype than input 0 (copy_ converts).
+samples::Fn converting(samples::Fn inner) {
+  return [inner](Rng& rng, Layout layout, DType d) {
+    Sample s = inner(rng, layout, d);
+    s.inputs[1].dtype = rng.pick(kAll);
+    return s;
+  };
+}
+
+// Input 0 written in place, alone.
+samples::Fn writable(samples::Fn inner) {
+  return [inner](Rng& rng, Layout layout, DType d) {
+    Sample s = inner(rng, layout, d);
+    s.inputs[0].writable = true;
+    return s;
+  };
+}
+
+}  // namespace
+
+// The ops of cases_ops_more.cpp.
+void add_more_op_cases(Suite& suite);
+
+void add_op_cases(Suite& suite) {
+  add_op_case(suite, {"add", {Op::Add}, kNumeric, broadcasting({Domain::Any, Domain::Any}),
+                      [](const OpArgs& a) { return Outputs{add(a[0], a[1]), add(a[0], a[1], 3)}; }});
+  add_op_case(suite, {"sub", {Op::Sub}, kNumeric, broadcasting({Domain::Any, Domain::Any}),
+                      [](const OpArgs& a) { return Outputs{sub(a[0], a[1]), sub(a[0], a[1], 2)}; }});
+  add_op_case(suite, {"mul", {Op::Mul}, kAll, broadcasting({Domain::Any, Domain::Any}),
+                      [](const OpArgs& a) { return Outputs{mul(a[0], a[1])}; }});
+  // Integer operands are true-divided in the default float dtype.
+  add_op_case(suite, {"div", {Op::Div}, kNumeric, broadcasting({Domain::Any, Domain::NonZero}),
+                      [](const OpArgs& a) { return Outputs{div(a[0], a[1])}; }});
+  // A scalar operand becomes a 0-d tensor that broadcasts.
+  add_op_case(suite, {"scalar", {Op::Add, Op::Sub, Op::Mul}, kNumeric, unary(),
+                      [](const OpArgs& a) { return Outputs{a[0] + 2, a[0] - 1, a[0] * 3}; }});
+  add_op_case(suite, {"relu", {Op::Relu}, kNumeric, unary(),
+                      [](const OpArgs& a) { return Outputs{relu(a[0])}; }});
+
+  add_op_case(suite, {"sum", {Op::Sum}, kAll, reduce_all(),
+                      [](const OpArgs& a) { return Outputs{sum(a[0])}; }});
+  add_op_case(suite, {"sum.dims", {Op::Sum}, kAll, reduce_dims(),
+                      [](const OpArgs& a) {
+                        IntArrayRef dims(a.sample.dims);
+                        return Outputs{sum(a[0], dims, false), sum(a[0], dims, true)};
+                      }});
+
+  add_op_case(suite, {"matmul", {Op::Matmul}, kFloat, samples::matmul(false),
+                      [](const OpArgs& a) { return Outputs{matmul(a[0], a[1])}; }});
+  add_op_case(suite, {"matmul.batched", {Op::Matmul}, kFloat, samples::matmul(true),
+                      [](const OpArgs& a) { return Outputs{matmul(a[0], a[1])}; }});
+
+  add_op_case(suite, {"to", {Op::Copy}, kAll, unary(), [](const OpArgs& a) {
+                        Outputs out;
+                        for (DType d : kAll) out.push_back(a[0].to(d));
+                        return out;
+                      }});
+  add_op_case(suite, {"copy_", {Op::Copy}, kAll, converting(in_place()), [](const OpArgs& a) {
+                        Tensor self = a[0];
+                        self.copy_(a[1]);
+                        return Outputs{self};
+                      }});
+  add_op_case(suite, {"contiguous", {Op::Copy}, kAll, unary(),
+                      [](const OpArgs& a) { return Outputs{a[0].contiguous(), a[0].clone()}; }});
+  add_op_case(suite, {"fill_", {Op::Fill}, kAll, writable(unary()), [](const OpArgs& a) {
+                        Tensor self = a[0];
+                        self.fill_(fill_value(a.dtype));
+                        return Outputs{self};
+                      }});
+  add_op_case(suite, {"add_", {Op::Add}, kNumeric, in_place(), [](const OpArgs& a) {
+                        Tensor self = a[0];
+                        self.add_(a[1]);
+                        return Outputs{self};
+                      }});
+  add_op_case(suite, {"mul_", {Op::Mul}, kAll, in_place(), [](const OpArgs& a) {
+                        Tensor self = a[0];
+                        self.mul_(a[1]);
+                        return Outputs{self};
+                      }});
+  add_more_op_cases(suite);
+}
+
+}  // namespace bp::conformance

@@ -1,0 +1,256 @@
+// The report for people: counts per category, then what did not pass and
+// why, the SEMANTICS.md IDs, tolerances and missing ops; and the progress
+// line while the suite runs.
+#include <backplane/conformance/report.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <iomanip>
+#include <map>
+#include <ostream>
+#include <sstream>
+
+namespace bp::conformance {
+
+namespace {
+
+struct Paint {
+  bool on;
+  std::string operator()(const std::string& text, const char* code) const {
+    return on ? std::string("\033[") + code + "m" + text + "\033[0m" : text;
+  }
+};
+constexpr const char* kRed = "1;31";
+constexpr const char* kGreen = "32";
+constexpr const char* kYellow = "33";
+constexpr const char* kDim = "2";
+constexpr const char* kBold = "1";
+
+std::string counts(const Summary& s) {
+  return std::to_string(s.passed) + " passed, " + std::to_string(s.failed) + " failed, " +
+         std::to_string(s.unsupported) + " unsupported, " + std::to_string(s.skipped) + " skipped";
+}
+
+std::string join(const std::vector<std::string>& v, const char* sep) {
+  std::string out;
+  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? sep : "") + v[i];
+  return out;
+}
+
+// Every line of a multi-line message stays under its case.
+std::string indented(const std::string& msg, std::size_t by) {
+  std::string indent(by, ' ');
+  std::string out = indent;
+  for (char ch : msg) {
+    out += ch;
+    if (ch == '\n') out += indent;
+  }
+  return out;
+}
+
+std::vector<std::string> categories(const Report& report) {
+  std::vector<std::string> out;
+  for (const auto& r : report.results)
+    if (std::find(out.begin(), out.end(), r.c->category) == out.end())
+      out.push_back(r.c->category);
+  return out;
+}
+
+std::string cell(int n, const char* colour, const Paint& paint, int width) {
+  std::ostringstream os;
+  os << std::right << std::setw(width) << n;
+  return n > 0 && colour ? paint(os.str(), colour) : os.str();
+}
+
+void print_table(std::ostream& os, const Report& report, const Paint& paint) {
+  std::vector<std::string> cats = categories(report);
+  std::size_t w = 8;
+  for (const auto& c : cats) w = std::max(w, c.size());
+  os << "\n" << std::left << std::setw(int(w) + 2) << "category"
+     << "  passed  failed  unsupported  skipped   total\n";
+  Summary all;
+  auto row = [&](const std::string& label, const Summary& s) {
+    os << std::left << std::setw(int(w) + 2) << label << cell(s.passed, kGreen, paint, 8)
+       << cell(s.failed, kRed, paint, 8) << cell(s.unsupported, kYellow, paint, 13)
+       << cell(s.skipped, nullptr, paint, 9) << std::right << std::setw(8) << s.total() << "\n";
+  };
+  for (const auto& cat : cats) {
+    Summary s;
+    for (const auto& r : report.results) {
+      if (r.c->category != cat) continue;
+      s.add(r.status);
+      all.add(r.status);
+    }
+    row(cat, s);
+  }
+  row("all", all);
+}
+
+void print_every_case(std::ostream& os, const Report& report, const Paint& paint) {
+  std::size_t width = 0;
+  for (const auto& r : report.results) width = std::max(width, r.c->name.size());
+  for (const auto& cat : categories(report)) {
+    os << "\n" << paint(cat, kBold) << "\n";
+    for (const auto& r : report.results) {
+      if (r.c->category != cat) continue;
+      const char* colour = r.status == Status::Passed   ? kGreen
+                           : r.status == Status::Failed ? kRed
+                           : r.status == Status::Unsupported ? kYellow
+                                                             : kDim;
+      std::ostringstream line;
+      line << std::left << std::setw(12) << (r.status == Status::Failed ? "FAILED" : to_string(r.status));
+      std::ostringstream time;
+      time << std::fixed << std::setprecision(1) << r.duration_ms << " ms";
+      os << "  " << paint(line.str(), colour) << std::left << std::setw(int(width) + 2)
+         << r.c->name << std::setw(18) << join(r.c->spec, ",") << " " << time.str() << "\n";
+    }
+  }
+}
+
+void print_failures(std::ostream& os, const Report& report, const Paint& paint) {
+  bool any = false;
+  for (const auto& r : report.results) {
+    if (r.status != Status::Failed) continue;
+    if (!any) os << "\n" << paint("Failed", kRed) << "\n";
+    any = true;
+    os << "  " << paint(r.c->name, kBold) << "  " << join(r.c->spec, ",") << "\n"
+       << indented(r.message, 6) << "\n";
+  }
+}
+
+// Grouped by the op that is missing, so a plugin that lacks one op for many
+// cases and dtypes reads as one line.
+void print_unsupported(std::ostream& os, const Report& report, const Paint& paint) {
+  struct Gap {
+    std::vector<std::string> dtypes, cases;
+  };
+  std::map<std::string, Gap> by_op;
+  std::vector<const CaseResult*> other;
+  for (const auto& r : report.results) {
+    if (r.status != Status::Unsupported) continue;
+    if (r.missing.empty()) other.push_back(&r);
+    for (const auto& m : r.missing) {  // "add (float32)"
+      const auto paren = m.find(" (");
+      Gap& gap = by_op[m.substr(0, paren)];
+      std::string dtype = paren == std::string::npos ? "" : m.substr(paren + 2, m.size() - paren - 3);
+      if (!dtype.empty() && std::find(gap.dtypes.begin(), gap.dtypes.end(), dtype) == gap.dtypes.end())
+        gap.dtypes.push_back(dtype);
+      gap.cases.push_back(r.c->name);
+    }
+  }
+  if (by_op.empty() && other.empty()) return;
+  os << "\n" << paint("Unsupported (the backend lacks an op the case needs)", kYellow) << "\n";
+  for (const auto& [op, gap] : by_op) {
+    os << "  " << std::left << std::setw(14) << op << join(gap.dtypes, ", ") << "  ("
+       << gap.cases.size() << (gap.cases.size() == 1 ? " case: " : " cases, e.g. ")
+       << gap.cases.front() << ")\n";
+  }
+  for (const auto* r : other) os << "  " << r->c->name << "\n" << indented(r->message, 6) << "\n";
+}
+
+void print_skipped(std::ostream& os, const Report& report, const Paint& paint) {
+  bool any = false;
+  for (const auto& r : report.results) {
+    if (r.status != Status::Skipped) continue;
+    if (!any) os << "\n" << paint("Skipped", kDim) << "\n";
+    any = true;
+    os << "  " << r.c->name << ": " << r.message << "\n";
+  }
+}
+
+// One line per SEMANTICS.md ID: it holds on this backend when every case
+// that checks it passed.
+void print_spec_coverage(std::ostream& os, const Report& report, const Paint& paint) {
+  std::vector<std::string> ids;
+  for (const auto& r : report.results)
+    for (const auto& id : r.c->spec)
+      if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+  if (ids.empty()) return;
+  os << "\nSEMANTICS.md IDs\n";
+  for (const auto& id : ids) {
+    Summary s;
+    for (const auto& r : report.results)
+      if (std::find(r.c->spec.begin(), r.c->spec.end(), id) != r.c->spec.end()) s.add(r.status);
+    std::ostringstream verdict;
+    verdict << std::left << std::setw(12) << (s.failed ? "FAILED" : s.passed ? "passed" : "not checked");
+    os << "  " << std::left << std::setw(8) << id
+       << paint(verdict.str(), s.failed ? kRed : s.passed ? kGreen : kDim) << counts(s) << "\n";
+  }
+}
+
+void print_backend_notes(std::ostream& os, const Report& report) {
+  if (!report.tolerances.empty()) {
+    os << "\nDeclared tolerances (looser than the suite's defaults)\n";
+    for (const auto& t : report.tolerances)
+      os << "  " << t.backend << ": " << t.op << " " << t.dtype << "  rtol " << t.rtol << ", atol "
+         << t.atol << "\n";
+  }
+  if (!report.missing_ops.empty()) {
+    os << "\nOps " << report.compare_to << " has and " << report.backend << " lacks\n";
+    for (const auto& m : report.missing_ops)
+      os << "  " << std::left << std::setw(14) << m.op << join(m.dtypes, ", ") << "\n";
+  }
+}
+
+}  // namespace
+
+bool wants_colour(int fd) {
+  const char* no_colour = std::getenv("NO_COLOR");
+  if (no_colour && *no_colour) return false;
+  const char* term = std::getenv("TERM");
+  if (term && std::string_view(term) == "dumb") return false;
+  return isatty(fd) == 1;
+}
+
+std::string summary_line(const Report& report) {
+  Summary s = report.summary();
+  return report.backend + ": " + counts(s) + " (" + std::to_string(s.total()) + " cases)";
+}
+
+void print_report(std::ostream& os, const Report& report, const ConsoleStyle& style) {
+  Paint paint{style.colour};
+  os << "conformance of " << report.backend << " " << report.plugin_version << " (ABI "
+     << report.abi_major << "." << report.abi_minor << ") on " << report.device;
+  if (!report.device_name.empty()) os << " (" << report.device_name << ")";
+  os << "\ncompared with " << report.compare_device << ", seed " << report.seed << ", "
+     << (report.isolated ? "a process per case" : "in one process");
+  if (report.isolated) os << " (limit " << report.timeout_s << " s)";
+  os << "\n";
+  if (style.verbose) print_every_case(os, report, paint);
+  print_table(os, report, paint);
+  print_failures(os, report, paint);
+  print_unsupported(os, report, paint);
+  print_skipped(os, report, paint);
+  print_spec_coverage(os, report, paint);
+  print_backend_notes(os, report);
+  Summary s = report.summary();
+  os << "\n" << paint(summary_line(report), s.failed ? kRed : kGreen) << " in " << std::fixed
+     << std::setprecision(1) << report.duration_ms / 1000 << " s\n";
+  os.unsetf(std::ios::fixed);
+  if (s.failed)
+    os << "replay with: --seed " << report.seed << " --filter NAME\n";
+}
+
+ProgressLine::ProgressLine(std::ostream& os, int fd) : os_(os), fd_(fd), active_(isatty(fd) == 1) {}
+
+void ProgressLine::update(std::size_t index, std::size_t total, const Case& c) {
+  if (!active_) return;
+  winsize ws{};
+  std::size_t columns = ioctl(fd_, TIOCGWINSZ, &ws) == 0 && ws.ws_col ? ws.ws_col : 80;
+  std::ostringstream text;
+  text << '[' << index << '/' << total << "] " << c.name;
+  std::string line = text.str();
+  if (line.size() >= columns) line.resize(columns - 1);
+  os_ << "\r\033[K" << line << std::flush;
+  shown_ = true;
+}
+
+void ProgressLine::clear() {
+  if (!active_ || !shown_) return;
+  os_ << "\r\033[K" << std::flush;
+  shown_ = false;
+}
+
+}  // namespace bp::conformance

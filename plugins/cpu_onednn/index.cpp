@@ -1,0 +1,177 @@
+// GATHER, SCATTER and INDEX_SELECT: loops only (oneDNN has no indexing
+// primitives). Every index is validated before anything is written. The
+// lookups walk views in which the indexed dim has stride 0, so each element
+// finds its line and the index picks the position along it.
+#include <atomic>
+#include <type_traits>
+
+#include "cpu_onednn.h"
+
+namespace bp::cpu {
+
+namespace {
+
+// Throws unless every element of `index` lies in [0, size).
+void check_indices(const char* op, const TensorRef& index, int dim, int64_t size) {
+  std::atomic<int64_t> lo{0}, hi{0};
+  for_each_row_parallel<1>(
+      {index}, [&](std::array<char*, 1> p, std::array<int64_t, 1> s, int64_t len) {
+        const int64_t* x = reinterpret_cast<const int64_t*>(p[0]);
+        const int64_t sx = s[0] / 8;
+        int64_t mn = 0, mx = 0;
+        for (int64_t i = 0; i < len; ++i) {
+          const int64_t v = x[i * sx];
+          mn = v < mn ? v : mn;
+          mx = v > mx ? v : mx;
+        }
+        for (int64_t cur = lo.load(); mn < cur && !lo.compare_exchange_weak(cur, mn);) {
+        }
+        for (int64_t cur = hi.load(); mx > cur && !hi.compare_exchange_weak(cur, mx);) {
+        }
+      });
+  const int64_t mn = lo.load(), mx = hi.load();
+  if (mn >= 0 && mx < size) return;
+  BP_CHECK(false, op,
+           "index " << (mn < 0 ? mn : mx) << " is out of range for dim " << dim << " of size "
+                    << size << " (valid range: [0, " << size << "))");
+}
+
+void check_int64_index(const char* op, const TensorRef& index) {
+  BP_CHECK(index.dtype() == BP_DTYPE_INT64, op,
+           "the index must be int64, got " << bp::sdk::dtype_name(index.dtype()));
+}
+
+// out[e] = src_line(e)[index[e] * sd] for every element e of out, where the
+// views share out's shape and src's indexed dim has stride 0.
+template <class T>
+void lookup(const TensorRef& out, const TensorRef& index, const TensorRef& src, int64_t sd) {
+  for_each_row_parallel<3>({out, index, src},
+                           [&](std::array<char*, 3> p, std::array<int64_t, 3> s, int64_t len) {
+                             T* o = reinterpret_cast<T*>(p[0]);
+                             const int64_t* idx = reinterpret_cast<const int64_t*>(p[1]);
+                             const T* x = reinterpret_cast<const T*>(p[2]);
+                             constexpr int64_t sz = sizeof(T);
+                             const int64_t so = s[0] / sz, si = s[1] / 8, sx = s[2] / sz;
+                             for (int64_t i = 0; i < len; ++i)
+                               o[i * so] = x[i * sx + idx[i * si] * sd];
+                           });
+}
+
+void gather_kernel(const KernelCall& c) {
+  BP_CHECK(c.num_inputs() == 2 && c.num_outputs() == 1, "gather",
+           "expected 2 inputs and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
+  const TensorRef self = c.input(0), index = c.input(1), out = c.output(0);
+  check_int64_index("gather", index);
+  BP_CHECK(out.dtype() == self.dtype(), "gather",
+           "the output is " << bp::sdk::dtype_name(out.dtype()) << ", the input "
+                            << bp::sdk::dtype_name(self.dtype()));
+  BP_CHECK(self.ndim() == out.ndim() && index.ndim() == out.ndim(), "gather",
+           "input, index and output must share one rank, got "
+               << self.ndim() << ", " << index.ndim() << ", " << out.ndim());
+  const int d = dim_attr(c, "gather", 0, self.ndim());
+  OwnedDesc x(self), o(out), idx(index);
+  for (int k = 0; k < o.ndim(); ++k) {
+    BP_CHECK(
+        idx.size(k) == o.size(k), "gather",
+        "the index has size " << idx.size(k) << " in dim " << k << ", the output " << o.size(k));
+    BP_CHECK(k == d || o.size(k) <= x.size(k), "gather",
+             "the index has size " << o.size(k) << " in dim " << k << ", more than the input's "
+                                   << x.size(k));
+  }
+  if (out.numel() == 0) return;
+  check_indices("gather", idx.ref(), d, x.size(d));
+  const int64_t sd = x.stride(d);
+  for (int k = 0; k < o.ndim(); ++k) x.size(k) = o.size(k);
+  x.stride(d) = 0;
+  bp::sdk::visit_dtype(self.dtype(),
+                       [&](auto tag) { lookup<decltype(tag)>(o.ref(), idx.ref(), x.ref(), sd); });
+}
+
+void index_select_kernel(const KernelCall& c) {
+  BP_CHECK(c.num_inputs() == 2 && c.num_outputs() == 1, "index_select",
+           "expected 2 inputs and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
+  const TensorRef self = c.input(0), index = c.input(1), out = c.output(0);
+  check_int64_index("index_select", index);
+  BP_CHECK(index.ndim() <= 1, "index_select", "the index must be 1-D, got rank " << index.ndim());
+  BP_CHECK(out.dtype() == self.dtype(), "index_select",
+           "the output is " << bp::sdk::dtype_name(out.dtype()) << ", the input "
+                            << bp::sdk::dtype_name(self.dtype()));
+  BP_CHECK(self.ndim() == out.ndim(), "index_select",
+           "the output must keep the input's rank " << self.ndim() << ", got " << out.ndim());
+  const int d = dim_attr(c, "index_select", 0, self.ndim());
+  OwnedDesc x(self), o(out), flat(index);
+  const int64_t m = flat.size(0);
+  for (int k = 0; k < o.ndim(); ++k)
+    BP_CHECK(
+        o.size(k) == (k == d ? m : x.size(k)), "index_select",
+        "output dim " << k << " must be " << (k == d ? m : x.size(k)) << ", got " << o.size(k));
+  if (out.numel() == 0) return;
+  check_indices("index_select", flat.ref(), d, x.size(d));
+  OwnedDesc idx(index, o.ref());  // the index broadcast over out's shape
+  idx.stride(d) = flat.stride(0);
+  const int64_t sd = x.stride(d);
+  x.size(d) = m;
+  x.stride(d) = 0;
+  bp::sdk::visit_dtype(self.dtype(),
+                       [&](auto tag) { lookup<decltype(tag)>(o.ref(), idx.ref(), x.ref(), sd); });
+}
+
+void scatter_kernel(const KernelCall& c) {
+  BP_CHECK(c.num_inputs() == 2 && c.num_outputs() == 1, "scatter",
+           "expected 2 inputs and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
+  const TensorRef index = c.input(0), src = c.input(1), out = c.output(0);
+  check_int64_index("scatter", index);
+  if (c.attrs().num_ints > 1 && c.attrs().ints[1] != 0)
+    throw bp::sdk::Unsupported("[scatter] reduction " + std::to_string(c.attrs().ints[1]) +
+                               " is not supported");
+  BP_CHECK(src.dtype() == out.dtype(), "scatter",
+           "the source is " << bp::sdk::dtype_name(src.dtype()) << ", the output "
+                            << bp::sdk::dtype_name(out.dtype()));
+  BP_CHECK(index.ndim() == out.ndim() && src.ndim() == out.ndim(), "scatter",
+           "index, source and output must share one rank, got "
+               << index.ndim() << ", " << src.ndim() << ", " << out.ndim());
+  const int d = dim_attr(c, "scatter", 0, out.ndim());
+  OwnedDesc o(out), idx(index), s(src);
+  for (int k = 0; k < o.ndim(); ++k) {
+    BP_CHECK(
+        s.size(k) == idx.size(k), "scatter",
+        "the source has size " << s.size(k) << " in dim " << k << ", the index " << idx.size(k));
+    BP_CHECK(k == d || idx.size(k) <= o.size(k), "scatter",
+             "the index has size " << idx.size(k) << " in dim " << k << ", more than the output's "
+                                   << o.size(k));
+  }
+  if (index.numel() == 0) return;
+  check_indices("scatter", idx.ref(), d, o.size(d));
+  // One line along d per thread-owned position: positions differ in some
+  // other dim, so no two threads write one element, and within a line the
+  // later index in order wins, as in a sequential loop.
+  const int64_t n = idx.size(d), sdi = idx.stride(d), sds = s.stride(d), sdo = o.stride(d);
+  for (int k = 0; k < o.ndim(); ++k) o.size(k) = idx.size(k);
+  o.size(d) = idx.size(d) = s.size(d) = 1;
+  bp::sdk::visit_dtype(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    for_each_row_parallel<3>(
+        {idx.ref(), s.ref(), o.ref()},
+        [&](std::array<char*, 3> p, std::array<int64_t, 3> st, int64_t len) {
+          constexpr int64_t sz = sizeof(T);
+          const int64_t* ip = reinterpret_cast<const int64_t*>(p[0]);
+          const T* sp = reinterpret_cast<const T*>(p[1]);
+          T* op = reinterpret_cast<T*>(p[2]);
+          const int64_t si = st[0] / 8, ss = st[1] / sz, so = st[2] / sz;
+          for (int64_t j = 0; j < len; ++j)
+            for (int64_t k = 0; k < n; ++k)
+              op[j * so + ip[j * si + k * sdi] * sdo] = sp[j * ss + k * sds];
+        },
+        n);
+  });
+}
+
+}  // namespace
+
+void register_index_kernels(Registrar& r) {
+  r.add<&gather_kernel>(BP_OP_GATHER, kAllDtypes, BP_ORIGIN);
+  r.add<&scatter_kernel>(BP_OP_SCATTER, kAllDtypes, BP_ORIGIN);
+  r.add<&index_select_kernel>(BP_OP_INDEX_SELECT, kAllDtypes, BP_ORIGIN);
+}
+
+}  // namespace bp::cpu

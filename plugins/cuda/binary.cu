@@ -1,0 +1,218 @@
+// Binary ops in four functor families (arithmetic, comparison, logical,
+// where), each one set of kernels per dtype with the op as a run-time
+// switch: a uniform branch costs nothing next to the memory traffic, and it
+// keeps the number of kernels nvcc has to build small.
+#include <cmath>
+
+#include "elementwise.cuh"
+
+namespace bp::cuda {
+
+namespace {
+
+enum ArithKind : int { kAdd, kSub, kMul, kDiv, kMaximum, kMinimum, kPow };
+enum CompareKind : int { kEq, kNe, kLt, kLe, kGt, kGe };
+
+template <class T>
+__device__ __forceinline__ bool is_nan(T x) {
+  if constexpr (std::is_floating_point_v<T>)
+    return x != x;
+  else
+    return false;
+}
+
+// Exact integer power by squaring, wrapping like the other integer ops;
+// negative exponents were rejected before the launch.
+template <class T>
+__device__ T int_pow(T base, T exp) {
+  using U = Wrapping<T>;
+  U result = 1, b = static_cast<U>(base);
+  for (U e = static_cast<U>(exp); e != 0; e >>= 1) {
+    if (e & 1) result *= b;
+    b *= b;
+  }
+  return static_cast<T>(result);
+}
+
+template <class T>
+struct ArithFn {
+  int kind;
+  T alpha;
+
+  __device__ T operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, bool>) {
+      // Only mul, maximum and minimum are registered for bool.
+      return kind == kMaximum ? (a || b) : (a && b);
+    } else {
+      using U = Wrapping<T>;
+      switch (kind) {
+        case kAdd:
+          return static_cast<T>(static_cast<U>(a) + static_cast<U>(alpha) * static_cast<U>(b));
+        case kSub:
+          return static_cast<T>(static_cast<U>(a) - static_cast<U>(alpha) * static_cast<U>(b));
+        case kMul:
+          return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+        case kDiv:
+          return a / b;  // floating dtypes only
+        case kMaximum:
+          return is_nan(a) ? a : is_nan(b) ? b : (a > b ? a : b);
+        case kMinimum:
+          return is_nan(a) ? a : is_nan(b) ? b : (a < b ? a : b);
+        default:
+          if constexpr (std::is_same_v<T, float>)
+            return powf(a, b);
+          else if constexpr (std::is_same_v<T, double>)
+            return pow(a, b);
+          else
+            return int_pow(a, b);
+      }
+    }
+  }
+};
+
+template <class T>
+struct CompareFn {
+  int kind;
+  __device__ bool operator()(T a, T b) const {
+    switch (kind) {
+      case kEq:
+        return a == b;
+      case kNe:
+        return a != b;
+      case kLt:
+        return a < b;
+      case kLe:
+        return a <= b;
+      case kGt:
+        return a > b;
+      default:
+        return a >= b;
+    }
+  }
+};
+
+template <class T>
+struct LogicalFn {
+  bool is_and;
+  __device__ bool operator()(T a, T b) const {
+    return is_and ? (a != T(0)) && (b != T(0)) : (a != T(0)) || (b != T(0));
+  }
+};
+
+template <class T>
+struct WhereFn {
+  __device__ T operator()(bool c, T a, T b) const { return c ? a : b; }
+};
+
+// Flags any negative element (an integer exponent pow cannot take).
+template <class T>
+struct NegativeCheck {
+  DeviceError* error;
+  __device__ void operator()(char* (&p)[1]) const {
+    const T v = *reinterpret_cast<const T*>(p[0]);
+    if (v < T(0)) raise_error(error, static_cast<int64_t>(v));
+  }
+};
+
+// Checks the inputs against the output's shape and the given dtype.
+void check_inputs(const KernelCall& c, int num_inputs, int first, bp_dtype dtype) {
+  BP_CHECK(c.num_inputs() == num_inputs && c.num_outputs() == 1,
+           "expected " << num_inputs << " inputs and 1 output, got " << c.num_inputs() << " and "
+                       << c.num_outputs());
+  for (int i = first; i < num_inputs; ++i) {
+    const TensorRef in = c.input(i);
+    check_same_shape(in, c.output(0), i == 0 ? "input 0" : i == 1 ? "input 1" : "input 2");
+    BP_CHECK(in.dtype() == dtype, "input " << i << " is " << bp::sdk::dtype_name(in.dtype())
+                                           << ", expected " << bp::sdk::dtype_name(dtype));
+  }
+}
+
+void arith_kernel(const KernelCall& c) {
+  const TensorRef out = c.output(0);
+  check_inputs(c, 2, 0, out.dtype());
+  const TensorRef a = c.input(0), b = c.input(1);
+  const int kind = c.op() == BP_OP_ADD       ? kAdd
+                   : c.op() == BP_OP_SUB     ? kSub
+                   : c.op() == BP_OP_MUL     ? kMul
+                   : c.op() == BP_OP_DIV     ? kDiv
+                   : c.op() == BP_OP_MAXIMUM ? kMaximum
+                   : c.op() == BP_OP_MINIMUM ? kMinimum
+                                             : kPow;
+  const cudaStream_t s = prepare(out);
+  bp::sdk::visit_dtype(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T alpha = T(1);
+    if ((kind == kAdd || kind == kSub) && c.attrs().num_scalars > 0)
+      alpha = bp::sdk::scalar_as<T>(c.scalar(0));
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      if (kind == kPow) {
+        // Checked before computing: an in-place pow must leave its input
+        // unchanged when it fails.
+        ErrorFlag flag(out.device(), s);
+        launch_strided<1>(s, b.ndim(), b.shape(), {static_cast<char*>(b.base())}, {b.strides()},
+                          {int64_t(sizeof(T))}, NegativeCheck<T>{flag.get()});
+        const DeviceError e = flag.read();
+        BP_CHECK(!e.raised, "integers to negative integer powers are not allowed");
+      }
+    }
+    launch_elementwise<T, T, T>(s, out, {&a.raw(), &b.raw(), nullptr}, ArithFn<T>{kind, alpha});
+  });
+}
+
+void compare_kernel(const KernelCall& c) {
+  check_inputs(c, 2, 0, c.input(0).dtype());
+  const TensorRef out = c.output(0), a = c.input(0), b = c.input(1);
+  BP_CHECK(out.dtype() == BP_DTYPE_BOOL,
+           "the output must be bool, got " << bp::sdk::dtype_name(out.dtype()));
+  const cudaStream_t s = prepare(out);
+  const bp_op op = c.op();
+  bp::sdk::visit_dtype(a.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const std::array<const bp_tensor*, 3> in{&a.raw(), &b.raw(), nullptr};
+    if (op == BP_OP_LOGICAL_AND || op == BP_OP_LOGICAL_OR) {
+      launch_elementwise<bool, T, T>(s, out, in, LogicalFn<T>{op == BP_OP_LOGICAL_AND});
+    } else {
+      const int kind = op == BP_OP_EQ   ? kEq
+                       : op == BP_OP_NE ? kNe
+                       : op == BP_OP_LT ? kLt
+                       : op == BP_OP_LE ? kLe
+                       : op == BP_OP_GT ? kGt
+                                        : kGe;
+      launch_elementwise<bool, T, T>(s, out, in, CompareFn<T>{kind});
+    }
+  });
+}
+
+void where_kernel(const KernelCall& c) {
+  const TensorRef out = c.output(0);
+  check_inputs(c, 3, 1, out.dtype());
+  const TensorRef cond = c.input(0);
+  check_same_shape(cond, out, "the condition");
+  BP_CHECK(cond.dtype() == BP_DTYPE_BOOL,
+           "the condition must be bool, got " << bp::sdk::dtype_name(cond.dtype()));
+  const cudaStream_t s = prepare(out);
+  bp::sdk::visit_dtype(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    launch_elementwise<T, bool, T, T>(s, out, {&cond.raw(), &c.input(1).raw(), &c.input(2).raw()},
+                                      WhereFn<T>{});
+  });
+}
+
+}  // namespace
+
+void register_binary_kernels(Registrar& r) {
+  const uint32_t with_bool = kAllDtypes;
+  add_kernel<&arith_kernel>(r, BP_OP_ADD, kNumericDtypes, BP_ORIGIN);
+  add_kernel<&arith_kernel>(r, BP_OP_SUB, kNumericDtypes, BP_ORIGIN);
+  add_kernel<&arith_kernel>(r, BP_OP_MUL, with_bool, BP_ORIGIN);
+  add_kernel<&arith_kernel>(r, BP_OP_DIV, kFloatDtypes, BP_ORIGIN);
+  add_kernel<&arith_kernel>(r, BP_OP_MAXIMUM, with_bool, BP_ORIGIN);
+  add_kernel<&arith_kernel>(r, BP_OP_MINIMUM, with_bool, BP_ORIGIN);
+  add_kernel<&arith_kernel>(r, BP_OP_POW, kNumericDtypes, BP_ORIGIN);
+  for (bp_op op : {BP_OP_EQ, BP_OP_NE, BP_OP_LT, BP_OP_LE, BP_OP_GT, BP_OP_GE, BP_OP_LOGICAL_AND,
+                   BP_OP_LOGICAL_OR})
+    add_kernel<&compare_kernel>(r, op, kAllDtypes, BP_ORIGIN);
+  add_kernel<&where_kernel>(r, BP_OP_WHERE, kAllDtypes, BP_ORIGIN);
+}
+
+}  // namespace bp::cuda

@@ -1,0 +1,62 @@
+// Layout predicates and the small helpers every kernel family uses.
+#include <array>
+#include <utility>
+
+#include "cuda_backend.h"
+
+namespace bp::cuda {
+
+bool is_dense(const TensorRef& t) {
+  std::array<std::pair<int64_t, int64_t>, BP_MAX_DIMS> dims{};  // (stride, size)
+  int n = 0;
+  for (int d = 0; d < t.ndim(); ++d) {
+    if (t.size(d) == 0) return true;
+    if (t.size(d) == 1) continue;
+    if (t.stride(d) <= 0) return false;
+    dims[n++] = {t.stride(d), t.size(d)};
+  }
+  // Insertion sort: at most 8 dims.
+  for (int i = 1; i < n; ++i)
+    for (int j = i; j > 0 && dims[j] < dims[j - 1]; --j) std::swap(dims[j], dims[j - 1]);
+  int64_t expected = 1;
+  for (int i = 0; i < n; ++i) {
+    if (dims[i].first != expected) return false;
+    expected *= dims[i].second;
+  }
+  return true;
+}
+
+bool same_strides(const TensorRef& a, const TensorRef& b) {
+  if (a.ndim() != b.ndim()) return false;
+  for (int d = 0; d < a.ndim(); ++d)
+    if (a.size(d) != 1 && a.stride(d) != b.stride(d)) return false;
+  return true;
+}
+
+void check_same_shape(const TensorRef& t, const TensorRef& out, const char* what) {
+  BP_CHECK(t.ndim() == out.ndim(),
+           what << " has rank " << t.ndim() << ", the output " << out.ndim());
+  for (int d = 0; d < out.ndim(); ++d)
+    BP_CHECK(t.size(d) == out.size(d), what << " has size " << t.size(d) << " in dim " << d
+                                            << ", the output " << out.size(d));
+}
+
+int normalize_dim(int64_t d, int ndim) {
+  const int64_t n = ndim == 0 ? 1 : ndim;  // a 0-d tensor takes dim 0 or -1
+  BP_CHECK(d >= -n && d < n, "dim " << d << " is out of range [" << -n << ", " << n - 1 << "]");
+  return static_cast<int>(d < 0 ? d + n : d);
+}
+
+ErrorFlag::ErrorFlag(int device, cudaStream_t stream)
+    : stream_(stream), scratch_(device, sizeof(DeviceError)) {
+  BP_CUDA_CHECK(cudaMemsetAsync(scratch_.get(), 0, sizeof(DeviceError), stream_));
+}
+
+DeviceError ErrorFlag::read() const {
+  DeviceError e{};
+  BP_CUDA_CHECK(cudaMemcpyAsync(&e, scratch_.get(), sizeof e, cudaMemcpyDeviceToHost, stream_));
+  BP_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  return e;
+}
+
+}  // namespace bp::cuda

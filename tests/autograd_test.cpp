@@ -1,0 +1,376 @@
+// The autograd engine on the default backend (cpu_onednn): the order nodes
+// run in, several roots, leaf accumulation, retain_graph and the release of
+// saved tensors, hooks, thread-local grad mode, gradient dtypes, and
+// gradients through broadcasting and views of views. Expected gradients are
+// derived by hand in the comments (or by plain host loops).
+#include <backplane/backplane.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using bp::DType;
+using bp::Tensor;
+using Values = std::vector<double>;
+
+Tensor leaf(const Values& v, std::vector<int64_t> shape, DType dtype = DType::Float32) {
+  Tensor t = bp::from_vector(v, bp::IntArrayRef(shape), bp::TensorOptions(dtype));
+  t.requires_grad_();
+  return t;
+}
+Tensor leaf(const Values& v, DType dtype = DType::Float32) {
+  return leaf(v, {static_cast<int64_t>(v.size())}, dtype);
+}
+Tensor constant(const Values& v, std::vector<int64_t> shape) {
+  return bp::from_vector(v, bp::IntArrayRef(shape), bp::TensorOptions(DType::Float32));
+}
+Values values(const Tensor& t) {
+  return t.to_vector<double>();
+}
+
+template <class E, class F>
+std::string message_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "wrong exception type, message: " << e.what();
+    return {};
+  }
+  ADD_FAILURE() << "no exception thrown";
+  return {};
+}
+
+// --- order of execution ---------------------------------------------------------
+
+TEST(AutogradEngine, DiamondRunsEachNodeOnceAfterAllItsConsumers) {
+  // a = 2x; b = 3a; c = a*a; d = b + c. dd/da = 3 + 2a is only complete once
+  // both b's and c's gradients have arrived, so a's hook must run after
+  // theirs, once. dd/dx = 2 (3 + 4x).
+  Tensor x = leaf({1, 2});
+  Tensor a = x * 2, b = a * 3, c = a * a;
+  std::vector<std::string> order;
+  Tensor seen_at_a;
+  a.register_hook([&](const Tensor& g) {
+    order.push_back("a");
+    seen_at_a = g.clone();
+    return Tensor();
+  });
+  b.register_hook([&](const Tensor&) {
+    order.push_back("b");
+    return Tensor();
+  });
+  c.register_hook([&](const Tensor&) {
+    order.push_back("c");
+    return Tensor();
+  });
+  (b + c).sum().backward();
+  ASSERT_EQ(order.size(), 3u);
+  EXPECT_EQ(order.back(), "a");
+  EXPECT_EQ(values(seen_at_a), (Values{3 + 2 * 2, 3 + 2 * 4}));
+  EXPECT_EQ(values(x.grad()), (Values{2 * (3 + 4 * 1), 2 * (3 + 4 * 2)}));
+}
+
+TEST(AutogradEngine, LeafUsedTwiceAccumulatesOnceWithTheSum) {
+  // y = 2x + 5x: the leaf's hook runs once, with 2 + 5.
+  Tensor x = leaf({1, 2, 3});
+  int calls = 0;
+  Tensor seen;
+  x.register_hook([&](const Tensor& g) {
+    ++calls;
+    seen = g.clone();
+    return Tensor();
+  });
+  (x * 2 + x * 5).sum().backward();
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(values(seen), (Values{7, 7, 7}));
+  EXPECT_EQ(values(x.grad()), (Values{7, 7, 7}));
+
+  // Both operands of one node are the same leaf: d(x*x)/dx = 2x.
+  Tensor x2 = leaf({1, 2, 3});
+  (x2 * x2).sum().backward();
+  EXPECT_EQ(values(x2.grad()), (Values{2, 4, 6}));
+}
+
+TEST(AutogradEngine, SeveralRootsInOnePass) {
+  // y1 = sum(3x), y2 = sum(x*x) share x: grads add, 3 + 2x; a shared
+  // intermediate runs once.
+  Tensor x = leaf({1, 2});
+  Tensor h = x * 1;
+  int calls = 0;
+  h.register_hook([&](const Tensor&) {
+    ++calls;
+    return Tensor();
+  });
+  Tensor y1 = (h * 3).sum(), y2 = (h * h).sum();
+  bp::backward({y1, y2});
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(values(x.grad()), (Values{5, 7}));
+
+  // Explicit gradients, parallel to the roots; an undefined one means 1.
+  Tensor z = leaf({1, 2});
+  Tensor r1 = z * 2, r2 = (z * z).sum();
+  bp::backward({r1, r2}, {constant({10, 100}, {2}), Tensor()});
+  EXPECT_EQ(values(z.grad()), (Values{20 + 2, 200 + 4}));
+
+  Tensor w = leaf({1});
+  EXPECT_THROW(bp::backward({w * 2, w * 3}, {Tensor()}), bp::AutogradError);
+  EXPECT_THROW(bp::backward({constant({1}, {1})}), bp::AutogradError);
+}
+
+TEST(AutogradEngine, NonLeafRetainedGradAccumulatesAcrossPasses) {
+  Tensor x = leaf({1, 2});
+  Tensor h = x * 3;
+  h.retain_grad();
+  Tensor s = (h * 2).sum();
+  s.backward({}, /*retain_graph=*/true);
+  s.backward();
+  EXPECT_EQ(values(h.grad()), (Values{4, 4}));
+  EXPECT_EQ(values(x.grad()), (Values{12, 12}));
+}
+
+// --- retain_graph and saved tensors ---------------------------------------------
+
+TEST(AutogradEngine, SavedTensorsAreReleasedAfterBackward) {
+  Tensor x = leaf({1, 2});
+  Tensor s = (x.exp() * x).sum();
+  s.backward();
+  const std::string msg = message_of<bp::AutogradError>([&] { s.backward(); });
+  EXPECT_NE(msg.find("retain_graph"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("Backward"), std::string::npos) << "names the node: " << msg;
+
+  // A graph whose nodes save nothing can run again (as in PyTorch).
+  Tensor y = leaf({1, 2});
+  Tensor t = (y + 1).sum();
+  t.backward();
+  t.backward();
+  EXPECT_EQ(values(y.grad()), (Values{2, 2}));
+}
+
+TEST(AutogradEngine, RetainGraphKeepsEveryPassWorking) {
+  // d(sum exp(x))/dx = exp(x), three times.
+  Tensor x = leaf({0, 1});
+  Tensor s = x.exp().sum();
+  for (int i = 0; i < 3; ++i) s.backward({}, /*retain_graph=*/true);
+  const Values g = values(x.grad());
+  EXPECT_NEAR(g[0], 3 * std::exp(0.0), 1e-5);
+  EXPECT_NEAR(g[1], 3 * std::exp(1.0), 1e-5);
+}
+
+TEST(AutogradEngine, GradientsAreNotRecorded) {
+  Tensor x = leaf({1, 2});
+  (x * x).sum().backward();
+  EXPECT_FALSE(x.grad().requires_grad());
+  EXPECT_TRUE(bp::GradMode::is_enabled()) << "backward restores grad mode";
+}
+
+// --- hooks ----------------------------------------------------------------------
+
+TEST(AutogradHooks, NonLeafHookReplacesTheGradientDownstream) {
+  // y = x*2, z = y*y: the hook sees dz/dy = 2y = 4x and replaces it by 1;
+  // x then gets 1 * 2.
+  Tensor x = leaf({1, 3});
+  Tensor y = x * 2;
+  Tensor seen;
+  y.register_hook([&](const Tensor& g) {
+    seen = g.clone();
+    return bp::ones_like(g);
+  });
+  (y * y).sum().backward();
+  EXPECT_EQ(values(seen), (Values{4, 12}));
+  EXPECT_EQ(values(x.grad()), (Values{2, 2}));
+}
+
+TEST(AutogradHooks, LeafHookSeesEachPassNotTheAccumulatedGrad) {
+  Tensor x = leaf({1});
+  std::vector<double> seen;
+  x.register_hook([&](const Tensor& g) {
+    seen.push_back(g.item<double>());
+    return Tensor();
+  });
+  (x * 2).sum().backward();
+  (x * 3).sum().backward();
+  EXPECT_EQ(seen, (std::vector<double>{2, 3}));
+  EXPECT_EQ(values(x.grad()), (Values{5}));
+}
+
+TEST(AutogradHooks, HookOnATensorThatDoesNotRequireGradIsRefused) {
+  Tensor c = constant({1}, {1});
+  EXPECT_THROW(c.register_hook([](const Tensor& g) { return g; }), bp::AutogradError);
+}
+
+// --- grad mode --------------------------------------------------------------------
+
+TEST(AutogradGradMode, IsThreadLocal) {
+  Tensor x = leaf({1});
+  bool other_enabled = false;
+  {
+    bp::NoGradGuard guard;
+    std::thread t([&] { other_enabled = bp::GradMode::is_enabled(); });
+    t.join();
+    EXPECT_FALSE((x * 2).requires_grad());
+  }
+  EXPECT_TRUE(other_enabled) << "a new thread starts with grad mode on";
+
+  bool other_recorded = true;
+  std::thread t([&] {
+    bp::NoGradGuard guard;
+    other_recorded = (x * 2).requires_grad();
+  });
+  t.join();
+  EXPECT_FALSE(other_recorded);
+  EXPECT_TRUE((x * 2).requires_grad()) << "another thread's guard does not reach this one";
+}
+
+TEST(AutogradGradMode, GuardsNestAndRestore) {
+  {
+    bp::NoGradGuard off;
+    {
+      bp::EnableGradGuard on;
+      EXPECT_TRUE(bp::GradMode::is_enabled());
+      {
+        bp::NoGradGuard off_again;
+        EXPECT_FALSE(bp::GradMode::is_enabled());
+      }
+      EXPECT_TRUE(bp::GradMode::is_enabled());
+    }
+    EXPECT_FALSE(bp::GradMode::is_enabled());
+  }
+  EXPECT_TRUE(bp::GradMode::is_enabled());
+}
+
+// --- dtypes -----------------------------------------------------------------------
+
+TEST(AutogradDtypes, GradientsTakeTheirLeafsDtype) {
+  // a (float32) * b (float64) is float64; each grad has its leaf's dtype:
+  // d/da = b, d/db = a.
+  Tensor a = leaf({1, 2}, DType::Float32);
+  Tensor b = leaf({3, 4}, DType::Float64);
+  Tensor c = a * b;
+  EXPECT_EQ(c.dtype(), DType::Float64);
+  c.sum().backward();
+  EXPECT_EQ(a.grad().dtype(), DType::Float32);
+  EXPECT_EQ(b.grad().dtype(), DType::Float64);
+  EXPECT_EQ(values(a.grad()), (Values{3, 4}));
+  EXPECT_EQ(values(b.grad()), (Values{1, 2}));
+
+  // Through an explicit conversion, and with a root gradient of another dtype.
+  Tensor x = leaf({1, 2}, DType::Float32);
+  Tensor y = x.to(DType::Float64) * 2;
+  EXPECT_EQ(y.grad_fn_name(), "MulBackward0");
+  y.backward(bp::from_vector(Values{1, 3}, {2}, bp::TensorOptions(DType::Float32)));
+  EXPECT_EQ(x.grad().dtype(), DType::Float32);
+  EXPECT_EQ(values(x.grad()), (Values{2, 6}));
+}
+
+// --- broadcasting and views ---------------------------------------------------------
+
+TEST(AutogradShapes, BroadcastGradientsSumToEachInputShape) {
+  // a [2, 1, 3] * b [4, 1] -> [2, 4, 3]; d/da[i][0][k] = sum_j b[j],
+  // d/db[j][0] = sum_{i,k} a[i][0][k].
+  const Values av = {1, 2, 3, 4, 5, 6}, bv = {1, 10, 100, 1000};
+  Tensor a = leaf(av, {2, 1, 3}), b = leaf(bv, {4, 1});
+  (a * b).sum().backward();
+  double sum_b = 0, sum_a = 0;
+  for (double v : bv) sum_b += v;
+  for (double v : av) sum_a += v;
+  EXPECT_EQ(bp::DimVector(a.grad().sizes()), bp::DimVector({2, 1, 3}));
+  EXPECT_EQ(bp::DimVector(b.grad().sizes()), bp::DimVector({4, 1}));
+  EXPECT_EQ(values(a.grad()), Values(6, sum_b));
+  EXPECT_EQ(values(b.grad()), Values(4, sum_a));
+}
+
+TEST(AutogradShapes, ViewsOfViewsReachTheBaseElementsTheyCover) {
+  // x [4, 4] = 0..15; v = x.t().narrow(0, 1, 2).select(1, 3): v[i] =
+  // x.t()[1 + i][3] = x[3][1 + i], i.e. flat positions 13, 14.
+  Values xv(16);
+  for (int i = 0; i < 16; ++i) xv[i] = i;
+  Tensor x = leaf(xv, {4, 4});
+  Tensor v = x.t().narrow(0, 1, 2).select(1, 3);
+  EXPECT_EQ(values(v), (Values{13, 14}));
+  (v * constant({5, 7}, {2})).sum().backward();
+  Values expected(16, 0);
+  expected[13] = 5;
+  expected[14] = 7;
+  EXPECT_EQ(values(x.grad()), expected);
+}
+
+TEST(AutogradShapes, OverlappingWindowsSumTheirGradients) {
+  // as_strided windows [s, s+2], 0 <= s <= 3: element k gets one per window
+  // that contains it. Summing overlapping elements takes scatter_add.
+  Tensor y = leaf({1, 2, 3, 4, 5, 6});
+  try {
+    y.as_strided({4, 3}, {1, 1}).sum().backward();
+  } catch (const bp::NotImplementedError& e) {
+    GTEST_SKIP() << "the backend lacks a kernel this gradient needs: " << e.what();
+  }
+  Values counts(6, 0);
+  for (int s = 0; s < 4; ++s)
+    for (int k = s; k < s + 3; ++k) counts[k] += 1;
+  EXPECT_EQ(values(y.grad()), counts);
+}
+
+TEST(AutogradShapes, WritesThroughTwoViewsOfANonLeaf) {
+  // b = a*1; b[0:2] *= 3; b[1:3] *= 5: b = [3a0, 15a1, 5a2, a3].
+  Tensor a = leaf({1, 1, 1, 1});
+  Tensor b = a * 1;
+  b.narrow(0, 0, 2).mul_(3);
+  b.narrow(0, 1, 2).mul_(5);
+  EXPECT_EQ(values(b), (Values{3, 15, 5, 1}));
+  b.sum().backward();
+  EXPECT_EQ(values(a.grad()), (Values{3, 15, 5, 1}));
+}
+
+TEST(AutogradShapes, ViewTakenBeforeAWriteToItsBaseFollowsTheNewHistory) {
+  // row views y before y *= 3; row then holds 3 x[0], so d(sum row)/dx is 3
+  // on row 0 and 0 elsewhere.
+  Tensor x = leaf({1, 2, 3, 4}, {2, 2});
+  Tensor y = x * 1;
+  Tensor row = y.select(0, 0);
+  y.mul_(3);
+  EXPECT_EQ(values(row), (Values{3, 6}));
+  row.sum().backward();
+  EXPECT_EQ(values(x.grad()), (Values{3, 3, 0, 0}));
+}
+
+// --- gradcheck itself -----------------------------------------------------------------
+
+TEST(AutogradGradcheck, CatchesAWrongGradient) {
+  // A hook that doubles the gradient makes the analytic result twice the
+  // numerical one.
+  Tensor x = bp::from_vector(Values{0.5, -0.25}, {2}, bp::TensorOptions(DType::Float64));
+  x.requires_grad_();
+  auto wrong = [](const std::vector<Tensor>& in) {
+    Tensor y = in[0] * 1;
+    // The numerical pass runs under no-grad, where there is nothing to hook.
+    if (y.requires_grad()) y.register_hook([](const Tensor& g) { return g * 2; });
+    return y;
+  };
+  const bp::GradcheckResult bad = bp::gradcheck(wrong, {x});
+  EXPECT_FALSE(bad.ok);
+  EXPECT_NE(bad.message.find("input 0"), std::string::npos) << bad.message;
+  const bp::GradcheckResult good =
+      bp::gradcheck([](const std::vector<Tensor>& in) { return in[0].exp(); }, {x});
+  EXPECT_TRUE(good.ok) << good.message;
+  EXPECT_THROW(bp::gradcheck([](const std::vector<Tensor>& in) { return in[0]; },
+                             {leaf({1}, DType::Float32)}),
+               bp::TypeError);
+}
+
+// --- depth ----------------------------------------------------------------------------
+
+TEST(AutogradEngine, LongChainsDoNotRecurse) {
+  // 2000 additions of 1: the gradient stays 1.
+  Tensor x = leaf({0});
+  Tensor y = x;
+  for (int i = 0; i < 2000; ++i) y = y + 1;
+  y.sum().backward();
+  EXPECT_EQ(values(x.grad()), (Values{1}));
+}
+
+}  // namespace

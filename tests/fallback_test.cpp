@@ -1,0 +1,97 @@
+// The fallback policy (--fallback deny|warn|allow) on the `partial` test
+// plugin, which registers fill and copy but no add: with allow (and warn)
+// its adds run on the CPU backend, give the right values and are counted;
+// with deny they fail naming the op.
+#include <backplane/backplane.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace {
+
+using bp::DType;
+using bp::Tensor;
+
+class Fallback : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    bp::PluginLoader::instance().add_search_path(BACKPLANE_PLUGIN_DIR);
+    bp::Backend& b =
+        bp::PluginLoader::instance().load(BACKPLANE_TEST_PLUGIN_DIR "/libbackplane_partial.so");
+    device_ = bp::Device{static_cast<int16_t>(b.id()), 0};
+    bp::reset_fallback_records();
+  }
+  void TearDown() override { bp::set_fallback_policy(bp::FallbackPolicy::Deny); }
+
+  bp::TensorOptions on_partial(DType d = DType::Float32) const {
+    return bp::TensorOptions(d).device(device_);
+  }
+
+  bp::Device device_;
+};
+
+TEST_F(Fallback, AllowRunsAddOnTheCpuBackendAndCountsIt) {
+  bp::set_fallback_policy(bp::FallbackPolicy::Allow);
+  Tensor a = bp::from_vector(std::vector<double>{1, 2, 3}, {3}, on_partial());
+  Tensor b = bp::full({3}, 10, on_partial());
+  Tensor c = bp::add(a, b);
+  EXPECT_EQ(c.device(), device_);
+  EXPECT_EQ(c.to_vector<double>(), (std::vector<double>{11, 12, 13}));
+  std::vector<bp::FallbackRecord> records = bp::fallback_records();
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].op, "add");
+  EXPECT_EQ(records[0].dtype, DType::Float32);
+  EXPECT_EQ(records[0].backend, "partial");
+  EXPECT_EQ(records[0].count, 1u);
+}
+
+TEST_F(Fallback, AllowKeepsInPlaceOpsInPlaceOnStridedViews) {
+  bp::set_fallback_policy(bp::FallbackPolicy::Allow);
+  Tensor base = bp::from_vector(std::vector<double>{0, 1, 2, 3, 4, 5}, {2, 3}, on_partial());
+  Tensor column = base.index({bp::Slice(), 1});  // stride 3, offset 1
+  const void* memory = base.data_ptr();
+  column.add_(bp::full({2}, 100, on_partial()));
+  EXPECT_EQ(base.data_ptr(), memory);
+  EXPECT_EQ(base.to_vector<double>(), (std::vector<double>{0, 101, 2, 3, 104, 5}));
+  ASSERT_EQ(bp::fallback_records().size(), 1u);
+  EXPECT_EQ(bp::fallback_records()[0].count, 1u);
+}
+
+TEST_F(Fallback, WarnPrintsEachOpOnceAndCountsEveryCall) {
+  bp::set_fallback_policy(bp::FallbackPolicy::Warn);
+  Tensor a = bp::full({4}, 1, on_partial(DType::Int64));
+  testing::internal::CaptureStderr();
+  Tensor b = bp::add(a, a);
+  Tensor c = bp::add(b, a);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(c.to_vector<int64_t>(), (std::vector<int64_t>{3, 3, 3, 3}));
+  EXPECT_NE(err.find("add"), std::string::npos) << err;
+  EXPECT_NE(err.find("partial"), std::string::npos) << err;
+  EXPECT_EQ(err.find("add", err.find("add") + 1), std::string::npos) << "warned twice: " << err;
+  ASSERT_EQ(bp::fallback_records().size(), 1u);
+  EXPECT_EQ(bp::fallback_records()[0].count, 2u);
+}
+
+TEST_F(Fallback, DenyIsAnErrorNamingTheOpAndBackend) {
+  bp::set_fallback_policy(bp::FallbackPolicy::Deny);
+  Tensor a = bp::full({3}, 1, on_partial());
+  try {
+    (void)bp::add(a, a);
+    FAIL() << "add on a backend without an add kernel must throw under --fallback deny";
+  } catch (const bp::NotImplementedError& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.rfind("[add]", 0), 0u) << msg;
+    EXPECT_NE(msg.find("partial"), std::string::npos) << msg;
+  }
+  EXPECT_TRUE(bp::fallback_records().empty());
+}
+
+TEST_F(Fallback, PolicyNamesParse) {
+  EXPECT_EQ(bp::parse_fallback_policy("deny"), bp::FallbackPolicy::Deny);
+  EXPECT_EQ(bp::parse_fallback_policy("warn"), bp::FallbackPolicy::Warn);
+  EXPECT_EQ(bp::parse_fallback_policy("allow"), bp::FallbackPolicy::Allow);
+  EXPECT_THROW(bp::parse_fallback_policy("sometimes"), bp::ValueError);
+}
+
+}  // namespace
