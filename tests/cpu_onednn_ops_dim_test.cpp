@@ -278,7 +278,7 @@ std::array<uint32_t, 4> philox(std::array<uint32_t, 4> c, std::array<uint32_t, 2
   return c;
 }
 
-// The documented value for element n of the stream (docs/random.md).
+// Element n of the stream as BP_OP_RANDOM defines it, in the dtype `d`.
 double stream_value(bp_dtype d, bool normal, uint64_t seed, uint64_t n) {
   const auto x =
       philox({uint32_t(n), uint32_t(n >> 32), 0, 0}, {uint32_t(seed), uint32_t(seed >> 32)});

@@ -113,6 +113,10 @@ void check_no_partial_overlap(const char* op, const Tensor& out, const Tensor& i
 bool try_fallback(Op op, DType dtype, Device device, std::span<const bp_tensor> inputs,
                   std::span<const bp_tensor> outputs, const bp_attrs& attrs);
 
+// Fills a tensor that nothing else has seen yet: no checks, no version
+// bump (a new tensor starts at version 0), no recording.
+void fill_fresh(const Tensor& t, const Scalar& value);
+
 // Copies `src` into `dst` (same shape after broadcasting `src`), converting
 // dtype and crossing devices through the backends' copy functions.
 void copy_into(const Tensor& dst, const Tensor& src);

@@ -95,17 +95,19 @@ class TensorImpl : public RefCounted {
 };
 
 struct TensorOptions {
-  DType dtype_ = kDefaultFloat;
+  DType dtype_ = kDefaultFloat;   // meaningful when has_dtype_, else the default
+  bool has_dtype_ = false;        // whether the caller named a dtype
   std::optional<Device> device_;  // the default backend when empty
   bool requires_grad_ = false;
 
   TensorOptions() = default;
-  TensorOptions(DType d) : dtype_(d) {}
+  TensorOptions(DType d) : dtype_(d), has_dtype_(true) {}
   TensorOptions(Device d) : device_(d) {}
   // Builders return a copy, so a chain never refers to a dead temporary.
   [[nodiscard]] TensorOptions dtype(DType d) const {
     TensorOptions o = *this;
     o.dtype_ = d;
+    o.has_dtype_ = true;
     return o;
   }
   [[nodiscard]] TensorOptions device(Device d) const {

@@ -70,17 +70,20 @@ void fill(const char* name, Tensor& self, const Scalar& value) {
         return full_like(old, value);
       }))
     return;
-  if (self.numel() > 0) {
-    Backend& b = detail::backend_of(self.device());
-    bp_tensor out = detail::describe(self, b.dl_device_type());
-    bp_attrs attrs = detail::make_attrs();
-    attrs.num_scalars = 1;
-    attrs.scalars[0] = value.to_abi();
-    call_kernel(Op::Fill, self.dtype(), self.device(), {}, {&out, 1}, attrs);
-  }
+  detail::fill_fresh(self, value);
   self.impl()->version->bump();
 }
 }  // namespace
+
+void detail::fill_fresh(const Tensor& t, const Scalar& value) {
+  if (t.numel() == 0) return;
+  Backend& b = backend_of(t.device());
+  const bp_tensor out = describe(t, b.dl_device_type());
+  bp_attrs attrs = make_attrs();
+  attrs.num_scalars = 1;
+  attrs.scalars[0] = value.to_abi();
+  call_kernel(Op::Fill, t.dtype(), t.device(), {}, {&out, 1}, attrs);
+}
 
 Tensor& Tensor::fill_(const Scalar& value) {
   fill("fill_", *this, value);

@@ -42,7 +42,7 @@ Tensor ones(IntArrayRef shape, TensorOptions options) { return full(shape, 1, op
 Tensor full(IntArrayRef shape, const Scalar& value, TensorOptions options) {
   check_requires_grad("full", options);
   Tensor t = detail::make_empty(shape, options.dtype_, options.resolved_device());
-  t.fill_(value);
+  detail::fill_fresh(t, value);
   return finish(t, options);
 }
 
@@ -57,7 +57,8 @@ Tensor arange(const Scalar& end, std::optional<TensorOptions> options) {
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step,
               std::optional<TensorOptions> options) {
   const bool integral = !start.is_floating() && !end.is_floating() && !step.is_floating();
-  TensorOptions opts = options.value_or(TensorOptions(integral ? DType::Int64 : kDefaultFloat));
+  TensorOptions opts = options.value_or(TensorOptions());
+  if (!opts.has_dtype_) opts = opts.dtype(integral ? DType::Int64 : kDefaultFloat);
   const double s = start.to_double(), e = end.to_double(), d = step.to_double();
   BP_CHECK(d != 0, "[arange] step must be nonzero");
   BP_CHECK(std::isfinite(s) && std::isfinite(e), "[arange] start and end must be finite, got ",

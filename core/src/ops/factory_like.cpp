@@ -13,6 +13,7 @@ TensorOptions like_options(const Tensor& t, const std::optional<TensorOptions>& 
   if (options) {
     TensorOptions o = *options;
     if (!o.device_) o.device_ = t.device();
+    if (!o.has_dtype_) o = o.dtype(t.dtype());
     return o;
   }
   return TensorOptions(t.dtype()).device(t.device());
@@ -53,7 +54,7 @@ Tensor ones_like(const Tensor& t, std::optional<TensorOptions> options) {
 Tensor full_like(const Tensor& t, const Scalar& value, std::optional<TensorOptions> options) {
   const TensorOptions o = like_options(t, options);
   Tensor out = empty_strided_like(t, o);
-  out.fill_(value);
+  detail::fill_fresh(out, value);
   return finish(out, o);
 }
 
