@@ -1,7 +1,7 @@
 // Shared by the tests that load the cpu_onednn plugin themselves: the
 // dlopen + bp_plugin_init loader with a registrar that records kernels,
 // strided test buffers with sentinel-filled gaps, and reference helpers.
-// Each test program includes it once.
+// Header-only (inline), so several files of one test program may include it.
 #pragma once
 
 #include <backplane/plugin.h>

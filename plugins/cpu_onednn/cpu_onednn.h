@@ -148,49 +148,56 @@ void for_each_row_parallel(const std::array<TensorRef, N>& ops, Row&& row,
   }
   std::array<const int64_t*, N> strides;
   std::array<int64_t, N> sizes;
-  std::array<char*, N> base;
+  std::array<char*, N> base0;
   for (int k = 0; k < N; ++k) {
     strides[k] = ops[k].strides();
     sizes[k] = static_cast<int64_t>(bp::sdk::dtype_size(ops[k].dtype()));
-    base[k] = static_cast<char*>(ops[k].base());
+    base0[k] = static_cast<char*>(ops[k].base());
   }
-  const auto L = bp::sdk::make_layout<N>(ops[0].ndim(), ops[0].shape(), strides, sizes);
-  const int outer = L.ndim - 1;
-  const int64_t inner = L.shape[outer];
-  std::array<int64_t, N> inner_strides;
-  for (int k = 0; k < N; ++k) inner_strides[k] = L.strides[k][outer];
-  int64_t rows = 1;
-  for (int d = 0; d < outer; ++d) rows *= L.shape[d];
-  if (rows == 1) {
-    // One long row: cut it into pieces instead.
-    parallel_ranges(inner, [&](int64_t b, int64_t e) {
-      std::array<char*, N> p;
-      for (int k = 0; k < N; ++k) p[k] = base[k] + b * inner_strides[k];
-      row(p, inner_strides, e - b);
-    });
-    return;
-  }
-  parallel_ranges(rows, [&](int64_t b, int64_t e) {
-    std::array<int64_t, BP_MAX_DIMS> idx{};
-    std::array<char*, N> p = base;
-    int64_t rest = b;
-    for (int d = outer - 1; d >= 0; --d) {
-      idx[d] = rest % L.shape[d];
-      rest /= L.shape[d];
-      for (int k = 0; k < N; ++k) p[k] += idx[d] * L.strides[k][d];
+  const auto full = bp::sdk::make_layout<N>(ops[0].ndim(), ops[0].shape(), strides, sizes);
+  std::array<bp::sdk::LayoutPart<N>, 2> parts;
+  const int num_parts = bp::sdk::tile_for_cache<N>(full, parts);
+  for (int part = 0; part < num_parts; ++part) {
+    const auto& L = parts[part].layout;
+    std::array<char*, N> base = base0;
+    for (int k = 0; k < N; ++k) base[k] += parts[part].shift[k];
+    const int outer = L.ndim - 1;
+    const int64_t inner = L.shape[outer];
+    std::array<int64_t, N> inner_strides;
+    for (int k = 0; k < N; ++k) inner_strides[k] = L.strides[k][outer];
+    int64_t rows = 1;
+    for (int d = 0; d < outer; ++d) rows *= L.shape[d];
+    if (rows == 1) {
+      // One long row: cut it into pieces instead.
+      parallel_ranges(inner, [&](int64_t b, int64_t e) {
+        std::array<char*, N> p;
+        for (int k = 0; k < N; ++k) p[k] = base[k] + b * inner_strides[k];
+        row(p, inner_strides, e - b);
+      });
+      continue;
     }
-    for (int64_t r = b; r < e; ++r) {
-      row(p, inner_strides, inner);
+    parallel_ranges(rows, [&](int64_t b, int64_t e) {
+      std::array<int64_t, BP_MAX_DIMS> idx{};
+      std::array<char*, N> p = base;
+      int64_t rest = b;
       for (int d = outer - 1; d >= 0; --d) {
-        if (++idx[d] < L.shape[d]) {
-          for (int k = 0; k < N; ++k) p[k] += L.strides[k][d];
-          break;
-        }
-        for (int k = 0; k < N; ++k) p[k] -= L.strides[k][d] * (L.shape[d] - 1);
-        idx[d] = 0;
+        idx[d] = rest % L.shape[d];
+        rest /= L.shape[d];
+        for (int k = 0; k < N; ++k) p[k] += idx[d] * L.strides[k][d];
       }
-    }
-  });
+      for (int64_t r = b; r < e; ++r) {
+        row(p, inner_strides, inner);
+        for (int d = outer - 1; d >= 0; --d) {
+          if (++idx[d] < L.shape[d]) {
+            for (int k = 0; k < N; ++k) p[k] += L.strides[k][d];
+            break;
+          }
+          for (int k = 0; k < N; ++k) p[k] -= L.strides[k][d] * (L.shape[d] - 1);
+          idx[d] = 0;
+        }
+      }
+    });
+  }
 }
 
 // Calls f(x, y) -> O for every element of two same-shaped inputs of type T.
@@ -268,8 +275,8 @@ inline constexpr std::initializer_list<bp_dtype> kFloatDtypes = {BP_DTYPE_FLOAT3
 // Checks operand counts, that every input has out's shape and the dtype of
 // input `dispatch_input` (input `skip_dtype` excepted), and that out has that
 // dtype too, or bool when `bool_out`. Returns that dispatch dtype.
-bp_dtype check_elementwise(const KernelCall& c, const char* op, int num_inputs,
-                           int dispatch_input, bool bool_out, int skip_dtype = -1);
+bp_dtype check_elementwise(const KernelCall& c, const char* op, int num_inputs, int dispatch_input,
+                           bool bool_out, int skip_dtype = -1);
 
 // ints[slot] as a dim of a rank-`ndim` tensor, negatives counted from the
 // end; a 0-d tensor accepts 0 and -1.

@@ -121,9 +121,11 @@ void scatter_kernel(const KernelCall& c) {
            "expected 2 inputs and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
   const TensorRef index = c.input(0), src = c.input(1), out = c.output(0);
   check_int64_index("scatter", index);
-  if (c.attrs().num_ints > 1 && c.attrs().ints[1] != 0)
-    throw bp::sdk::Unsupported("[scatter] reduction " + std::to_string(c.attrs().ints[1]) +
-                               " is not supported");
+  const int64_t reduction = c.attrs().num_ints > 1 ? c.attrs().ints[1] : 0;
+  if (reduction != 0 && reduction != 1)
+    throw bp::sdk::Unsupported("[scatter] reduction " + std::to_string(reduction) +
+                               " is not supported (0 none, 1 add)");
+  const bool accumulate = reduction == 1;
   BP_CHECK(src.dtype() == out.dtype(), "scatter",
            "the source is " << bp::sdk::dtype_name(src.dtype()) << ", the output "
                             << bp::sdk::dtype_name(out.dtype()));
@@ -159,8 +161,16 @@ void scatter_kernel(const KernelCall& c) {
           T* op = reinterpret_cast<T*>(p[2]);
           const int64_t si = st[0] / 8, ss = st[1] / sz, so = st[2] / sz;
           for (int64_t j = 0; j < len; ++j)
-            for (int64_t k = 0; k < n; ++k)
-              op[j * so + ip[j * si + k * sdi] * sdo] = sp[j * ss + k * sds];
+            for (int64_t k = 0; k < n; ++k) {
+              T& dst = op[j * so + ip[j * si + k * sdi] * sdo];
+              const T v = sp[j * ss + k * sds];
+              if (!accumulate)
+                dst = v;
+              else if constexpr (std::is_same_v<T, bool>)
+                dst = dst || v;
+              else
+                dst = static_cast<T>(dst + v);
+            }
         },
         n);
   });

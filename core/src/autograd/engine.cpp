@@ -93,6 +93,7 @@ void run_backward(const std::vector<Edge>& roots, const std::vector<Tensor>& gra
         const OutputInfo& o = node->outputs[i];
         in[i] = zeros(o.shape, TensorOptions(o.dtype).device(o.device));
       }
+      if (i >= node->pre_hooks.size()) continue;
       for (const Hook& h : node->pre_hooks[i]) {
         Tensor r = h(in[i]);
         if (r.defined()) in[i] = r;
@@ -210,7 +211,7 @@ Tensor& Tensor::retain_grad() {
   m.retained = make_intrusive<AutogradMeta::RetainedGrad>();
   const autograd::Edge e = autograd::gradient_edge(*this);
   IntrusivePtr<AutogradMeta::RetainedGrad> box = m.retained;
-  e.fn->pre_hooks[e.input_nr].push_back([box](const Tensor& g) {
+  e.fn->hooks_of(e.input_nr).push_back([box](const Tensor& g) {
     if (box->grad.defined())
       box->grad = box->grad.add(g);
     else
@@ -233,7 +234,7 @@ void Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) {
     return;
   }
   const autograd::Edge e = autograd::gradient_edge(*this);
-  e.fn->pre_hooks[e.input_nr].push_back(std::move(hook));
+  e.fn->hooks_of(e.input_nr).push_back(std::move(hook));
 }
 
 void Tensor::backward(const Tensor& gradient, bool retain_graph) const {

@@ -10,13 +10,14 @@
 
 namespace bp {
 
-void AutogradMetaDeleter::operator()(AutogradMeta* m) const { delete m; }
 
 namespace autograd {
 
 namespace {
 
-std::atomic<uint64_t> g_next_sequence_nr{0};
+// Creation order only has to be monotonic within the thread that builds a
+// graph; a thread-local counter avoids a locked increment per node.
+thread_local uint64_t t_next_sequence_nr = 0;
 
 // Sizes, strides and offset of a tensor, in its storage's elements.
 struct Geometry {
@@ -107,20 +108,22 @@ void accumulate_into(const Tensor& buffer, const Geometry& g, int64_t lo, Tensor
   flat_buffer.scatter_add_(0, pos, grad.reshape({-1}).contiguous());
 }
 
-// Accumulates into a leaf's grad (AG-3).
+}  // namespace
+
+// Accumulates into a leaf's grad (AG-3). The leaf owns it (so it is made
+// once, not per recorded op); it points back at the leaf without owning it,
+// and the leaf's metadata clears that pointer when the leaf goes, after
+// which gradients reaching it are dropped.
 class AccumulateGrad : public Node {
  public:
-  explicit AccumulateGrad(IntrusivePtr<TensorImpl> leaf) : leaf_(std::move(leaf)) {
-    outputs.push_back({DimVector(leaf_->sizes), leaf_->dtype, leaf_->device});
-    pre_hooks.resize(1);
+  explicit AccumulateGrad(TensorImpl* leaf) : leaf_(leaf) {
+    outputs.push_back({DimVector(leaf->sizes), leaf->dtype, leaf->device});
   }
-  ~AccumulateGrad() override {
-    if (leaf_->autograd && leaf_->autograd->grad_accumulator == this)
-      leaf_->autograd->grad_accumulator = nullptr;
-  }
+  void forget_leaf() { leaf_ = nullptr; }
   const char* name() const override { return "AccumulateGrad"; }
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
-    Tensor leaf(leaf_);
+    if (leaf_ == nullptr) return {};
+    Tensor leaf{IntrusivePtr<TensorImpl>(leaf_)};
     AutogradMeta& m = meta(leaf);
     Tensor g = grads[0];
     for (const Hook& h : m.hooks) {
@@ -136,8 +139,21 @@ class AccumulateGrad : public Node {
   }
 
  private:
-  IntrusivePtr<TensorImpl> leaf_;
+  TensorImpl* leaf_;
 };
+
+}  // namespace autograd
+
+void AutogradMetaDeleter::operator()(AutogradMeta* m) const {
+  // A graph may outlive its leaf: its accumulator then drops gradients.
+  if (m->grad_accumulator)
+    static_cast<autograd::AccumulateGrad*>(m->grad_accumulator.get())->forget_leaf();
+  delete m;
+}
+
+namespace autograd {
+
+namespace {
 
 // d(view)/d(src): the gradient of a view lands on the elements it covers.
 class ViewNode : public Node {
@@ -145,7 +161,6 @@ class ViewNode : public Node {
   ViewNode(const char* name, Geometry src, Geometry out, DType dtype, Device device)
       : name_(name), src_(std::move(src)), out_(std::move(out)) {
     outputs.push_back({out_.sizes, dtype, device});
-    pre_hooks.resize(1);
   }
   const char* name() const override { return name_; }
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
@@ -168,7 +183,6 @@ class CopySlices : public Node {
   CopySlices(Geometry base, Geometry view, DType dtype, Device device)
       : base_(std::move(base)), view_(std::move(view)) {
     outputs.push_back({base_.sizes, dtype, device});
-    pre_hooks.resize(1);
   }
   const char* name() const override { return "CopySlices"; }
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
@@ -196,7 +210,7 @@ AutogradMeta& meta(const Tensor& t) {
   return *p;
 }
 
-Node::Node() : sequence_nr(g_next_sequence_nr.fetch_add(1, std::memory_order_relaxed)) {}
+Node::Node() : sequence_nr(t_next_sequence_nr++) {}
 
 SavedTensor::SavedTensor(const Tensor& t, const char* saved_by)
     : data_(t.defined() ? t.detach() : Tensor()),
@@ -243,10 +257,8 @@ Edge gradient_edge(const Tensor& t) {
     }
   }
   if (m.grad_fn) return {m.grad_fn, m.output_nr};
-  if (m.grad_accumulator) return {IntrusivePtr<Node>(m.grad_accumulator), 0};
-  auto acc = make_intrusive<AccumulateGrad>(IntrusivePtr<TensorImpl>(t.impl()));
-  m.grad_accumulator = acc.get();
-  return {acc, 0};
+  if (!m.grad_accumulator) m.grad_accumulator = make_intrusive<AccumulateGrad>(t.impl());
+  return {m.grad_accumulator, 0};
 }
 
 IntrusivePtr<FunctionNode> make_node(const char* name, std::initializer_list<const Tensor*> inputs,
@@ -258,10 +270,7 @@ IntrusivePtr<FunctionNode> make_node(const char* name, std::initializer_list<con
 }
 
 void set_history(const Tensor& out, Node* node, uint32_t output_nr) {
-  if (node->outputs.size() <= output_nr) {
-    node->outputs.resize(output_nr + 1);
-    node->pre_hooks.resize(output_nr + 1);
-  }
+  if (node->outputs.size() <= output_nr) node->outputs.resize(output_nr + 1);
   node->outputs[output_nr] = {DimVector(out.sizes()), out.dtype(), out.device()};
   AutogradMeta& m = meta(out);
   m.grad_fn = IntrusivePtr<Node>(node);

@@ -64,7 +64,13 @@ class Node : public RefCounted {
 
   std::vector<Edge> next_edges;      // one per input
   std::vector<OutputInfo> outputs;   // one per output
-  std::vector<std::vector<Hook>> pre_hooks;  // per output: tensor hooks, retain_grad
+  // Per output: tensor hooks and retain_grad, sized only once one is added
+  // (an allocation saved on every recorded op).
+  std::vector<std::vector<Hook>> pre_hooks;
+  std::vector<Hook>& hooks_of(uint32_t output_nr) {
+    if (pre_hooks.size() <= output_nr) pre_hooks.resize(output_nr + 1);
+    return pre_hooks[output_nr];
+  }
   uint64_t sequence_nr;              // creation order: later nodes run first
 
  protected:
@@ -106,7 +112,9 @@ struct AutogradMeta {
   uint32_t output_nr = 0;
   Tensor grad;                 // leaves' accumulated gradient
   std::vector<autograd::Hook> hooks;     // hooks of a leaf (a non-leaf's go to its grad_fn)
-  autograd::Node* grad_accumulator = nullptr;  // weak: cleared by the accumulator's destructor
+  // A leaf's gradient accumulator, made on first use and owned here so it
+  // is not rebuilt for every recorded op.
+  IntrusivePtr<autograd::Node> grad_accumulator;
   // A non-leaf's retained gradient lives in a box shared with its node's hook.
   struct RetainedGrad : RefCounted {
     Tensor grad;

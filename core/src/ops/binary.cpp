@@ -97,8 +97,10 @@ void record_binary(Op op, const Tensor& a, const Tensor& b, const Scalar& alpha,
                       op == Op::Minimum || op == Op::Pow;
   const bool save_b = (op == Op::Mul && need_a) || op == Op::Div || op == Op::Maximum ||
                       op == Op::Minimum || op == Op::Pow;
-  node->save(save_a ? a : Tensor());
-  node->save(save_b ? b : Tensor());
+  if (save_a || save_b) {  // add and sub save nothing
+    node->save(save_a ? a : Tensor());
+    node->save(save_b ? b : Tensor());
+  }
   if (op == Op::Pow) node->save(out);
   autograd::set_history(out, node.get());
 }

@@ -109,6 +109,58 @@ void for_each_row(const StridedLayout<N>& L, std::array<char*, N> base, Row&& ro
   }
 }
 
+// A layout to walk, and the byte offset of its first element per operand.
+template <int N>
+struct LayoutPart {
+  StridedLayout<N> layout;
+  std::array<int64_t, N> shift{};
+};
+
+// Splits a layout for cache reuse. When an operand walks the second
+// innermost dim with a smaller stride than the innermost one (a transposed
+// input), rows of the output jump across that operand's cache lines. Cutting
+// the innermost dim into tiles and walking tiles outermost makes consecutive
+// rows reuse the lines the previous row loaded. Returns 1 or 2 parts (the
+// second is the tail when the innermost size is not a multiple of `tile`).
+template <int N>
+int tile_for_cache(const StridedLayout<N>& L, std::array<LayoutPart<N>, 2>& parts,
+                   int64_t tile = 64) {
+  parts[0] = {L, {}};
+  if (L.ndim < 2 || L.ndim >= BP_MAX_DIMS) return 1;
+  const int in = L.ndim - 1, a = in - 1;
+  if (L.shape[in] < 2 * tile) return 1;
+  bool conflict = false;
+  for (int k = 0; k < N; ++k) {
+    const int64_t sa = L.strides[k][a] < 0 ? -L.strides[k][a] : L.strides[k][a];
+    const int64_t si = L.strides[k][in] < 0 ? -L.strides[k][in] : L.strides[k][in];
+    if (sa != 0 && sa < si) conflict = true;
+  }
+  if (!conflict) return 1;
+  const int64_t blocks = L.shape[in] / tile, rest = L.shape[in] % tile;
+  StridedLayout<N> M;
+  M.ndim = L.ndim + 1;
+  for (int d = 0; d < a; ++d) {
+    M.shape[d] = L.shape[d];
+    for (int k = 0; k < N; ++k) M.strides[k][d] = L.strides[k][d];
+  }
+  M.shape[a] = blocks;
+  M.shape[a + 1] = L.shape[a];
+  M.shape[a + 2] = tile;
+  for (int k = 0; k < N; ++k) {
+    M.strides[k][a] = L.strides[k][in] * tile;
+    M.strides[k][a + 1] = L.strides[k][a];
+    M.strides[k][a + 2] = L.strides[k][in];
+  }
+  parts[0] = {M, {}};
+  if (rest == 0) return 1;
+  StridedLayout<N> T = L;
+  T.shape[in] = rest;
+  std::array<int64_t, N> shift;
+  for (int k = 0; k < N; ++k) shift[k] = blocks * tile * L.strides[k][in];
+  parts[1] = {T, shift};
+  return 2;
+}
+
 // Convenience: iterate operands given as TensorRefs sharing out[0]'s shape.
 template <int N, class Row>
 void for_each_row(const std::array<TensorRef, N>& ops, Row&& row) {
@@ -122,7 +174,13 @@ void for_each_row(const std::array<TensorRef, N>& ops, Row&& row) {
   }
   if (ops[0].numel() == 0) return;
   auto L = make_layout<N>(ops[0].ndim(), ops[0].shape(), strides, sizes);
-  for_each_row<N>(L, base, std::forward<Row>(row));
+  std::array<LayoutPart<N>, 2> parts;
+  const int n = tile_for_cache<N>(L, parts);
+  for (int i = 0; i < n; ++i) {
+    std::array<char*, N> b = base;
+    for (int k = 0; k < N; ++k) b[k] += parts[i].shift[k];
+    for_each_row<N>(parts[i].layout, b, row);
+  }
 }
 
 }  // namespace bp::sdk
