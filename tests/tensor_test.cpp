@@ -5,6 +5,7 @@
 #include <backplane/backplane.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -397,3 +398,24 @@ TEST(TensorErrors, ErrorsLeaveTheProcessUsable) {
 }
 
 }  // namespace
+
+// Large dense float32 tensors take the backend's fast paths; NaN must still
+// pass through relu (PyTorch: relu(nan) is nan), as it does for small ones.
+TEST(TensorValues, ReluKeepsNaNOnLargeDenseTensors) {
+  for (int64_t n : {int64_t{8}, int64_t{1} << 17}) {
+    bp::Tensor x = bp::full({n}, std::nan(""));
+    std::vector<float> y = bp::relu(x).to_vector<float>();
+    EXPECT_TRUE(std::isnan(y.front())) << n;
+    EXPECT_TRUE(std::isnan(y.back())) << n;
+  }
+}
+
+// Options that name no dtype leave the dtype to the template (CR-2) and to
+// arange's inference (CR-4).
+TEST(TensorFactories, OptionsWithoutDtypeKeepTheInferredOne) {
+  bp::Tensor t = bp::zeros({2}, bp::DType::Int32);
+  EXPECT_EQ(bp::zeros_like(t, bp::TensorOptions().device(t.device())).dtype(), bp::DType::Int32);
+  EXPECT_EQ(bp::arange(0, 3, 1, bp::TensorOptions().device(t.device())).dtype(),
+            bp::DType::Int64);
+  EXPECT_EQ(bp::full({2}, 1.5).version(), 0u);  // a new tensor starts at version 0
+}
