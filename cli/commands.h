@@ -35,6 +35,13 @@ class Command {
   virtual po::options_description options() { return po::options_description("Options"); }
   // Options parsed like the others but left out of --help (internal protocols).
   virtual po::options_description hidden_options() { return po::options_description(); }
+  // Positional arguments, each mapped to an option of options() or
+  // hidden_options(). None by default: any positional is then an error.
+  virtual po::positional_options_description positional() {
+    return po::positional_options_description();
+  }
+  // What follows the command's name in its usage line, e.g. "NAME [options]".
+  virtual const char* usage() const { return "[options]"; }
   // Runs with the global flags already applied (plugin folders registered).
   virtual int run(const BackendFlags& flags) = 0;
 };
@@ -42,5 +49,7 @@ class Command {
 std::unique_ptr<Command> make_devices_command();
 std::unique_ptr<Command> make_conformance_command();
 std::unique_ptr<Command> make_version_command();
+std::unique_ptr<Command> make_ops_command();
+std::unique_ptr<Command> make_new_plugin_command();
 
 }  // namespace bp::cli

@@ -20,6 +20,8 @@ const char* kExamples =
     "  backplane --backend cuda conformance\n"
     "  backplane conformance --backend ./build/lib/backplane/libbackplane_cpu_onednn.so\n"
     "  backplane --plugin-path ~/my-plugins --backend mine devices\n"
+    "  backplane ops\n"
+    "  backplane new-plugin mydev && cd mydev   # a plugin project to start from\n"
     "  backplane help conformance\n";
 
 const char* kExitCodes =
@@ -47,6 +49,8 @@ std::vector<std::unique_ptr<Command>> all_commands() {
   std::vector<std::unique_ptr<Command>> commands;
   commands.push_back(make_devices_command());
   commands.push_back(make_conformance_command());
+  commands.push_back(make_ops_command());
+  commands.push_back(make_new_plugin_command());
   commands.push_back(make_version_command());
   return commands;
 }
@@ -79,7 +83,7 @@ void print_general_help(const std::vector<std::unique_ptr<Command>>& commands,
 }
 
 void print_command_help(Command& cmd, const po::options_description& global) {
-  std::cout << "Usage: backplane [global options] " << cmd.name() << " [options]\n\n"
+  std::cout << "Usage: backplane [global options] " << cmd.name() << " " << cmd.usage() << "\n\n"
             << cmd.summary() << ".\n\n";
   po::options_description own = cmd.options();
   if (!own.options().empty()) std::cout << own << "\n";
@@ -160,15 +164,14 @@ int run(int argc, char** argv) {
   all.add(cmd->options()).add(cmd->hidden_options()).add(global);
   po::variables_map vm;
   try {
-    // No positional arguments: an empty description makes any of them an error.
-    po::store(po::command_line_parser(args)
-                  .options(all)
-                  .positional(po::positional_options_description())
-                  .run(),
-              vm);
+    // Only the command's own positionals; without any, a positional is an error.
+    const po::positional_options_description positional = cmd->positional();
+    po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
     po::notify(vm);
   } catch (const po::too_many_positional_options_error&) {
-    return usage_error(name + ": unexpected argument; " + name + " takes only options", name);
+    return usage_error(name + ": unexpected argument; the usage is 'backplane " + name + " " +
+                           cmd->usage() + "'",
+                       name);
   } catch (const po::error& e) {
     return usage_error(name + ": " + e.what(), name);
   }

@@ -6,6 +6,8 @@
 #include <backplane/backplane.h>
 #include <gtest/gtest.h>
 
+#include "test_util.h"
+
 #include <cmath>
 #include <string>
 #include <thread>
@@ -32,19 +34,7 @@ Values values(const Tensor& t) {
   return t.to_vector<double>();
 }
 
-template <class E, class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "wrong exception type, message: " << e.what();
-    return {};
-  }
-  ADD_FAILURE() << "no exception thrown";
-  return {};
-}
+using bp::testing::message_of;
 
 // --- order of execution ---------------------------------------------------------
 

@@ -225,9 +225,26 @@ TEST(CpuOnednnIndexOps, Scatter) {
   expect_index_error(BP_OP_SCATTER, BP_DTYPE_INT32, {&index, &src}, self, attrs_with({}, {0, 0}),
                      "[scatter] index 3 is out of range for dim 0 of size 3 (valid range: [0, 3))");
   EXPECT_EQ(self.storage, before.storage);
+  // Reductions other than none (0) and add (1) are not implemented.
   EXPECT_EQ(
-      call(BP_OP_SCATTER, BP_DTYPE_INT32, {&index, &src}, self, attrs_with({}, {0, 1})).status,
+      call(BP_OP_SCATTER, BP_DTYPE_INT32, {&index, &src}, self, attrs_with({}, {0, 2})).status,
       BP_STATUS_UNSUPPORTED);
+}
+
+// Reduction 1 adds every source element, duplicates included.
+TEST(CpuOnednnIndexOps, ScatterAddCountsDuplicates) {
+  Buf self = make(BP_DTYPE_INT64, {4}, Layout::contiguous, 1);
+  Buf src = make(BP_DTYPE_INT64, {5}, Layout::contiguous, 2);
+  Buf index = make_index({5}, Layout::contiguous, 3);
+  const int64_t idx[5] = {0, 2, 2, 3, 2};
+  std::vector<double> want(4);
+  for (int64_t i = 0; i < 4; ++i) want[i] = self.get({i});
+  for (int64_t i = 0; i < 5; ++i) {
+    index.set({i}, double(idx[i]));
+    want[idx[i]] += src.get({i});
+  }
+  run(BP_OP_SCATTER, BP_DTYPE_INT64, {&index, &src}, self, attrs_with({}, {0, 1}));
+  expect_values(self, want);
 }
 
 TEST(CpuOnednnIndexOps, IndexSelect) {

@@ -4,6 +4,8 @@
 #include <backplane/backplane.h>
 #include <gtest/gtest.h>
 
+#include "test_util.h"
+
 #include <atomic>
 #include <cstdlib>
 #include <new>
@@ -37,19 +39,7 @@ using bp::Op;
 // id, and these tests only need table slots.
 constexpr int kSpareBackend = bp::kMaxBackends - 1;
 
-template <class E, class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "wrong exception type, message: " << e.what();
-    return {};
-  }
-  ADD_FAILURE() << "no exception thrown";
-  return {};
-}
+using bp::testing::message_of;
 
 bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;

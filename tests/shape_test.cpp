@@ -5,6 +5,8 @@
 #include <backplane/shape.h>
 #include <gtest/gtest.h>
 
+#include "test_util.h"
+
 #include <string>
 #include <vector>
 
@@ -16,20 +18,7 @@ Dims to_dims(const bp::DimVector& v) {
   return Dims(v.begin(), v.end());
 }
 
-// The message of the exception `f` throws, checked to be of type E.
-template <class E, class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "wrong exception type, message: " << e.what();
-    return {};
-  }
-  ADD_FAILURE() << "no exception thrown";
-  return {};
-}
+using bp::testing::message_of;
 
 TEST(DimVector, SpillsToHeapBeyondInlineCapacityAndKeepsValues) {
   bp::DimVector v;

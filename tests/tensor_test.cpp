@@ -5,6 +5,8 @@
 #include <backplane/backplane.h>
 #include <gtest/gtest.h>
 
+#include "test_util.h"
+
 #include <cmath>
 #include <string>
 #include <vector>
@@ -18,20 +20,7 @@ Dims dims(bp::IntArrayRef v) {
   return Dims(v.begin(), v.end());
 }
 
-// The message of the exception `f` throws, checked to be of type E.
-template <class E, class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "wrong exception type, message: " << e.what();
-    return {};
-  }
-  ADD_FAILURE() << "no exception thrown";
-  return {};
-}
+using bp::testing::message_of;
 
 // x[i][j][k] = 12 i + 4 j + k, shape [2, 3, 4], as int64.
 bp::Tensor iota_234() {

@@ -6,6 +6,8 @@
 # <build>/lib/backplane/ and installed to <prefix>/lib/backplane/.
 # The in-tree plugins use this exact function, as an out-of-tree author does.
 include_guard(GLOBAL)
+# CMAKE_INSTALL_LIBDIR for the install rule, in projects that did not include it.
+include(GNUInstallDirs)
 
 function(backplane_add_plugin name)
   cmake_parse_arguments(ARG "" "" "SOURCES;LINK" ${ARGN})

@@ -188,20 +188,24 @@ Tensor min(const Tensor& a) {
   return out;
 }
 
-std::pair<Tensor, Tensor> max(const Tensor& a, int64_t dim, bool keepdim) {
-  Tensor idx = arg_reduce(Op::Argmax, "max", a, dim, keepdim);
+namespace {
+// max or min over one dim: the values, and the index each came from, which
+// is also where the gradient goes.
+std::pair<Tensor, Tensor> extremum(Op value_op, Op index_op, const char* name,
+                                   const char* grad_name, const Tensor& a, int64_t dim,
+                                   bool keepdim) {
+  Tensor idx = arg_reduce(index_op, name, a, dim, keepdim);
   std::vector<bool> mask(static_cast<std::size_t>(a.dim()), false);
-  const int64_t d = wrap_dim(dim, a.dim(), "max");
+  const int64_t d = wrap_dim(dim, a.dim(), name);
   if (a.dim() > 0) mask[d] = true;
-  Tensor values = reduce(Op::Max, a, mask, keepdim, a.dtype());
+  Tensor values = reduce(value_op, a, mask, keepdim, a.dtype());
   if (autograd::needs_grad({&a})) {
-    // The gradient goes to the element each index names.
     const DimVector shape(a.sizes()), kept = kept_shape(a.sizes(), mask);
     const int64_t dd = a.dim() == 0 ? 0 : d;
     auto node = autograd::make_node(
-        "MaxBackward0", {&a}, [=](autograd::FunctionNode& n, std::vector<Tensor>& g) {
-          Tensor ga = zeros(shape, TensorOptions(g[0].dtype()).device(g[0].device()));
+        grad_name, {&a}, [=](autograd::FunctionNode& n, std::vector<Tensor>& g) {
           if (shape.size() == 0) return std::vector<Tensor>{g[0].reshape(shape)};
+          Tensor ga = zeros(shape, TensorOptions(g[0].dtype()).device(g[0].device()));
           ga.scatter_(dd, n.saved(0).reshape(kept), g[0].reshape(kept));
           return std::vector<Tensor>{ga};
         });
@@ -210,27 +214,13 @@ std::pair<Tensor, Tensor> max(const Tensor& a, int64_t dim, bool keepdim) {
   }
   return {values, idx};
 }
+}  // namespace
+
+std::pair<Tensor, Tensor> max(const Tensor& a, int64_t dim, bool keepdim) {
+  return extremum(Op::Max, Op::Argmax, "max", "MaxBackward0", a, dim, keepdim);
+}
 std::pair<Tensor, Tensor> min(const Tensor& a, int64_t dim, bool keepdim) {
-  Tensor idx = arg_reduce(Op::Argmin, "min", a, dim, keepdim);
-  std::vector<bool> mask(static_cast<std::size_t>(a.dim()), false);
-  const int64_t d = wrap_dim(dim, a.dim(), "min");
-  if (a.dim() > 0) mask[d] = true;
-  Tensor values = reduce(Op::Min, a, mask, keepdim, a.dtype());
-  if (autograd::needs_grad({&a})) {
-    // The gradient goes to the element each index names.
-    const DimVector shape(a.sizes()), kept = kept_shape(a.sizes(), mask);
-    const int64_t dd = a.dim() == 0 ? 0 : d;
-    auto node = autograd::make_node(
-        "MinBackward0", {&a}, [=](autograd::FunctionNode& n, std::vector<Tensor>& g) {
-          Tensor ga = zeros(shape, TensorOptions(g[0].dtype()).device(g[0].device()));
-          if (shape.size() == 0) return std::vector<Tensor>{g[0].reshape(shape)};
-          ga.scatter_(dd, n.saved(0).reshape(kept), g[0].reshape(kept));
-          return std::vector<Tensor>{ga};
-        });
-    node->save(idx);
-    autograd::set_history(values, node.get());
-  }
-  return {values, idx};
+  return extremum(Op::Min, Op::Argmin, "min", "MinBackward0", a, dim, keepdim);
 }
 
 Tensor argmax(const Tensor& a, std::optional<int64_t> dim, bool keepdim) {

@@ -1,0 +1,65 @@
+// The sim device's memory: one mmap'ed arena that is PROT_NONE whenever the
+// plugin is not inside one of its own entry points, so that the host (the
+// core, a case, a debugger print) faults on any direct access, as it would
+// on a real accelerator's memory.
+#pragma once
+
+#include <backplane/plugin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+namespace bp::sim {
+
+class Arena {
+ public:
+  // Reserves `capacity` bytes of address space, inaccessible.
+  explicit Arena(std::size_t capacity);
+  ~Arena();
+  Arena(const Arena&) = delete;
+  Arena& operator=(const Arena&) = delete;
+
+  std::size_t capacity() const { return capacity_; }
+
+  // A block of at least `nbytes`, aligned to `alignment` (at least 64).
+  // Throws std::bad_alloc when the arena is full.
+  void* allocate(std::size_t nbytes, std::size_t alignment);
+  void deallocate(void* ptr);
+  void stats(bp_memory_stats& out);
+
+  // Throws InvalidArgument naming `op` unless [ptr, ptr + nbytes) lies in
+  // the arena: the core handed the device a pointer that is not its memory.
+  void check(const void* ptr, std::size_t nbytes, const char* op) const;
+
+  // Opens the arena for the lifetime of the object: takes the arena's lock
+  // (one plugin call at a time, or one call's re-protect would fault
+  // another's kernel) and makes the used part readable and writable.
+  class Access {
+   public:
+    explicit Access(Arena& arena);
+    ~Access();
+    Access(const Access&) = delete;
+    Access& operator=(const Access&) = delete;
+
+   private:
+    std::lock_guard<std::mutex> lock_;
+    Arena& arena_;
+    std::size_t open_bytes_;
+  };
+
+ private:
+  void protect(std::size_t nbytes, int prot);
+
+  std::mutex mu_;
+  char* base_ = nullptr;
+  std::size_t capacity_ = 0;
+  std::size_t top_ = 0;                      // bytes ever handed out from the start
+  std::map<std::size_t, std::size_t> free_;  // offset -> size, below top_
+  std::unordered_map<std::size_t, std::size_t> live_;  // offset -> block size
+  uint64_t allocated_ = 0, num_allocs_ = 0;
+};
+
+}  // namespace bp::sim

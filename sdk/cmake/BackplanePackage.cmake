@@ -1,0 +1,52 @@
+# Installs Backplane as a CMake package: the exported targets Backplane::sdk,
+# Backplane::core and Backplane::backplane, the SDK headers, and
+# BackplanePlugin.cmake, so that an outside project can
+#
+#   find_package(Backplane CONFIG REQUIRED)
+#   backplane_add_plugin(mine SOURCES mine.cpp)
+#
+# Included from the root CMakeLists.txt after every target exists.
+include(CMakePackageConfigHelpers)
+
+set(BACKPLANE_CMAKE_INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/Backplane)
+set(BACKPLANE_PLUGIN_INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/backplane)
+set(BACKPLANE_BOOST_MIN_VERSION 1.74)
+
+# The ABI version a plugin built against this install reports.
+file(STRINGS ${PROJECT_SOURCE_DIR}/sdk/include/backplane/plugin.h _abi
+     REGEX "^#define BP_ABI_(MAJOR|MINOR) ")
+string(REGEX REPLACE ".*BP_ABI_MAJOR ([0-9]+).*" "\\1" _abi_major "${_abi}")
+string(REGEX REPLACE ".*BP_ABI_MINOR ([0-9]+).*" "\\1" _abi_minor "${_abi}")
+set(BACKPLANE_ABI_VERSION "${_abi_major}.${_abi_minor}")
+
+set_target_properties(backplane_sdk PROPERTIES EXPORT_NAME sdk)
+set_target_properties(backplane_core PROPERTIES EXPORT_NAME core)
+# core/CMakeLists.txt installs the library itself; this rule adds it to the
+# export set (the same file is copied once more, harmlessly).
+install(TARGETS backplane_sdk backplane_core
+  EXPORT BackplaneTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/sdk/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+
+install(EXPORT BackplaneTargets
+  NAMESPACE Backplane::
+  FILE BackplaneTargets.cmake
+  DESTINATION ${BACKPLANE_CMAKE_INSTALL_DIR})
+configure_package_config_file(
+  ${PROJECT_SOURCE_DIR}/sdk/cmake/BackplaneConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/BackplaneConfig.cmake
+  INSTALL_DESTINATION ${BACKPLANE_CMAKE_INSTALL_DIR}
+  PATH_VARS BACKPLANE_PLUGIN_INSTALL_DIR)
+# 0.x releases may change the C++ API between minors; the plugin ABI has its
+# own version, checked by the loader.
+write_basic_package_version_file(
+  ${PROJECT_BINARY_DIR}/BackplaneConfigVersion.cmake
+  VERSION ${PROJECT_VERSION}
+  COMPATIBILITY SameMinorVersion)
+install(FILES
+    ${PROJECT_BINARY_DIR}/BackplaneConfig.cmake
+    ${PROJECT_BINARY_DIR}/BackplaneConfigVersion.cmake
+    ${PROJECT_SOURCE_DIR}/sdk/cmake/BackplanePlugin.cmake
+  DESTINATION ${BACKPLANE_CMAKE_INSTALL_DIR})

@@ -1,0 +1,118 @@
+# cmake -DSTEP=install|hostref|new_plugin|core_consumer -DBUILD_DIR=<build>
+#       -DWORK=<scratch dir> -DEXAMPLES=<sdk/examples> -DCMAKE_CMD=<cmake>
+#       -P check_sdk.cmake
+#
+# One step of the SDK tests (sdk/examples/CMakeLists.txt). `install` puts
+# BUILD_DIR under WORK/prefix; the others build a project against that
+# prefix, as a user would, and run the installed `backplane` on the result.
+foreach(var STEP BUILD_DIR WORK EXAMPLES CMAKE_CMD)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "[sdk.test] pass -D${var}=...")
+  endif()
+endforeach()
+set(prefix ${WORK}/prefix)
+set(backplane ${prefix}/bin/backplane)
+
+# run(<name> EXPECT <code> [CONTAINS <text>...] COMMAND <cmd>...): runs the
+# command, prints its output, checks the exit code and that each text appears.
+function(run name)
+  cmake_parse_arguments(R "" "EXPECT;WORKING_DIRECTORY" "CONTAINS;COMMAND" ${ARGN})
+  if(NOT R_WORKING_DIRECTORY)
+    set(R_WORKING_DIRECTORY ${WORK})
+  endif()
+  string(TIMESTAMP t0 "%s")
+  execute_process(COMMAND ${R_COMMAND} WORKING_DIRECTORY ${R_WORKING_DIRECTORY}
+    RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  string(TIMESTAMP t1 "%s")
+  math(EXPR secs "${t1} - ${t0}")
+  message("=== ${name}: exit ${code} in ${secs} s\n${out}${err}")
+  if(NOT "${code}" STREQUAL "${R_EXPECT}")
+    message(FATAL_ERROR "[sdk.${STEP}] ${name}: expected exit ${R_EXPECT}, got ${code}")
+  endif()
+  foreach(text IN LISTS R_CONTAINS)
+    string(FIND "${out}${err}" "${text}" pos)
+    if(pos EQUAL -1)
+      message(FATAL_ERROR "[sdk.${STEP}] ${name}: the output lacks '${text}'")
+    endif()
+  endforeach()
+endfunction()
+
+# configure_and_build(<source dir> <build dir>): against the installed prefix.
+function(configure_and_build src bin)
+  file(REMOVE_RECURSE ${bin})
+  run("configure ${src}" EXPECT 0 COMMAND ${CMAKE_CMD} -S ${src} -B ${bin}
+      -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)
+  run("build ${src}" EXPECT 0 COMMAND ${CMAKE_CMD} --build ${bin} -j 2)
+endfunction()
+
+if(STEP STREQUAL "install")
+  file(REMOVE_RECURSE ${WORK})
+  file(MAKE_DIRECTORY ${WORK})
+  run("install" EXPECT 0 COMMAND ${CMAKE_CMD} --install ${BUILD_DIR} --prefix ${prefix})
+  foreach(f bin/backplane lib/libbackplane.so include/backplane/plugin.h
+            include/backplane/sdk/plugin.hpp include/backplane/sdk/philox.hpp
+            include/backplane/tensor.h include/backplane/backplane.h
+            lib/backplane/libbackplane_cpu_onednn.so lib/backplane/libbackplane_sim.so
+            lib/cmake/Backplane/BackplaneConfig.cmake
+            lib/cmake/Backplane/BackplaneConfigVersion.cmake
+            lib/cmake/Backplane/BackplaneTargets.cmake
+            lib/cmake/Backplane/BackplanePlugin.cmake)
+    if(NOT EXISTS ${prefix}/${f})
+      message(FATAL_ERROR "[sdk.install] the install lacks ${f}")
+    endif()
+  endforeach()
+  # Found beside the installed libbackplane, not in the build tree.
+  run("installed devices" EXPECT 0
+      CONTAINS "${prefix}/lib/backplane/libbackplane_cpu_onednn.so" "sim" "not host-addressable"
+      COMMAND ${backplane} devices)
+
+elseif(STEP STREQUAL "hostref")
+  configure_and_build(${EXAMPLES}/hostref ${WORK}/hostref-build)
+  set(so ${WORK}/hostref-build/lib/backplane/libbackplane_hostref.so)
+  run("hostref conformance" EXPECT 0 CONTAINS "0 failed, 0 unsupported"
+      COMMAND ${backplane} --backend ${so} conformance --json ${WORK}/hostref.json)
+
+elseif(STEP STREQUAL "new_plugin")
+  set(dir ${WORK}/demo)
+  file(REMOVE_RECURSE ${dir})
+  run("new-plugin" EXPECT 0 CONTAINS "${dir}/CMakeLists.txt"
+      COMMAND ${backplane} new-plugin demo --dir ${dir})
+  # A second time the folder is not empty: refused, nothing touched.
+  file(READ ${dir}/plugin.cpp before)
+  run("new-plugin again" EXPECT 2 CONTAINS "not empty"
+      COMMAND ${backplane} new-plugin demo --dir ${dir})
+  file(READ ${dir}/plugin.cpp after)
+  if(NOT before STREQUAL after)
+    message(FATAL_ERROR "[sdk.new_plugin] a refused new-plugin changed ${dir}/plugin.cpp")
+  endif()
+  configure_and_build(${dir} ${dir}/build)
+  set(so ${dir}/build/lib/backplane/libbackplane_demo.so)
+  run("demo devices" EXPECT 0 CONTAINS "demo" "loaded"
+      COMMAND ${backplane} --backend ${so} devices)
+  run("demo conformance" EXPECT 0 CONTAINS "0 failed" "Unsupported"
+      COMMAND ${backplane} --backend ${so} conformance)
+
+elseif(STEP STREQUAL "core_consumer")
+  set(src ${WORK}/consumer)
+  file(REMOVE_RECURSE ${src})
+  file(WRITE ${src}/CMakeLists.txt [=[
+cmake_minimum_required(VERSION 3.25)
+project(consumer LANGUAGES CXX)
+find_package(Backplane 0.1 CONFIG REQUIRED)
+add_executable(consumer main.cpp)
+target_link_libraries(consumer PRIVATE Backplane::core)
+]=])
+  file(WRITE ${src}/main.cpp [=[
+#include <backplane/backplane.h>
+#include <iostream>
+int main() {
+  bp::Tensor t = bp::ones({2, 3});
+  std::cout << "sum " << bp::sum(t).item<double>() << " on " << bp::default_device() << "\n";
+}
+]=])
+  configure_and_build(${src} ${src}/build)
+  run("consumer" EXPECT 0 CONTAINS "sum 6 on cpu_onednn:0" COMMAND ${src}/build/consumer)
+
+else()
+  message(FATAL_ERROR "[sdk.test] unknown STEP '${STEP}'")
+endif()

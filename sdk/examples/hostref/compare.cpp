@@ -1,0 +1,66 @@
+// Comparisons (EQ..GE), LOGICAL_AND, LOGICAL_OR and WHERE, for every dtype.
+// The comparisons and logical ops write bool; WHERE writes its values' dtype.
+#include "hostref.h"
+
+namespace hostref {
+
+namespace {
+
+enum class Cmp { eq, ne, lt, le, gt, ge, logical_and, logical_or };
+
+constexpr const char* kCmpNames[] = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and",
+                                     "logical_or"};
+
+template <Cmp Op>
+void compare_kernel(const KernelCall& c) {
+  const bp_dtype dt = check_elementwise(c, kCmpNames[static_cast<int>(Op)], 2, true);
+  bp::sdk::visit_dtype(dt, [&](auto tag) {
+    using T = decltype(tag);
+    map2<bool, T>(c.output(0), c.input(0), c.input(1), [](T x, T y) {
+      switch (Op) {
+        case Cmp::eq: return x == y;
+        case Cmp::ne: return x != y;
+        case Cmp::lt: return x < y;
+        case Cmp::le: return x <= y;
+        case Cmp::gt: return x > y;
+        case Cmp::ge: return x >= y;
+        case Cmp::logical_and: return x != T(0) && y != T(0);
+        case Cmp::logical_or: return x != T(0) || y != T(0);
+      }
+      return false;
+    });
+  });
+}
+
+// out = in0 ? in1 : in2; the condition is bool, the dispatch dtype in1's.
+void where_kernel(const KernelCall& c) {
+  const bp_dtype dt = check_elementwise(c, "where", 3, false, /*dispatch=*/1, /*skip=*/0);
+  HOSTREF_CHECK(c.input(0).dtype() == BP_DTYPE_BOOL, "where",
+                "the condition must be bool, got " << bp::sdk::dtype_name(c.input(0).dtype()));
+  bp::sdk::visit_dtype(dt, [&](auto tag) {
+    using T = decltype(tag);
+    bp::sdk::for_each_row<4>({c.output(0), c.input(0), c.input(1), c.input(2)},
+                             [&](auto p, auto s, int64_t n) {
+                               for (int64_t i = 0; i < n; ++i)
+                                 at<T>(p[0], s[0], i) = at<bool>(p[1], s[1], i)
+                                                            ? at<T>(p[2], s[2], i)
+                                                            : at<T>(p[3], s[3], i);
+                             });
+  });
+}
+
+}  // namespace
+
+void register_compare_kernels(Registrar& r) {
+  r.add<&compare_kernel<Cmp::eq>>(BP_OP_EQ, kAllDtypes, BP_ORIGIN);
+  r.add<&compare_kernel<Cmp::ne>>(BP_OP_NE, kAllDtypes, BP_ORIGIN);
+  r.add<&compare_kernel<Cmp::lt>>(BP_OP_LT, kAllDtypes, BP_ORIGIN);
+  r.add<&compare_kernel<Cmp::le>>(BP_OP_LE, kAllDtypes, BP_ORIGIN);
+  r.add<&compare_kernel<Cmp::gt>>(BP_OP_GT, kAllDtypes, BP_ORIGIN);
+  r.add<&compare_kernel<Cmp::ge>>(BP_OP_GE, kAllDtypes, BP_ORIGIN);
+  r.add<&compare_kernel<Cmp::logical_and>>(BP_OP_LOGICAL_AND, kAllDtypes, BP_ORIGIN);
+  r.add<&compare_kernel<Cmp::logical_or>>(BP_OP_LOGICAL_OR, kAllDtypes, BP_ORIGIN);
+  r.add<&where_kernel>(BP_OP_WHERE, kAllDtypes, BP_ORIGIN);
+}
+
+}  // namespace hostref

@@ -1,0 +1,48 @@
+// The hostref backend: host memory, one device, and every primitive op of
+// plugin.h as a plain loop. The entry point is this class, exported with
+// BP_SDK_PLUGIN; the kernels register themselves family by family.
+#include <atomic>
+
+#include "hostref.h"
+
+namespace hostref {
+
+class HostrefPlugin final : public bp::sdk::Plugin {
+ public:
+  const char* name() const override { return "hostref"; }
+  const char* version() const override { return "0.1.0"; }
+
+  void device_props(int32_t device, bp_device_props& props) const override {
+    HOSTREF_CHECK(device == 0, "device_props", "hostref has one device (0), got " << device);
+    std::snprintf(props.name, sizeof(props.name), "%s", "host memory, reference loops");
+    props.host_addressable = 1;
+  }
+
+  void register_kernels(Registrar& r) override { register_all_kernels(r); }
+
+  // The base class's host allocator, counted so that conformance can check
+  // that in-place ops allocate nothing (bp_plugin.memory_stats, ABI 1.1).
+  void* allocate(int32_t device, std::size_t nbytes, std::size_t alignment) override {
+    void* p = Plugin::allocate(device, nbytes, alignment);
+    allocated_ += nbytes;
+    ++allocs_;
+    return p;
+  }
+  void deallocate(int32_t device, void* ptr, std::size_t nbytes) override {
+    Plugin::deallocate(device, ptr, nbytes);
+    allocated_ -= nbytes;
+  }
+  void memory_stats(int32_t, bp_memory_stats& stats) override {
+    stats.allocated_bytes = allocated_;
+    stats.reserved_bytes = allocated_;
+    stats.num_allocs = allocs_;
+    stats.num_system_allocs = allocs_;
+  }
+
+ private:
+  std::atomic<uint64_t> allocated_{0}, allocs_{0};
+};
+
+}  // namespace hostref
+
+BP_SDK_PLUGIN(hostref::HostrefPlugin)

@@ -1,0 +1,66 @@
+// RANDOM: element k of out, in row-major order, is the Philox4x32-10 value
+// (seed, offset + k) of backplane/sdk/philox.hpp; ints[0] = 0 uniform [0, 1),
+// 1 standard normal; ints[1] = seed, ints[2] = offset. The walk follows
+// out's logical order (not its memory order) because k is the logical index.
+#include <backplane/sdk/philox.hpp>
+
+#include "hostref.h"
+
+namespace hostref {
+
+namespace {
+
+template <class T>
+T value(int64_t dist, uint64_t seed, uint64_t n) {
+  namespace px = bp::sdk::philox;
+  if (dist == 1) return static_cast<T>(px::normal(seed, n));
+  if constexpr (std::is_same_v<T, float>)
+    return px::uniform_float(seed, n);
+  else
+    return px::uniform_double(seed, n);
+}
+
+void random_kernel(const KernelCall& c) {
+  HOSTREF_CHECK(c.num_inputs() == 0 && c.num_outputs() == 1, "random",
+                "expected no input and 1 output, got " << c.num_inputs() << " and "
+                                                       << c.num_outputs());
+  HOSTREF_CHECK(c.attrs().num_ints >= 3, "random",
+                "expected ints[0..2] = distribution, seed, offset; got " << c.attrs().num_ints
+                                                                         << " ints");
+  const int64_t dist = c.attrs().ints[0];
+  HOSTREF_CHECK(dist == 0 || dist == 1, "random",
+                "unknown distribution " << dist << " (0 uniform, 1 normal)");
+  const uint64_t seed = static_cast<uint64_t>(c.attrs().ints[1]);
+  const uint64_t offset = static_cast<uint64_t>(c.attrs().ints[2]);
+  const TensorRef out = c.output(0);
+  const int nd = out.ndim();
+  const int64_t numel = out.numel();
+  bp::sdk::visit_dtype(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<T>) {
+      std::array<int64_t, BP_MAX_DIMS> idx{};
+      int64_t off = 0;  // element offset of idx
+      for (int64_t k = 0; k < numel; ++k) {
+        out.data<T>()[off] = value<T>(dist, seed, offset + static_cast<uint64_t>(k));
+        for (int d = nd - 1; d >= 0; --d) {
+          if (++idx[d] < out.size(d)) {
+            off += out.stride(d);
+            break;
+          }
+          off -= out.stride(d) * (out.size(d) - 1);
+          idx[d] = 0;
+        }
+      }
+    } else {
+      unsupported("random", out.dtype());
+    }
+  });
+}
+
+}  // namespace
+
+void register_random_kernels(Registrar& r) {
+  r.add<&random_kernel>(BP_OP_RANDOM, kFloatDtypes, BP_ORIGIN);
+}
+
+}  // namespace hostref

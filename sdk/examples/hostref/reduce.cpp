@@ -1,0 +1,171 @@
+// SUM, PROD, MAX and MIN over the dims where out has size 1 and in0 does
+// not; ARGMAX and ARGMIN along the one dim ints[0]. Sums and products of
+// floats accumulate in double and of bool and integers in int64 (their out
+// dtype); MAX and MIN propagate NaN; ARG* keep the first winner, a NaN
+// counting as the most extreme value.
+#include <limits>
+#include <memory>
+
+#include "hostref.h"
+
+namespace hostref {
+
+namespace {
+
+enum class Red { sum, prod, max, min };
+
+constexpr const char* kRedNames[] = {"sum", "prod", "max", "min"};
+
+template <Red R, class Acc>
+Acc identity() {
+  using lim = std::numeric_limits<Acc>;
+  if constexpr (R == Red::sum) return Acc(0);
+  else if constexpr (R == Red::prod) return Acc(1);
+  else if constexpr (R == Red::max) return lim::has_infinity ? -lim::infinity() : lim::lowest();
+  else return lim::has_infinity ? lim::infinity() : lim::max();
+}
+
+template <Red R, class Acc>
+Acc combine(Acc a, Acc b) {
+  using W = Wrapping<Acc>;
+  if constexpr (R == Red::sum) {
+    return static_cast<Acc>(static_cast<W>(a) + static_cast<W>(b));
+  } else if constexpr (R == Red::prod) {
+    return static_cast<Acc>(static_cast<W>(a) * static_cast<W>(b));
+  } else {
+    if constexpr (std::is_floating_point_v<Acc>) {
+      if (a != a) return a;
+      if (b != b) return b;
+    }
+    return R == Red::max ? (b > a ? b : a) : (b < a ? b : a);
+  }
+}
+
+// A contiguous buffer of Acc seen as a tensor of `shape` with `strides`.
+bp_tensor host_view(void* data, bp_dtype dt, int ndim, const int64_t* shape,
+                    const int64_t* strides) {
+  bp_tensor t{};
+  t.data = data;
+  t.ndim = ndim;
+  t.dtype = bp::sdk::to_dl(dt);
+  t.shape = const_cast<int64_t*>(shape);
+  t.strides = const_cast<int64_t*>(strides);
+  return t;
+}
+
+template <Red R, class T, class Out, class Acc>
+void reduce_typed(const TensorRef& out, const TensorRef& in) {
+  const int nd = in.ndim();
+  const int64_t out_n = out.numel();
+  if (out_n == 0) return;
+  // Not a std::vector: Acc may be bool.
+  std::unique_ptr<Acc[]> acc(new Acc[out_n]);
+  for (int64_t i = 0; i < out_n; ++i) acc[i] = identity<R, Acc>();
+  // acc, contiguous over out's shape, seen with in's shape: stride 0 on the
+  // reduced dims, so walking in and acc together combines every element of
+  // in into its output position.
+  std::array<int64_t, BP_MAX_DIMS> over_in{}, over_out{};
+  int64_t s = 1;
+  for (int d = nd - 1; d >= 0; --d) {
+    over_out[d] = s;
+    over_in[d] = out.size(d) == in.size(d) ? s : 0;
+    s *= out.size(d);
+  }
+  constexpr bp_dtype acc_dt = bp::sdk::dtype_of<Acc>::value;
+  const bp_tensor acc_in = host_view(acc.get(), acc_dt, nd, in.shape(), over_in.data());
+  bp::sdk::for_each_row<2>({TensorRef(acc_in), in}, [&](auto p, auto st, int64_t n) {
+    for (int64_t i = 0; i < n; ++i)
+      at<Acc>(p[0], st[0], i) =
+          combine<R, Acc>(at<Acc>(p[0], st[0], i), static_cast<Acc>(at<T>(p[1], st[1], i)));
+  });
+  const bp_tensor acc_out = host_view(acc.get(), acc_dt, nd, out.shape(), over_out.data());
+  map1<Out, Acc>(out, TensorRef(acc_out), [](Acc a) { return static_cast<Out>(a); });
+}
+
+template <Red R>
+void reduce_kernel(const KernelCall& c) {
+  constexpr const char* name = kRedNames[static_cast<int>(R)];
+  HOSTREF_CHECK(c.num_inputs() == 1 && c.num_outputs() == 1, name,
+                "expected 1 input and 1 output, got " << c.num_inputs() << " and "
+                                                      << c.num_outputs());
+  const TensorRef in = c.input(0), out = c.output(0);
+  HOSTREF_CHECK(in.ndim() == out.ndim(), name,
+                "the output must keep the input's rank " << in.ndim() << ", got " << out.ndim());
+  for (int d = 0; d < in.ndim(); ++d)
+    HOSTREF_CHECK(out.size(d) == in.size(d) || out.size(d) == 1, name,
+                  "output dim " << d << " must be " << in.size(d) << " or 1, got "
+                                << out.size(d));
+  if constexpr (R == Red::max || R == Red::min)
+    HOSTREF_CHECK(in.numel() > 0 || out.numel() == 0, name, "cannot reduce an empty tensor");
+  bp::sdk::visit_dtype(in.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    constexpr bool widen = R == Red::sum || R == Red::prod;
+    using Out = std::conditional_t<std::is_floating_point_v<T> || !widen, T, int64_t>;
+    using Acc = std::conditional_t<std::is_floating_point_v<T> && widen, double, Out>;
+    HOSTREF_CHECK(out.dtype() == bp::sdk::dtype_of<Out>::value, name,
+                  "a " << bp::sdk::dtype_name(in.dtype()) << " " << name << " is "
+                       << bp::sdk::dtype_name(bp::sdk::dtype_of<Out>::value)
+                       << ", the output is " << bp::sdk::dtype_name(out.dtype()));
+    reduce_typed<R, T, Out, Acc>(out, in);
+  });
+}
+
+// Whether v replaces best: strictly better, so the first occurrence wins; a
+// NaN is the extreme value, so the first NaN wins for good.
+template <bool kMax, class T>
+bool better(T v, T best) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (best != best) return false;
+    if (v != v) return true;
+  }
+  return kMax ? v > best : v < best;
+}
+
+template <bool kMax>
+void arg_kernel(const KernelCall& c) {
+  constexpr const char* name = kMax ? "argmax" : "argmin";
+  HOSTREF_CHECK(c.num_inputs() == 1 && c.num_outputs() == 1, name,
+                "expected 1 input and 1 output, got " << c.num_inputs() << " and "
+                                                      << c.num_outputs());
+  const TensorRef in = c.input(0), out = c.output(0);
+  const int d = dim_attr(c, name, 0, in.ndim());
+  HOSTREF_CHECK(out.dtype() == BP_DTYPE_INT64, name,
+                "the output must be int64, got " << bp::sdk::dtype_name(out.dtype()));
+  HOSTREF_CHECK(out.ndim() == in.ndim(), name,
+                "the output must keep the input's rank " << in.ndim() << ", got " << out.ndim());
+  for (int k = 0; k < in.ndim(); ++k)
+    HOSTREF_CHECK(out.size(k) == (k == d ? 1 : in.size(k)), name,
+                  "output dim " << k << " must be " << (k == d ? 1 : in.size(k)) << ", got "
+                                << out.size(k));
+  Desc o(out), x(in);
+  const int64_t n = x.size(d), sd = x.stride(d);
+  if (out.numel() == 0) return;
+  HOSTREF_CHECK(n > 0, name, "cannot reduce over dim " << d << " of size 0");
+  x.size(d) = 1;  // x now walks the first element of each line, like out
+  bp::sdk::visit_dtype(in.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    bp::sdk::for_each_row<2>({o.ref(), x.ref()}, [&](auto p, auto s, int64_t len) {
+      for (int64_t j = 0; j < len; ++j) {
+        const T* line = &at<T>(p[1], s[1], j);
+        T best = line[0];
+        int64_t index = 0;
+        for (int64_t k = 1; k < n; ++k)
+          if (better<kMax>(line[k * sd], best)) best = line[k * sd], index = k;
+        at<int64_t>(p[0], s[0], j) = index;
+      }
+    });
+  });
+}
+
+}  // namespace
+
+void register_reduce_kernels(Registrar& r) {
+  r.add<&reduce_kernel<Red::sum>>(BP_OP_SUM, kAllDtypes, BP_ORIGIN);
+  r.add<&reduce_kernel<Red::prod>>(BP_OP_PROD, kAllDtypes, BP_ORIGIN);
+  r.add<&reduce_kernel<Red::max>>(BP_OP_MAX, kAllDtypes, BP_ORIGIN);
+  r.add<&reduce_kernel<Red::min>>(BP_OP_MIN, kAllDtypes, BP_ORIGIN);
+  r.add<&arg_kernel<true>>(BP_OP_ARGMAX, kAllDtypes, BP_ORIGIN);
+  r.add<&arg_kernel<false>>(BP_OP_ARGMIN, kAllDtypes, BP_ORIGIN);
+}
+
+}  // namespace hostref
