@@ -169,9 +169,9 @@ int run(int argc, char** argv) {
     po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
     po::notify(vm);
   } catch (const po::too_many_positional_options_error&) {
-    return usage_error(name + ": unexpected argument; the usage is 'backplane " + name + " " +
-                           cmd->usage() + "'",
-                       name);
+    return usage_error(
+        name + ": unexpected argument; the usage is 'backplane " + name + " " + cmd->usage() + "'",
+        name);
   } catch (const po::error& e) {
     return usage_error(name + ": " + e.what(), name);
   }

@@ -131,8 +131,9 @@ TEST(Loader, OldMinorLoadsWorksAndHasNoMemoryStats) {
   EXPECT_EQ(b.abi_major(), static_cast<uint32_t>(BP_ABI_MAJOR));
   EXPECT_EQ(b.abi_minor(), 0u);
   EXPECT_EQ(b.device_count(), 1);
-  // The field past its struct_size is absent, whatever the bytes there hold.
+  // The fields past its struct_size are absent, whatever the bytes there hold.
   EXPECT_FALSE(b.memory_stats(0).has_value());
+  EXPECT_TRUE(b.tolerances().empty());
 
   const bp::TensorOptions on_it = bp::TensorOptions().device(device_of(b));
   bp::Tensor x = bp::from_vector(std::vector<float>{1, 2, 3}, {3}, on_it);

@@ -295,7 +295,7 @@ Backend& PluginLoader::load_file(const std::string& path_in) {
     std::ostringstream os;
     os << "built for ABI " << api->abi_major << "." << api->abi_minor << ", newer than this core's "
        << BP_ABI_MAJOR << "." << BP_ABI_MINOR << "; update Backplane";
-    throw reject(os.str());
+    throw destroy_and_reject(os.str());
   }
   if (api->struct_size < kMinPluginSize)
     throw reject("its bp_plugin table is " + std::to_string(api->struct_size) +

@@ -19,7 +19,9 @@ namespace bp::sim {
 
 namespace {
 
-std::size_t round_up(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; }
+std::size_t round_up(std::size_t n, std::size_t a) {
+  return (n + a - 1) / a * a;
+}
 
 std::size_t page_size() {
   static const std::size_t size = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
@@ -30,15 +32,16 @@ std::size_t page_size() {
 
 Arena::Arena(std::size_t capacity) : capacity_(round_up(capacity, page_size())) {
   // MAP_NORESERVE: untouched pages cost nothing, so a large arena is cheap.
-  void* p = mmap(nullptr, capacity_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
-                 0);
+  void* p = mmap(nullptr, capacity_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED)
     throw std::runtime_error(std::string("[sim] cannot reserve the device arena: ") +
                              std::strerror(errno));
   base_ = static_cast<char*>(p);
 }
 
-Arena::~Arena() { munmap(base_, capacity_); }
+Arena::~Arena() {
+  munmap(base_, capacity_);
+}
 
 void* Arena::allocate(std::size_t nbytes, std::size_t alignment) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -106,7 +109,8 @@ void Arena::stats(bp_memory_stats& out) {
 
 void Arena::check(const void* ptr, std::size_t nbytes, const char* op) const {
   const char* p = static_cast<const char*>(ptr);
-  if (p >= base_ && p <= base_ + capacity_ && nbytes <= static_cast<std::size_t>(base_ + capacity_ - p))
+  if (p >= base_ && p <= base_ + capacity_ &&
+      nbytes <= static_cast<std::size_t>(base_ + capacity_ - p))
     return;
   std::ostringstream os;
   os << "[" << op << "] " << ptr << " (+" << nbytes << " bytes) is not sim device memory (arena "

@@ -56,8 +56,8 @@ class Arena {
   std::mutex mu_;
   char* base_ = nullptr;
   std::size_t capacity_ = 0;
-  std::size_t top_ = 0;                      // bytes ever handed out from the start
-  std::map<std::size_t, std::size_t> free_;  // offset -> size, below top_
+  std::size_t top_ = 0;                                // bytes ever handed out from the start
+  std::map<std::size_t, std::size_t> free_;            // offset -> size, below top_
   std::unordered_map<std::size_t, std::size_t> live_;  // offset -> block size
   uint64_t allocated_ = 0, num_allocs_ = 0;
 };

@@ -7,7 +7,6 @@
 // is for: proving the core and the conformance suite go through the ABI's
 // copies.
 #include <backplane/sdk/plugin.hpp>
-
 #include <cstdlib>
 #include <deque>
 #include <string>
@@ -100,7 +99,8 @@ class SimPlugin final : public bp::sdk::Plugin {
                                         bp_error* error) noexcept {
     auto* f = static_cast<Forward*>(ctx);
     return bp::sdk::guarded(error, [&] {
-      GuardedKernel& k = f->self->kernels_.emplace_back(GuardedKernel{reg->fn, reg->kernel_ctx, f->self});
+      GuardedKernel& k =
+          f->self->kernels_.emplace_back(GuardedKernel{reg->fn, reg->kernel_ctx, f->self});
       f->core->add_raw(static_cast<bp_op>(reg->op), reg->dtype_mask, &run_guarded, &k, reg->origin);
     });
   }
@@ -110,11 +110,12 @@ class SimPlugin final : public bp::sdk::Plugin {
     auto* k = static_cast<GuardedKernel*>(ctx);
     bp_status status = BP_STATUS_OK;
     const bp_status checked = bp::sdk::guarded(error, [&] {
-      const char* op = "kernel";
+      // The core names ops; the plugin knows their bp_op number.
+      const std::string op = "kernel of bp_op " + std::to_string(call->op);
       for (int i = 0; i < call->num_inputs + call->num_outputs; ++i) {
         const bp::sdk::TensorRef t(i < call->num_inputs ? call->inputs[i]
                                                         : call->outputs[i - call->num_inputs]);
-        if (t.numel() > 0) k->self->arena_.check(t.base(), 1, op);
+        if (t.numel() > 0) k->self->arena_.check(t.base(), 1, op.c_str());
       }
       Arena::Access open(k->self->arena_);
       status = k->fn(k->ctx, call, error);

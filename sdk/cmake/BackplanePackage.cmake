@@ -21,8 +21,6 @@ set(BACKPLANE_ABI_VERSION "${_abi_major}.${_abi_minor}")
 
 set_target_properties(backplane_sdk PROPERTIES EXPORT_NAME sdk)
 set_target_properties(backplane_core PROPERTIES EXPORT_NAME core)
-# core/CMakeLists.txt installs the library itself; this rule adds it to the
-# export set (the same file is copied once more, harmlessly).
 install(TARGETS backplane_sdk backplane_core
   EXPORT BackplaneTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}

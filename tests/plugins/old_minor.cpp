@@ -1,7 +1,8 @@
 // An ABI 1.0 plugin: it reports minor 0 and a bp_plugin table that ends
-// before `memory_stats` (added in 1.1). The bytes past its struct_size hold a
-// function that must never be called: the core has to treat the field as
-// absent because of struct_size, not because the pointer happens to be NULL.
+// before `memory_stats` (added in 1.1, like `tolerances`). The bytes past its
+// struct_size hold a function that must never be called and a tolerance that
+// must never be read: the core has to treat both fields as absent because of
+// struct_size, not because the pointers happen to be NULL.
 #include <cstddef>
 
 #include "fake_kernels.hpp"
@@ -12,6 +13,9 @@ bp_status stats_past_the_end(void*, int32_t, bp_memory_stats* stats, bp_error*) 
   stats->allocated_bytes = 0xBADBADu;  // a value no test can mistake for real
   return BP_STATUS_OK;
 }
+
+// A tolerance no backend would declare, so a test sees at once if it leaked.
+const bp_tolerance kTolerancePastTheEnd[] = {{BP_OP_ADD, BP_DTYPE_FLOAT32, 0.5, 0.5}};
 
 class OldMinorPlugin final : public bp::sdk::Plugin {
  public:
@@ -29,6 +33,8 @@ class OldMinorPlugin final : public bp::sdk::Plugin {
     legacy_.abi_minor = 0;
     legacy_.struct_size = offsetof(bp_plugin, memory_stats);
     legacy_.memory_stats = &stats_past_the_end;
+    legacy_.tolerances = kTolerancePastTheEnd;
+    legacy_.num_tolerances = 1;
     return &legacy_;
   }
 

@@ -8,8 +8,8 @@ namespace {
 
 enum class Cmp { eq, ne, lt, le, gt, ge, logical_and, logical_or };
 
-constexpr const char* kCmpNames[] = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and",
-                                     "logical_or"};
+constexpr const char* kCmpNames[] = {"eq", "ne", "lt",          "le",
+                                     "gt", "ge", "logical_and", "logical_or"};
 
 template <Cmp Op>
 void compare_kernel(const KernelCall& c) {
@@ -18,14 +18,22 @@ void compare_kernel(const KernelCall& c) {
     using T = decltype(tag);
     map2<bool, T>(c.output(0), c.input(0), c.input(1), [](T x, T y) {
       switch (Op) {
-        case Cmp::eq: return x == y;
-        case Cmp::ne: return x != y;
-        case Cmp::lt: return x < y;
-        case Cmp::le: return x <= y;
-        case Cmp::gt: return x > y;
-        case Cmp::ge: return x >= y;
-        case Cmp::logical_and: return x != T(0) && y != T(0);
-        case Cmp::logical_or: return x != T(0) || y != T(0);
+        case Cmp::eq:
+          return x == y;
+        case Cmp::ne:
+          return x != y;
+        case Cmp::lt:
+          return x < y;
+        case Cmp::le:
+          return x <= y;
+        case Cmp::gt:
+          return x > y;
+        case Cmp::ge:
+          return x >= y;
+        case Cmp::logical_and:
+          return x != T(0) && y != T(0);
+        case Cmp::logical_or:
+          return x != T(0) || y != T(0);
       }
       return false;
     });
@@ -39,13 +47,12 @@ void where_kernel(const KernelCall& c) {
                 "the condition must be bool, got " << bp::sdk::dtype_name(c.input(0).dtype()));
   bp::sdk::visit_dtype(dt, [&](auto tag) {
     using T = decltype(tag);
-    bp::sdk::for_each_row<4>({c.output(0), c.input(0), c.input(1), c.input(2)},
-                             [&](auto p, auto s, int64_t n) {
-                               for (int64_t i = 0; i < n; ++i)
-                                 at<T>(p[0], s[0], i) = at<bool>(p[1], s[1], i)
-                                                            ? at<T>(p[2], s[2], i)
-                                                            : at<T>(p[3], s[3], i);
-                             });
+    bp::sdk::for_each_row<4>(
+        {c.output(0), c.input(0), c.input(1), c.input(2)}, [&](auto p, auto s, int64_t n) {
+          for (int64_t i = 0; i < n; ++i)
+            at<T>(p[0], s[0], i) =
+                at<bool>(p[1], s[1], i) ? at<T>(p[2], s[2], i) : at<T>(p[3], s[3], i);
+        });
   });
 }
 

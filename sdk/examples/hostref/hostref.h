@@ -8,11 +8,10 @@
 // memory and entry point.
 #pragma once
 
+#include <array>
 #include <backplane/sdk/plugin.hpp>
 #include <backplane/sdk/strided.hpp>
 #include <backplane/sdk/tensor.hpp>
-
-#include <array>
 #include <cstdint>
 #include <initializer_list>
 #include <sstream>
@@ -26,13 +25,13 @@ using bp::sdk::Registrar;
 using bp::sdk::TensorRef;
 
 // A user error in a call: throws InvalidArgument "[op] message".
-#define HOSTREF_CHECK(cond, op, ...)                          \
-  do {                                                        \
-    if (!(cond)) {                                            \
-      std::ostringstream hostref_os_;                         \
-      hostref_os_ << "[" << (op) << "] " << __VA_ARGS__;      \
-      throw ::bp::sdk::InvalidArgument(hostref_os_.str());    \
-    }                                                         \
+#define HOSTREF_CHECK(cond, op, ...)                       \
+  do {                                                     \
+    if (!(cond)) {                                         \
+      std::ostringstream hostref_os_;                      \
+      hostref_os_ << "[" << (op) << "] " << __VA_ARGS__;   \
+      throw ::bp::sdk::InvalidArgument(hostref_os_.str()); \
+    }                                                      \
   } while (0)
 
 inline constexpr std::initializer_list<bp_dtype> kAllDtypes = {

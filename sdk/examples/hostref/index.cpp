@@ -34,9 +34,9 @@ void lookup(const TensorRef& out, const TensorRef& index, const TensorRef& src, 
 
 // out[i][j] = in0[in1[i][j]][j] (dim 0; likewise for the others).
 void gather_kernel(const KernelCall& c) {
-  HOSTREF_CHECK(c.num_inputs() == 2 && c.num_outputs() == 1, "gather",
-                "expected 2 inputs and 1 output, got " << c.num_inputs() << " and "
-                                                       << c.num_outputs());
+  HOSTREF_CHECK(
+      c.num_inputs() == 2 && c.num_outputs() == 1, "gather",
+      "expected 2 inputs and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
   const TensorRef self = c.input(0), index = c.input(1), out = c.output(0);
   HOSTREF_CHECK(out.dtype() == self.dtype(), "gather",
                 "the output is " << bp::sdk::dtype_name(out.dtype()) << ", the input "
@@ -47,9 +47,9 @@ void gather_kernel(const KernelCall& c) {
   const int d = dim_attr(c, "gather", 0, self.ndim());
   Desc x(self), o(out), idx(index);
   for (int k = 0; k < o.ndim(); ++k) {
-    HOSTREF_CHECK(idx.size(k) == o.size(k), "gather",
-                  "the index has size " << idx.size(k) << " in dim " << k << ", the output "
-                                        << o.size(k));
+    HOSTREF_CHECK(
+        idx.size(k) == o.size(k), "gather",
+        "the index has size " << idx.size(k) << " in dim " << k << ", the output " << o.size(k));
     HOSTREF_CHECK(k == d || o.size(k) <= x.size(k), "gather",
                   "the index has size " << o.size(k) << " in dim " << k
                                         << ", more than the input's " << x.size(k));
@@ -65,9 +65,9 @@ void gather_kernel(const KernelCall& c) {
 
 // out = in0 with positions in1 (1-D) along dim ints[0].
 void index_select_kernel(const KernelCall& c) {
-  HOSTREF_CHECK(c.num_inputs() == 2 && c.num_outputs() == 1, "index_select",
-                "expected 2 inputs and 1 output, got " << c.num_inputs() << " and "
-                                                       << c.num_outputs());
+  HOSTREF_CHECK(
+      c.num_inputs() == 2 && c.num_outputs() == 1, "index_select",
+      "expected 2 inputs and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
   const TensorRef self = c.input(0), index = c.input(1), out = c.output(0);
   HOSTREF_CHECK(index.ndim() <= 1, "index_select",
                 "the index must be 1-D, got rank " << index.ndim());
@@ -75,15 +75,14 @@ void index_select_kernel(const KernelCall& c) {
                 "the output is " << bp::sdk::dtype_name(out.dtype()) << ", the input "
                                  << bp::sdk::dtype_name(self.dtype()));
   HOSTREF_CHECK(self.ndim() == out.ndim(), "index_select",
-                "the output must keep the input's rank " << self.ndim() << ", got "
-                                                         << out.ndim());
+                "the output must keep the input's rank " << self.ndim() << ", got " << out.ndim());
   const int d = dim_attr(c, "index_select", 0, self.ndim());
   Desc x(self), o(out), flat(index);
   const int64_t m = flat.size(0);
   for (int k = 0; k < o.ndim(); ++k)
-    HOSTREF_CHECK(o.size(k) == (k == d ? m : x.size(k)), "index_select",
-                  "output dim " << k << " must be " << (k == d ? m : x.size(k)) << ", got "
-                                << o.size(k));
+    HOSTREF_CHECK(
+        o.size(k) == (k == d ? m : x.size(k)), "index_select",
+        "output dim " << k << " must be " << (k == d ? m : x.size(k)) << ", got " << o.size(k));
   if (out.numel() == 0) return;
   check_indices("index_select", flat.ref(), d, x.size(d));
   // The index seen with out's shape: stride 0 everywhere but along d.
@@ -92,17 +91,16 @@ void index_select_kernel(const KernelCall& c) {
   const int64_t sd = x.stride(d);
   x.size(d) = m;
   x.stride(d) = 0;
-  bp::sdk::visit_dtype(self.dtype(), [&](auto tag) {
-    lookup<decltype(tag)>(o.ref(), idx.ref(), x.ref(), sd);
-  });
+  bp::sdk::visit_dtype(self.dtype(),
+                       [&](auto tag) { lookup<decltype(tag)>(o.ref(), idx.ref(), x.ref(), sd); });
 }
 
 // out[in0[i] along d] = in1[i] (reduction 0) or += in1[i] (reduction 1);
 // out is self, updated in place; in1 has in0's shape (stride 0 for a value).
 void scatter_kernel(const KernelCall& c) {
-  HOSTREF_CHECK(c.num_inputs() == 2 && c.num_outputs() == 1, "scatter",
-                "expected 2 inputs and 1 output, got " << c.num_inputs() << " and "
-                                                       << c.num_outputs());
+  HOSTREF_CHECK(
+      c.num_inputs() == 2 && c.num_outputs() == 1, "scatter",
+      "expected 2 inputs and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
   const TensorRef index = c.input(0), src = c.input(1), out = c.output(0);
   const int64_t reduction = c.attrs().num_ints > 1 ? c.attrs().ints[1] : 0;
   if (reduction != 0 && reduction != 1)
@@ -117,9 +115,9 @@ void scatter_kernel(const KernelCall& c) {
   const int d = dim_attr(c, "scatter", 0, out.ndim());
   Desc o(out), idx(index), s(src);
   for (int k = 0; k < o.ndim(); ++k) {
-    HOSTREF_CHECK(s.size(k) == idx.size(k), "scatter",
-                  "the source has size " << s.size(k) << " in dim " << k << ", the index "
-                                         << idx.size(k));
+    HOSTREF_CHECK(
+        s.size(k) == idx.size(k), "scatter",
+        "the source has size " << s.size(k) << " in dim " << k << ", the index " << idx.size(k));
     HOSTREF_CHECK(k == d || idx.size(k) <= o.size(k), "scatter",
                   "the index has size " << idx.size(k) << " in dim " << k
                                         << ", more than the output's " << o.size(k));

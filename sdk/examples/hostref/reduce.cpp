@@ -19,10 +19,14 @@ constexpr const char* kRedNames[] = {"sum", "prod", "max", "min"};
 template <Red R, class Acc>
 Acc identity() {
   using lim = std::numeric_limits<Acc>;
-  if constexpr (R == Red::sum) return Acc(0);
-  else if constexpr (R == Red::prod) return Acc(1);
-  else if constexpr (R == Red::max) return lim::has_infinity ? -lim::infinity() : lim::lowest();
-  else return lim::has_infinity ? lim::infinity() : lim::max();
+  if constexpr (R == Red::sum)
+    return Acc(0);
+  else if constexpr (R == Red::prod)
+    return Acc(1);
+  else if constexpr (R == Red::max)
+    return lim::has_infinity ? -lim::infinity() : lim::lowest();
+  else
+    return lim::has_infinity ? lim::infinity() : lim::max();
 }
 
 template <Red R, class Acc>
@@ -85,16 +89,15 @@ void reduce_typed(const TensorRef& out, const TensorRef& in) {
 template <Red R>
 void reduce_kernel(const KernelCall& c) {
   constexpr const char* name = kRedNames[static_cast<int>(R)];
-  HOSTREF_CHECK(c.num_inputs() == 1 && c.num_outputs() == 1, name,
-                "expected 1 input and 1 output, got " << c.num_inputs() << " and "
-                                                      << c.num_outputs());
+  HOSTREF_CHECK(
+      c.num_inputs() == 1 && c.num_outputs() == 1, name,
+      "expected 1 input and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
   const TensorRef in = c.input(0), out = c.output(0);
   HOSTREF_CHECK(in.ndim() == out.ndim(), name,
                 "the output must keep the input's rank " << in.ndim() << ", got " << out.ndim());
   for (int d = 0; d < in.ndim(); ++d)
     HOSTREF_CHECK(out.size(d) == in.size(d) || out.size(d) == 1, name,
-                  "output dim " << d << " must be " << in.size(d) << " or 1, got "
-                                << out.size(d));
+                  "output dim " << d << " must be " << in.size(d) << " or 1, got " << out.size(d));
   if constexpr (R == Red::max || R == Red::min)
     HOSTREF_CHECK(in.numel() > 0 || out.numel() == 0, name, "cannot reduce an empty tensor");
   bp::sdk::visit_dtype(in.dtype(), [&](auto tag) {
@@ -104,8 +107,8 @@ void reduce_kernel(const KernelCall& c) {
     using Acc = std::conditional_t<std::is_floating_point_v<T> && widen, double, Out>;
     HOSTREF_CHECK(out.dtype() == bp::sdk::dtype_of<Out>::value, name,
                   "a " << bp::sdk::dtype_name(in.dtype()) << " " << name << " is "
-                       << bp::sdk::dtype_name(bp::sdk::dtype_of<Out>::value)
-                       << ", the output is " << bp::sdk::dtype_name(out.dtype()));
+                       << bp::sdk::dtype_name(bp::sdk::dtype_of<Out>::value) << ", the output is "
+                       << bp::sdk::dtype_name(out.dtype()));
     reduce_typed<R, T, Out, Acc>(out, in);
   });
 }
@@ -124,9 +127,9 @@ bool better(T v, T best) {
 template <bool kMax>
 void arg_kernel(const KernelCall& c) {
   constexpr const char* name = kMax ? "argmax" : "argmin";
-  HOSTREF_CHECK(c.num_inputs() == 1 && c.num_outputs() == 1, name,
-                "expected 1 input and 1 output, got " << c.num_inputs() << " and "
-                                                      << c.num_outputs());
+  HOSTREF_CHECK(
+      c.num_inputs() == 1 && c.num_outputs() == 1, name,
+      "expected 1 input and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
   const TensorRef in = c.input(0), out = c.output(0);
   const int d = dim_attr(c, name, 0, in.ndim());
   HOSTREF_CHECK(out.dtype() == BP_DTYPE_INT64, name,
@@ -134,9 +137,9 @@ void arg_kernel(const KernelCall& c) {
   HOSTREF_CHECK(out.ndim() == in.ndim(), name,
                 "the output must keep the input's rank " << in.ndim() << ", got " << out.ndim());
   for (int k = 0; k < in.ndim(); ++k)
-    HOSTREF_CHECK(out.size(k) == (k == d ? 1 : in.size(k)), name,
-                  "output dim " << k << " must be " << (k == d ? 1 : in.size(k)) << ", got "
-                                << out.size(k));
+    HOSTREF_CHECK(
+        out.size(k) == (k == d ? 1 : in.size(k)), name,
+        "output dim " << k << " must be " << (k == d ? 1 : in.size(k)) << ", got " << out.size(k));
   Desc o(out), x(in);
   const int64_t n = x.size(d), sd = x.stride(d);
   if (out.numel() == 0) return;

@@ -80,9 +80,9 @@ void clamp_kernel(const KernelCall& c) {
   HOSTREF_CHECK(c.attrs().num_ints >= 1, "clamp", "the bound flags (ints[0]) are missing");
   const int64_t given = c.attrs().ints[0];
   const int needed = (given & 2) ? 2 : (given & 1) ? 1 : 0;
-  HOSTREF_CHECK(c.attrs().num_scalars >= needed, "clamp",
-                "ints[0] = " << given << " needs " << needed << " scalars, got "
-                             << c.attrs().num_scalars);
+  HOSTREF_CHECK(
+      c.attrs().num_scalars >= needed, "clamp",
+      "ints[0] = " << given << " needs " << needed << " scalars, got " << c.attrs().num_scalars);
   bp::sdk::visit_dtype(dt, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, bool>) {
