@@ -145,7 +145,16 @@ class RatioReporter : public benchmark::BenchmarkReporter {
     for (Run& run : shown) run.run_name.time_type.clear();
     display_->ReportRuns(shown);
     for (const Run& run : runs) {
-      if (run.error_occurred || run.run_type != Run::RT_Iteration || run.iterations == 0) continue;
+      if (run.error_occurred) continue;
+      // With --benchmark_repetitions the median decides; otherwise the best
+      // single run (the machine is shared, so noise only ever adds time).
+      if (run.run_type == Run::RT_Aggregate && run.aggregate_name == "median") {
+        Result r;
+        r.seconds_per_iter = run.GetAdjustedRealTime() / benchmark::GetTimeUnitMultiplier(run.time_unit);
+        medians_[run.run_name.function_name] = r;
+        continue;
+      }
+      if (run.run_type != Run::RT_Iteration || run.iterations == 0) continue;
       Result r;
       r.seconds_per_iter = run.real_accumulated_time / static_cast<double>(run.iterations);
       auto [slot, fresh] = results_.try_emplace(run.run_name.function_name, r);
@@ -155,6 +164,7 @@ class RatioReporter : public benchmark::BenchmarkReporter {
   void Finalize() override { display_->Finalize(); }
 
   const Result* find(const std::string& name) const {
+    if (auto m = medians_.find(name); m != medians_.end()) return &m->second;
     auto it = results_.find(name);
     return it == results_.end() ? nullptr : &it->second;
   }
@@ -162,6 +172,7 @@ class RatioReporter : public benchmark::BenchmarkReporter {
  private:
   std::unique_ptr<benchmark::BenchmarkReporter> display_;
   std::map<std::string, Result> results_;
+  std::map<std::string, Result> medians_;
 };
 
 void print_ratio(const RatioReporter& r, const char* label, const char* num, const char* den,

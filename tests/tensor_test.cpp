@@ -408,3 +408,20 @@ TEST(TensorFactories, OptionsWithoutDtypeKeepTheInferredOne) {
             bp::DType::Int64);
   EXPECT_EQ(bp::full({2}, 1.5).version(), 0u);  // a new tensor starts at version 0
 }
+
+// A transposed operand of a large elementwise op takes the tiled path of the
+// CPU backend; the values must equal those of contiguous copies, for either
+// operand transposed and for sizes that are not multiples of the tile.
+TEST(TensorValues, LargeTransposedOperandsMatchContiguousCopies) {
+  bp::manual_seed(3);
+  bp::Tensor a = bp::randn({300, 257});
+  bp::Tensor bt = bp::randn({257, 300}).t();
+  const std::vector<float> x = a.to_vector<float>(), y = bt.contiguous().to_vector<float>();
+  const std::vector<float> sum = bp::add(a, bt).to_vector<float>();
+  const std::vector<float> diff = bp::sub(bt, a).to_vector<float>();
+  ASSERT_EQ(sum.size(), x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    ASSERT_EQ(sum[i], x[i] + y[i]) << i;
+    ASSERT_EQ(diff[i], y[i] - x[i]) << i;
+  }
+}

@@ -4,6 +4,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <memory>
@@ -200,6 +201,59 @@ void for_each_row_parallel(const std::array<TensorRef, N>& ops, Row&& row,
   }
 }
 
+// The transposed-operand case of binary_map: out and one input walk rows
+// contiguously while the other input runs down columns (x + y.t()). Loading
+// that input element by element down a column is a strided, unvectorised
+// walk; instead each 64x64 tile is first copied into a small buffer with
+// contiguous reads along the input's own rows, and the tile's rows then run
+// as dense, vectorisable loops. Returns false when the layout is not this case.
+template <class O, class T, class F>
+bool binary_map_transposed(const TensorRef& out, const TensorRef& a, const TensorRef& b, F f) {
+  constexpr int64_t kTile = 64;
+  const std::array<const int64_t*, 3> strides = {out.strides(), a.strides(), b.strides()};
+  const std::array<int64_t, 3> sizes = {int64_t(sizeof(O)), int64_t(sizeof(T)), int64_t(sizeof(T))};
+  const auto L = bp::sdk::make_layout<3>(out.ndim(), out.shape(), strides, sizes);
+  if (L.ndim != 2 || L.shape[0] < kTile || L.shape[1] < kTile) return false;
+  // Rows along dim 1 for out; which input is the column-walking one?
+  if (L.strides[0][1] != int64_t(sizeof(O))) return false;
+  const bool x_rows = L.strides[1][1] == int64_t(sizeof(T));
+  const bool y_rows = L.strides[2][1] == int64_t(sizeof(T));
+  const bool x_cols = L.strides[1][0] == int64_t(sizeof(T)) && !x_rows;
+  const bool y_cols = L.strides[2][0] == int64_t(sizeof(T)) && !y_rows;
+  if (!((x_rows && y_cols) || (y_rows && x_cols))) return false;
+  const int t = x_cols ? 1 : 2;  // the transposed operand
+  const int64_t rows = L.shape[0], cols = L.shape[1];
+  char* base[3] = {static_cast<char*>(out.base()), static_cast<char*>(a.base()),
+                   static_cast<char*>(b.base())};
+  const int64_t row_tiles = (rows + kTile - 1) / kTile;
+  parallel_ranges(row_tiles, [&](int64_t tb, int64_t te) {
+    T tile[kTile * kTile];
+    for (int64_t rt = tb; rt < te; ++rt) {
+      const int64_t r0 = rt * kTile, nr = std::min(kTile, rows - r0);
+      for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
+        const int64_t nc = std::min(kTile, cols - c0);
+        // tile[r][c] = transposed operand at (r0 + r, c0 + c): reads run along r.
+        for (int64_t c = 0; c < nc; ++c) {
+          const T* src = reinterpret_cast<const T*>(base[t] + r0 * L.strides[t][0] +
+                                                    (c0 + c) * L.strides[t][1]);
+          for (int64_t r = 0; r < nr; ++r) tile[r * kTile + c] = src[r];
+        }
+        for (int64_t r = 0; r < nr; ++r) {
+          O* o = reinterpret_cast<O*>(base[0] + (r0 + r) * L.strides[0][0]) + c0;
+          const int u = t == 1 ? 2 : 1;  // the row-walking input
+          const T* row = reinterpret_cast<const T*>(base[u] + (r0 + r) * L.strides[u][0]) + c0;
+          const T* tr = tile + r * kTile;
+          if (t == 2)
+            for (int64_t c = 0; c < nc; ++c) o[c] = f(row[c], tr[c]);
+          else
+            for (int64_t c = 0; c < nc; ++c) o[c] = f(tr[c], row[c]);
+        }
+      }
+    }
+  });
+  return true;
+}
+
 // Calls f(x, y) -> O for every element of two same-shaped inputs of type T.
 template <class O, class T, class F>
 void binary_map(const TensorRef& out, const TensorRef& a, const TensorRef& b, F f) {
@@ -215,6 +269,7 @@ void binary_map(const TensorRef& out, const TensorRef& a, const TensorRef& b, F 
     });
     return;
   }
+  if (n >= kParallelMinElements && binary_map_transposed<O, T>(out, a, b, f)) return;
   for_each_row_parallel<3>(
       {out, a, b}, [&](std::array<char*, 3> p, std::array<int64_t, 3> s, int64_t len) {
         O* o = reinterpret_cast<O*>(p[0]);
