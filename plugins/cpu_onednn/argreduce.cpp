@@ -116,7 +116,7 @@ void arg_kernel(const KernelCall& c) {
         out.size(k) == (k == d ? 1 : in.size(k)), name,
         "output dim " << k << " must be " << (k == d ? 1 : in.size(k)) << ", got " << out.size(k));
   // 0-d operands are walked as [1].
-  OwnedDesc o(out), x(in);
+  TensorDesc o(out), x(in);
   const int64_t n = x.size(d), sd = x.stride(d);
   const int64_t lines = out.numel();
   if (lines == 0) return;

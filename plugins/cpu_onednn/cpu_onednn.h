@@ -337,46 +337,7 @@ bp_dtype check_elementwise(const KernelCall& c, const char* op, int num_inputs, 
 // end; a 0-d tensor accepts 0 and -1.
 int dim_attr(const KernelCall& c, const char* op, int slot, int ndim);
 
-// A descriptor with its own shape and strides, to walk an operand as if it
-// had another shape: a dim collapsed to size 1, a dim broadcast, or a 0-d
-// tensor seen as [1].
-class OwnedDesc {
- public:
-  explicit OwnedDesc(const TensorRef& t) : t_(t.raw()) {
-    for (int d = 0; d < t.ndim(); ++d) {
-      shape_[d] = t.size(d);
-      strides_[d] = t.stride(d);
-    }
-    finish();
-  }
-  // The data and dtype of `t` with the shape of `shape_of`, all strides 0.
-  OwnedDesc(const TensorRef& t, const TensorRef& shape_of) : t_(t.raw()) {
-    t_.ndim = shape_of.ndim();
-    for (int d = 0; d < shape_of.ndim(); ++d) shape_[d] = shape_of.size(d);
-    finish();
-  }
-  OwnedDesc(const OwnedDesc&) = delete;
-  OwnedDesc& operator=(const OwnedDesc&) = delete;
-
-  int ndim() const { return t_.ndim; }
-  int64_t& size(int d) { return shape_[d]; }
-  int64_t& stride(int d) { return strides_[d]; }
-  TensorRef ref() const { return TensorRef(t_); }
-
- private:
-  void finish() {
-    if (t_.ndim == 0) {
-      t_.ndim = 1;
-      shape_[0] = 1;
-      strides_[0] = 0;
-    }
-    t_.shape = shape_.data();
-    t_.strides = strides_.data();
-  }
-
-  std::array<int64_t, BP_MAX_DIMS> shape_{}, strides_{};
-  bp_tensor t_;
-};
+using bp::sdk::TensorDesc;
 
 // ---------------------------------------------------------------------------
 // Host allocator (allocator.cpp)

@@ -153,7 +153,7 @@ void softmax_kernel(const KernelCall& c) {
           return;
       }
       // 0-d operands are walked as [1]; both views keep one element per line.
-      OwnedDesc o(out), x(in);
+      TensorDesc o(out), x(in);
       const int64_t n = x.size(d), sdo = o.stride(d), sdx = x.stride(d);
       o.size(d) = x.size(d) = 1;
       for_each_row_parallel<2>(

@@ -71,46 +71,7 @@ void map2(const TensorRef& out, const TensorRef& a, const TensorRef& b, F f) {
   });
 }
 
-// A descriptor with its own shape and strides, to walk an operand as if it
-// had another shape (a dim collapsed to 1, a broadcast dim). A 0-d tensor is
-// seen as [1] so that dim 0 exists.
-class Desc {
- public:
-  explicit Desc(const TensorRef& t) : t_(t.raw()) {
-    for (int d = 0; d < t.ndim(); ++d) {
-      shape_[d] = t.size(d);
-      strides_[d] = t.stride(d);
-    }
-    finish();
-  }
-  // The data and dtype of `t` with the shape of `shape_of`, every stride 0.
-  Desc(const TensorRef& t, const TensorRef& shape_of) : t_(t.raw()) {
-    t_.ndim = shape_of.ndim();
-    for (int d = 0; d < shape_of.ndim(); ++d) shape_[d] = shape_of.size(d);
-    finish();
-  }
-  Desc(const Desc&) = delete;
-  Desc& operator=(const Desc&) = delete;
-
-  int ndim() const { return t_.ndim; }
-  int64_t& size(int d) { return shape_[d]; }
-  int64_t& stride(int d) { return strides_[d]; }
-  TensorRef ref() const { return TensorRef(t_); }
-
- private:
-  void finish() {
-    if (t_.ndim == 0) {
-      t_.ndim = 1;
-      shape_[0] = 1;
-      strides_[0] = 0;
-    }
-    t_.shape = shape_.data();
-    t_.strides = strides_.data();
-  }
-
-  std::array<int64_t, BP_MAX_DIMS> shape_{}, strides_{};
-  bp_tensor t_;
-};
+using bp::sdk::TensorDesc;  // an operand seen with another shape
 
 // Checks operand counts and that every input has out's shape and the dtype
 // of input `dispatch` (input `skip` excepted); out has that dtype, or bool

@@ -45,7 +45,7 @@ void gather_kernel(const KernelCall& c) {
                 "input, index and output must share one rank, got "
                     << self.ndim() << ", " << index.ndim() << ", " << out.ndim());
   const int d = dim_attr(c, "gather", 0, self.ndim());
-  Desc x(self), o(out), idx(index);
+  TensorDesc x(self), o(out), idx(index);
   for (int k = 0; k < o.ndim(); ++k) {
     HOSTREF_CHECK(
         idx.size(k) == o.size(k), "gather",
@@ -77,7 +77,7 @@ void index_select_kernel(const KernelCall& c) {
   HOSTREF_CHECK(self.ndim() == out.ndim(), "index_select",
                 "the output must keep the input's rank " << self.ndim() << ", got " << out.ndim());
   const int d = dim_attr(c, "index_select", 0, self.ndim());
-  Desc x(self), o(out), flat(index);
+  TensorDesc x(self), o(out), flat(index);
   const int64_t m = flat.size(0);
   for (int k = 0; k < o.ndim(); ++k)
     HOSTREF_CHECK(
@@ -86,7 +86,7 @@ void index_select_kernel(const KernelCall& c) {
   if (out.numel() == 0) return;
   check_indices("index_select", flat.ref(), d, x.size(d));
   // The index seen with out's shape: stride 0 everywhere but along d.
-  Desc idx(index, o.ref());
+  TensorDesc idx(index, o.ref());
   idx.stride(d) = flat.stride(0);
   const int64_t sd = x.stride(d);
   x.size(d) = m;
@@ -113,7 +113,7 @@ void scatter_kernel(const KernelCall& c) {
                 "index, source and output must share one rank, got "
                     << index.ndim() << ", " << src.ndim() << ", " << out.ndim());
   const int d = dim_attr(c, "scatter", 0, out.ndim());
-  Desc o(out), idx(index), s(src);
+  TensorDesc o(out), idx(index), s(src);
   for (int k = 0; k < o.ndim(); ++k) {
     HOSTREF_CHECK(
         s.size(k) == idx.size(k), "scatter",

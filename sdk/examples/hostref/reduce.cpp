@@ -140,7 +140,7 @@ void arg_kernel(const KernelCall& c) {
     HOSTREF_CHECK(
         out.size(k) == (k == d ? 1 : in.size(k)), name,
         "output dim " << k << " must be " << (k == d ? 1 : in.size(k)) << ", got " << out.size(k));
-  Desc o(out), x(in);
+  TensorDesc o(out), x(in);
   const int64_t n = x.size(d), sd = x.stride(d);
   if (out.numel() == 0) return;
   HOSTREF_CHECK(n > 0, name, "cannot reduce over dim " << d << " of size 0");

@@ -39,7 +39,7 @@ void softmax_kernel(const KernelCall& c) {
   if (c.output(0).numel() == 0) return;
   // Both operands walk the first element of each line; the line itself is
   // the dim d of size n.
-  Desc o(c.output(0)), x(c.input(0));
+  TensorDesc o(c.output(0)), x(c.input(0));
   const int64_t n = x.size(d), so = o.stride(d), sx = x.stride(d);
   o.size(d) = x.size(d) = 1;
   bp::sdk::visit_dtype(dt, [&](auto tag) {

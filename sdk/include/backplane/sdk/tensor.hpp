@@ -3,6 +3,7 @@
 
 #include <backplane/plugin.h>
 
+#include <array>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -122,6 +123,47 @@ class TensorRef {
 
  private:
   const bp_tensor* t_;
+};
+
+// A descriptor with its own shape and strides, to walk an operand as if it
+// had another shape: a dim collapsed to size 1, a dim broadcast, or a 0-d
+// tensor seen as [1].
+class TensorDesc {
+ public:
+  explicit TensorDesc(const TensorRef& t) : t_(t.raw()) {
+    for (int d = 0; d < t.ndim(); ++d) {
+      shape_[d] = t.size(d);
+      strides_[d] = t.stride(d);
+    }
+    finish();
+  }
+  // The data and dtype of `t` with the shape of `shape_of`, all strides 0.
+  TensorDesc(const TensorRef& t, const TensorRef& shape_of) : t_(t.raw()) {
+    t_.ndim = shape_of.ndim();
+    for (int d = 0; d < shape_of.ndim(); ++d) shape_[d] = shape_of.size(d);
+    finish();
+  }
+  TensorDesc(const TensorDesc&) = delete;
+  TensorDesc& operator=(const TensorDesc&) = delete;
+
+  int ndim() const { return t_.ndim; }
+  int64_t& size(int d) { return shape_[d]; }
+  int64_t& stride(int d) { return strides_[d]; }
+  TensorRef ref() const { return TensorRef(t_); }
+
+ private:
+  void finish() {
+    if (t_.ndim == 0) {
+      t_.ndim = 1;
+      shape_[0] = 1;
+      strides_[0] = 0;
+    }
+    t_.shape = shape_.data();
+    t_.strides = strides_.data();
+  }
+
+  std::array<int64_t, BP_MAX_DIMS> shape_{}, strides_{};
+  bp_tensor t_;
 };
 
 // Reads a scalar attribute as T.
