@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace bp::bench {
 
@@ -19,6 +20,10 @@ inline constexpr int64_t kSquareAddBytes = 3 * kSquare * kSquare * int64_t{sizeo
 // The MLP step: batch 64, 256 wide, two layers.
 inline constexpr int64_t kBatch = 64;
 inline constexpr int64_t kWidth = 256;
+
+// Registers the */<backend> device benchmarks when the selected backend is not
+// the default CPU one; returns its name (empty when none).
+std::string register_device_benchmarks();
 
 #ifdef BACKPLANE_BENCH_WITH_LIBTORCH
 // Registers the */libtorch benchmarks (bench_libtorch.cpp).

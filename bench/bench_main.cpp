@@ -3,6 +3,7 @@
 // same run, and the ratios printed at the end.
 //
 //   backplane-bench [--backend NAME|PATH] [--plugin-path DIR] [--benchmark_*]
+// Exit status 3 when the selected backend has no device.
 //
 // Benchmarks: tiny_add/{backplane,libtorch} (eager overhead of a 1-element
 // float32 add), add_16M/{backplane,plain_loop,libtorch} (a 16M-element add
@@ -204,8 +205,17 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   bp::bench::register_benchmarks();
 
+  std::string device_backend;
   try {
-    std::printf("backend: %s\n", bp::to_string(bp::default_device()).c_str());
+    const bp::Device d = bp::default_device();
+    const bp::Backend& b = *bp::PluginLoader::instance().by_id(d.backend);
+    if (b.device_count() == 0) {
+      std::fprintf(stderr, "backplane-bench: no device on backend '%s': %s\n", b.name().c_str(),
+                   b.no_device_reason().c_str());
+      return 3;
+    }
+    std::printf("backend: %s\n", bp::to_string(d).c_str());
+    device_backend = bp::bench::register_device_benchmarks();
   } catch (const bp::Error& e) {
     std::fprintf(stderr, "backplane-bench: %s\n", e.what());
     return 1;
@@ -229,6 +239,18 @@ int main(int argc, char** argv) {
   print_ratio(reporter, "add_16M backplane/libtorch", "add_16M/backplane", "add_16M/libtorch",
               true);
 #endif
+  if (!device_backend.empty()) {
+    // Bandwidth of the add against that of a device-to-device copy.
+    const std::string add = "add_64M/" + device_backend, copy = "copy_64M/" + device_backend;
+    const auto* a = reporter.find(add);
+    const auto* c = reporter.find(copy);
+    if (a && c) {
+      const double add_bw = 3.0 * (64 << 20) * 4 / a->seconds_per_iter / 1e9;
+      const double copy_bw = 2.0 * (64 << 20) * 4 / c->seconds_per_iter / 1e9;
+      std::printf("  %-30s %.1f GB/s vs copy %.1f GB/s: %.0f%% of the copy bandwidth\n",
+                  ("add_64M/" + device_backend).c_str(), add_bw, copy_bw, 100.0 * add_bw / copy_bw);
+    }
+  }
   benchmark::Shutdown();
   return 0;
 }
