@@ -54,6 +54,9 @@ dnnl::engine& dnnl_engine();
 // A stream per calling thread: oneDNN streams must not be shared by threads
 // that execute concurrently, and creating one per call is not free.
 dnnl::stream& dnnl_stream();
+// Runs a cached single-input primitive: src (layout src_md) -> dst (dst_md).
+void execute_src_dst(const dnnl::primitive& prim, const dnnl::memory::desc& src_md, void* src,
+                     const dnnl::memory::desc& dst_md, void* dst);
 
 // Everything that decides a primitive's shape. Plain bytes so that hashing
 // and equality are a memcmp; value-initialise it so padding is zero.

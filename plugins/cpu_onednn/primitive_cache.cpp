@@ -92,4 +92,11 @@ dnnl::primitive cached_primitive(const PrimitiveKey& key,
   return c.map.emplace(key, p).first->second;
 }
 
+void execute_src_dst(const dnnl::primitive& prim, const dnnl::memory::desc& src_md, void* src,
+                     const dnnl::memory::desc& dst_md, void* dst) {
+  dnnl::engine& eng = dnnl_engine();
+  dnnl::memory s(src_md, eng, src), d(dst_md, eng, dst);
+  prim.execute(dnnl_stream(), {{DNNL_ARG_SRC, s}, {DNNL_ARG_DST, d}});
+}
+
 }  // namespace bp::cpu

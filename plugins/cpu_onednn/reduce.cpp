@@ -205,10 +205,7 @@ bool try_dnnl_sum(const TensorRef& out, const TensorRef& in) {
     return dnnl::reduction(pd);
   });
   if (!prim) return false;
-  dnnl::engine& eng = dnnl_engine();
-  dnnl::memory src(src_md, eng, in.base());
-  dnnl::memory dst(dst_md, eng, out.base());
-  prim.execute(dnnl_stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+  execute_src_dst(prim, src_md, in.base(), dst_md, out.base());
   return true;
 }
 

@@ -128,10 +128,7 @@ bool try_dnnl_softmax(const TensorRef& out, const TensorRef& in, int dim) {
     }
   });
   if (!prim) return false;
-  dnnl::engine& eng = dnnl_engine();
-  dnnl::memory src(md, eng, in.base());
-  dnnl::memory dst(md, eng, out.base());
-  prim.execute(dnnl_stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+  execute_src_dst(prim, md, in.base(), md, out.base());
   return true;
 }
 
