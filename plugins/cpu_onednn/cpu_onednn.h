@@ -100,16 +100,8 @@ inline dnnl::memory::data_type dnnl_type(bp_dtype d) {
 // Layout predicates
 // ---------------------------------------------------------------------------
 
-// Same strides on every dim that is not of size 1 (the shapes are equal).
-inline bool same_strides(const TensorRef& a, const TensorRef& b) {
-  for (int d = 0; d < a.ndim(); ++d)
-    if (a.size(d) != 1 && a.stride(d) != b.stride(d)) return false;
-  return true;
-}
-
-// Non-negative strides that cover exactly numel() consecutive elements in
-// some dim order, so the tensor can be walked as one flat array from base().
-bool is_dense(const TensorRef& t);
+using bp::sdk::is_dense;
+using bp::sdk::same_strides;
 
 // ---------------------------------------------------------------------------
 // Loops

@@ -23,26 +23,6 @@ dnnl::stream& dnnl_stream() {
   return stream;
 }
 
-bool is_dense(const TensorRef& t) {
-  std::array<std::pair<int64_t, int64_t>, BP_MAX_DIMS> dims{};  // (stride, size)
-  int n = 0;
-  for (int d = 0; d < t.ndim(); ++d) {
-    if (t.size(d) == 1) continue;
-    if (t.size(d) == 0) return true;
-    if (t.stride(d) <= 0) return false;
-    dims[n++] = {t.stride(d), t.size(d)};
-  }
-  // Insertion sort: at most BP_MAX_DIMS entries.
-  for (int i = 1; i < n; ++i)
-    for (int j = i; j > 0 && dims[j] < dims[j - 1]; --j) std::swap(dims[j], dims[j - 1]);
-  int64_t expected = 1;
-  for (int i = 0; i < n; ++i) {
-    if (dims[i].first != expected) return false;
-    expected *= dims[i].second;
-  }
-  return true;
-}
-
 namespace {
 
 struct KeyHash {

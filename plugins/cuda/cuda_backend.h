@@ -159,11 +159,8 @@ class ErrorFlag {
 // Layout helpers
 // ---------------------------------------------------------------------------
 
-// Positive strides that cover exactly numel() consecutive elements in some
-// dim order: the tensor is one flat block starting at base().
-bool is_dense(const TensorRef& t);
-// Same strides on every dim that is not of size 1.
-bool same_strides(const TensorRef& a, const TensorRef& b);
+using bp::sdk::is_dense;
+using bp::sdk::same_strides;
 // Throws unless `t` has `out`'s shape.
 void check_same_shape(const TensorRef& t, const TensorRef& out, const char* what);
 // The dim `d` (negative counts from the end) checked against rank `ndim`.

@@ -1,37 +1,7 @@
 // Layout predicates and the small helpers every kernel family uses.
-#include <array>
-#include <utility>
-
 #include "cuda_backend.h"
 
 namespace bp::cuda {
-
-bool is_dense(const TensorRef& t) {
-  std::array<std::pair<int64_t, int64_t>, BP_MAX_DIMS> dims{};  // (stride, size)
-  int n = 0;
-  for (int d = 0; d < t.ndim(); ++d) {
-    if (t.size(d) == 0) return true;
-    if (t.size(d) == 1) continue;
-    if (t.stride(d) <= 0) return false;
-    dims[n++] = {t.stride(d), t.size(d)};
-  }
-  // Insertion sort: at most 8 dims.
-  for (int i = 1; i < n; ++i)
-    for (int j = i; j > 0 && dims[j] < dims[j - 1]; --j) std::swap(dims[j], dims[j - 1]);
-  int64_t expected = 1;
-  for (int i = 0; i < n; ++i) {
-    if (dims[i].first != expected) return false;
-    expected *= dims[i].second;
-  }
-  return true;
-}
-
-bool same_strides(const TensorRef& a, const TensorRef& b) {
-  if (a.ndim() != b.ndim()) return false;
-  for (int d = 0; d < a.ndim(); ++d)
-    if (a.size(d) != 1 && a.stride(d) != b.stride(d)) return false;
-  return true;
-}
 
 void check_same_shape(const TensorRef& t, const TensorRef& out, const char* what) {
   BP_CHECK(t.ndim() == out.ndim(),

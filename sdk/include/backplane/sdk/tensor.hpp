@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace bp::sdk {
 
@@ -165,6 +166,36 @@ class TensorDesc {
   std::array<int64_t, BP_MAX_DIMS> shape_{}, strides_{};
   bp_tensor t_;
 };
+
+// Same strides on every dim that is not of size 1 (for equal shapes).
+inline bool same_strides(const TensorRef& a, const TensorRef& b) {
+  if (a.ndim() != b.ndim()) return false;
+  for (int d = 0; d < a.ndim(); ++d)
+    if (a.size(d) != 1 && a.stride(d) != b.stride(d)) return false;
+  return true;
+}
+
+// Positive strides that cover exactly numel() consecutive elements in some
+// dim order: the tensor can be walked as one flat block from base().
+inline bool is_dense(const TensorRef& t) {
+  std::array<std::pair<int64_t, int64_t>, BP_MAX_DIMS> dims{};  // (stride, size)
+  int n = 0;
+  for (int d = 0; d < t.ndim(); ++d) {
+    if (t.size(d) == 0) return true;
+    if (t.size(d) == 1) continue;
+    if (t.stride(d) <= 0 || n == BP_MAX_DIMS) return false;
+    dims[n++] = {t.stride(d), t.size(d)};
+  }
+  // Insertion sort: at most BP_MAX_DIMS entries.
+  for (int i = 1; i < n; ++i)
+    for (int j = i; j > 0 && dims[j] < dims[j - 1]; --j) std::swap(dims[j], dims[j - 1]);
+  int64_t expected = 1;
+  for (int i = 0; i < n; ++i) {
+    if (dims[i].first != expected) return false;
+    expected *= dims[i].second;
+  }
+  return true;
+}
 
 // Reads a scalar attribute as T.
 template <class T>
