@@ -73,6 +73,7 @@ int run_one_case(const conformance::Suite& suite, const std::string& name,
     conformance::Context ctx(*backends.dut, Device{static_cast<int16_t>(backends.dut->id()), 0},
                              *backends.ref, Device{static_cast<int16_t>(backends.ref->id()), 0},
                              seed);
+    ctx.set_own_process(true);
     result = conformance::run_case(*c, ctx);
   }
   if (result_fd < 0) {

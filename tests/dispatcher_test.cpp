@@ -158,7 +158,9 @@ TEST_F(KernelRegistryTest, MalformedRegistrationsAreRefused) {
   EXPECT_THROW(
       registry.add(kSpareBackend, registration(Op::Add, 1u << BP_DTYPE_COUNT, &probe), "t"),
       bp::ValueError);
-  EXPECT_THROW(registry.add(bp::kMaxBackends, registration(Op::Add, 1, &probe), "t"),
+  // Ids are slot + kMaxBackends * generation and fit a Device's int16.
+  EXPECT_THROW(registry.add(-1, registration(Op::Add, 1, &probe), "t"), bp::ValueError);
+  EXPECT_THROW(registry.add(INT16_MAX + 1, registration(Op::Add, 1, &probe), "t"),
                bp::ValueError);
 }
 

@@ -16,6 +16,10 @@ namespace bp::conformance {
 // step) and cases_autograd_gradcheck.cpp (AG-10).
 void add_autograd_inplace_cases(Suite& suite);
 void add_autograd_gradcheck_cases(Suite& suite);
+// cases_autograd_views.cpp (AG-14) and cases_autograd_corners.cpp (AG-4,
+// AG-13, AG-15, AG-16).
+void add_autograd_view_cases(Suite& suite);
+void add_autograd_corner_cases(Suite& suite);
 
 inline constexpr const char* kAutogradCategory = "autograd";
 

@@ -176,8 +176,11 @@ void no_grad_mode(const Context& ctx) {
     BP_EXPECT(!y.requires_grad(), "under NoGradGuard results do not require grad");
     BP_EXPECT(y.is_leaf());
     BP_EXPECT_EQ(y.grad_fn_name(), std::string());
+    // A view is not recorded either: it has no history, though it reports
+    // requires_grad through its base, as in PyTorch (AG-14).
     Tensor v = x.narrow(0, 0, 2);
-    BP_EXPECT(!v.requires_grad(), "views are not recorded either");
+    BP_EXPECT(v.is_leaf() && v.grad_fn_name().empty(), "views are not recorded either");
+    BP_EXPECT(v.requires_grad(), "a view requires grad when its base does");
     BP_EXPECT_VALUES(y, {2, 4, 6});
     {
       EnableGradGuard enable;
@@ -320,6 +323,8 @@ void add_autograd_cases(Suite& suite) {
   add("hooks", {"AG-12"}, hooks);
   add_autograd_inplace_cases(suite);
   add_autograd_gradcheck_cases(suite);
+  add_autograd_view_cases(suite);
+  add_autograd_corner_cases(suite);
 }
 
 }  // namespace bp::conformance

@@ -80,6 +80,8 @@ Suite default_suite() {
   add_device_cases(suite);
   add_op_cases(suite);
   add_autograd_cases(suite);
+  add_limit_cases(suite);
+  add_lifecycle_cases(suite);
   return suite;
 }
 

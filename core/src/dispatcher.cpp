@@ -59,8 +59,10 @@ KernelRegistry& KernelRegistry::instance() {
   return *registry;
 }
 
-void KernelRegistry::add(int backend, const bp_kernel_registration& reg, std::string origin) {
-  BP_CHECK(backend >= 0 && backend < kMaxBackends, "[register_kernel] bad backend id ", backend);
+void KernelRegistry::add(int backend_id, const bp_kernel_registration& reg, std::string origin) {
+  BP_CHECK(backend_id >= 0 && backend_id <= INT16_MAX, "[register_kernel] bad backend id ",
+           backend_id);
+  const int backend = backend_slot(backend_id);
   BP_CHECK(reg.op >= 0 && reg.op < kNumOps, "[register_kernel] unknown op ", reg.op,
            " (this core knows ops 0 to ", kNumOps - 1, "; was the plugin built for a newer ABI?)");
   BP_CHECK(reg.fn != nullptr, "[register_kernel] ", op_name(static_cast<Op>(reg.op)),
@@ -82,7 +84,8 @@ void KernelRegistry::add(int backend, const bp_kernel_registration& reg, std::st
   }
 }
 
-void KernelRegistry::remove_backend(int backend) {
+void KernelRegistry::remove_backend(int backend_id) {
+  const int backend = backend_slot(backend_id);
   for (int op = 0; op < kNumOps; ++op)
     for (int d = 0; d < kNumDTypes; ++d) {
       table_[op][backend][d] = KernelEntry{};
@@ -98,13 +101,13 @@ std::vector<std::string> KernelRegistry::backends_with(Op op, DType dtype) const
 }
 
 const std::string& KernelRegistry::origin(Op op, int backend, DType dtype) const {
-  return origin_[static_cast<int>(op)][backend][static_cast<int>(dtype)];
+  return origin_[static_cast<int>(op)][backend_slot(backend)][static_cast<int>(dtype)];
 }
 
 namespace {
 [[noreturn]] __attribute__((noinline)) void missing_kernel(Op op, DType dtype, Device device) {
   std::ostringstream os;
-  Backend* b = PluginLoader::instance().by_id(device.backend);
+  const IntrusivePtr<Backend> b = PluginLoader::instance().acquire(device.backend);
   os << "[" << op_name(op) << "] not implemented for dtype " << dtype << " on backend '"
      << (b ? b->name() : "?") << "'";
   auto have = KernelRegistry::instance().backends_with(op, dtype);
@@ -139,7 +142,7 @@ void call_kernel(Op op, DType dtype, Device device, std::span<const bp_tensor> i
   bp_error err{sizeof(bp_error), buf, sizeof(buf)};
   bp_status st = k.fn(k.ctx, &call, &err);
   if (__builtin_expect(st != BP_STATUS_OK, 0)) {
-    Backend* b = PluginLoader::instance().by_id(device.backend);
+    const IntrusivePtr<Backend> b = PluginLoader::instance().acquire(device.backend);
     detail::raise_status(st, op_name(op), b ? b->name() : "?",
                          buf[0] ? std::string(buf) : "(the kernel gave no message)");
   }

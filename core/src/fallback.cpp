@@ -87,7 +87,8 @@ bool try_fallback(Op op, DType dtype, Device device, std::span<const bp_tensor> 
                   std::span<const bp_tensor> outputs, const bp_attrs& attrs) {
   const FallbackPolicy policy = fallback_policy();
   if (policy == FallbackPolicy::Deny || op == Op::Fill || op == Op::Random) return false;
-  Backend& src = backend_of(device);
+  const IntrusivePtr<Backend> src_ref = acquire_backend(device);
+  Backend& src = *src_ref;
   Backend& cpu = PluginLoader::instance().load(kDefaultBackend);
   if (&cpu == &src) return false;
   const KernelEntry& k = KernelRegistry::instance().lookup(op, cpu.id(), dtype);

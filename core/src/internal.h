@@ -7,6 +7,7 @@
 #include <backplane/tensor.h>
 
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -45,16 +46,49 @@ inline void check_status(bp_status st, std::string_view what, std::string_view b
     raise_status(st, what, backend, "(no message)");
 }
 
-// The backend of a device (throws when it is not loaded any more).
-Backend& backend_of(Device d);
+// The backend that owns a tensor's memory: valid while the tensor lives,
+// even after the backend was unloaded (DV-4).
+inline Backend& backend_of(const Tensor& t) { return t.impl()->storage->backend(); }
+// The backend a Device value names, with a reference that keeps it loaded;
+// throws when the value names no loaded backend (DV-4).
+IntrusivePtr<Backend> acquire_backend(Device d);
 
-// A new tensor with contiguous strides (or `strides` when given) and fresh memory.
+// A new tensor with contiguous strides (or `strides` when given) and fresh
+// memory, on the device a Device value names, or on the device (and
+// backend) of the tensor `like`, the lock-free way for op results.
 Tensor make_empty(IntArrayRef shape, DType dtype, Device device);
+Tensor make_empty(IntArrayRef shape, DType dtype, const Tensor& like);
 Tensor make_empty_strided(IntArrayRef shape, IntArrayRef strides, DType dtype, Device device);
+Tensor make_empty_strided(IntArrayRef shape, IntArrayRef strides, DType dtype, const Tensor& like);
 // A view of `src`'s memory with new metadata; shares storage and version
-// counter. Recorded for autograd under `grad_name` ("TransposeBackward0").
+// counter. Checks the shape first (CR-8, naming `op`). No recording.
+Tensor make_view_unrecorded(const Tensor& src, DimVector sizes, DimVector strides, int64_t offset,
+                            const char* op);
+
+}  // namespace bp::detail
+
+namespace bp::autograd {
+// Replays a view op on another tensor of the source's shape (for backward).
+using ViewReplay = std::function<Tensor(const Tensor&)>;
+// Records `out`, a view of `src` made by `replay`, under `grad_name`
+// ("TransposeBackward0"); under no-grad it only notes the base's history.
+void record_view(const char* grad_name, const Tensor& src, const Tensor& out, ViewReplay replay);
+// as_strided's view, whose backward goes by storage position.
+void record_as_strided(const Tensor& src, const Tensor& out);
+}  // namespace bp::autograd
+
+namespace bp::detail {
+
+// A view made by the view op `op`; `replay` repeats it on any tensor of
+// src's shape (a lambda, turned into a std::function only when recorded).
+template <class Replay>
 Tensor make_view(const Tensor& src, DimVector sizes, DimVector strides, int64_t offset,
-                 const char* grad_name);
+                 const char* op, const char* grad_name, Replay&& replay) {
+  Tensor out = make_view_unrecorded(src, std::move(sizes), std::move(strides), offset, op);
+  if (__builtin_expect(src.requires_grad(), 0))
+    autograd::record_view(grad_name, src, out, std::forward<Replay>(replay));
+  return out;
+}
 
 // Gives a fresh, contiguous, not yet shared tensor another shape with the
 // same element count (results of reductions and matmul are not views).
@@ -116,6 +150,14 @@ bool try_fallback(Op op, DType dtype, Device device, std::span<const bp_tensor> 
 // Fills a tensor that nothing else has seen yet: no checks, no version
 // bump (a new tensor starts at version 0), no recording.
 void fill_fresh(const Tensor& t, const Scalar& value);
+
+// A new tensor of `shape` filled with `value`, on `like`'s device and
+// backend: no lookup, so it works while `like`'s backend is unloaded (DV-4).
+inline Tensor full_on(IntArrayRef shape, const Scalar& value, DType dtype, const Tensor& like) {
+  Tensor t = make_empty(shape, dtype, like);
+  fill_fresh(t, value);
+  return t;
+}
 
 // Copies `src` into `dst` (same shape after broadcasting `src`), converting
 // dtype and crossing devices through the backends' copy functions.

@@ -26,6 +26,8 @@ struct Backend::Library {
   boost::dll::shared_library lib;
 };
 
+void forget_default_backend();  // below: the default's id after an unload
+
 namespace {
 
 constexpr const char* kFilePrefix = "libbackplane_";
@@ -318,11 +320,15 @@ Backend& PluginLoader::load_file(const std::string& path_in) {
   if (Backend* other = find(name))
     throw destroy_and_reject("a plugin named '" + name + "' is already loaded from " +
                              other->path());
-  if (next_id_ >= kMaxBackends)
+  const int slot = free_slot();
+  if (slot < 0)
     throw destroy_and_reject("too many backends loaded (at most " +
-                             std::to_string(kMaxBackends) + " per process)");
-
-  const int id = next_id_++;
+                             std::to_string(kMaxBackends) +
+                             " at once, counting unloaded ones whose tensors still live)");
+  // The slot's next generation: an id kept from an earlier backend in this
+  // slot names nothing (int16 Device ids wrap after 1024 generations).
+  generation_[slot] = static_cast<uint16_t>((generation_[slot] + 1) % 1024);
+  const int id = slot + kMaxBackends * generation_[slot];
   RegistrarState state{id, name};
   bp_registrar registrar{sizeof(bp_registrar), &state, &register_kernel_c};
   detail::ErrorBuffer reg_err;
@@ -332,8 +338,32 @@ Backend& PluginLoader::load_file(const std::string& path_in) {
   }
   auto backend = make_intrusive<Backend>(id, std::move(lib), api, path);
   backends_.push_back(backend);
-  by_id_[id].store(backend.get(), std::memory_order_release);
+  slots_[slot] = backend;
+  by_id_[slot].store(backend.get(), std::memory_order_release);
   return *backend;
+}
+
+int PluginLoader::free_slot() {
+  for (int i = 0; i < kMaxBackends; ++i)
+    if (!slots_[i]) return i;
+  // Unloaded backends that no tensor uses any more (only this table holds
+  // them): destroy them now. Nothing can dispatch on them (no tensor) or
+  // find them (by_id is cleared); acquire() is kept out by the lock.
+  int found = -1;
+  std::unique_lock lock(slots_mu_);
+  for (int i = 0; i < kMaxBackends; ++i) {
+    if (by_id_[i].load(std::memory_order_relaxed) != nullptr || slots_[i]->use_count() != 1)
+      continue;
+    KernelRegistry::instance().remove_backend(i);
+    slots_[i].reset();
+    if (found < 0) found = i;
+  }
+  return found;
+}
+
+IntrusivePtr<Backend> PluginLoader::acquire(int id) const {
+  std::shared_lock lock(slots_mu_);
+  return IntrusivePtr<Backend>(by_id(id));
 }
 
 Backend* PluginLoader::find(std::string_view name) const {
@@ -397,9 +427,19 @@ void PluginLoader::unload(std::string_view name) {
   std::lock_guard lock(mu_);
   for (auto it = backends_.begin(); it != backends_.end(); ++it) {
     if ((*it)->name() != name) continue;
-    KernelRegistry::instance().remove_backend((*it)->id());
-    by_id_[(*it)->id()].store(nullptr, std::memory_order_release);
-    backends_.erase(it);  // storages still holding it keep the library loaded
+    const int slot = backend_slot((*it)->id());
+    {
+      // Once this returns, no acquire() can find it; storages still holding
+      // it keep it (and its kernels) alive until the last one goes.
+      std::unique_lock slots_lock(slots_mu_);
+      by_id_[slot].store(nullptr, std::memory_order_release);
+      if (slots_[slot]->use_count() == 2) {  // this list and the slot table only
+        KernelRegistry::instance().remove_backend(slot);
+        slots_[slot].reset();
+      }
+    }
+    backends_.erase(it);
+    forget_default_backend();
     return;
   }
 }
@@ -411,6 +451,8 @@ std::mutex g_default_mu;
 std::string g_default_spec = kDefaultBackend;
 std::atomic<int> g_default_id{-1};
 }  // namespace
+
+void forget_default_backend() { g_default_id.store(-1, std::memory_order_release); }
 
 void set_default_backend(std::string_view name_or_path) {
   std::lock_guard lock(g_default_mu);
@@ -449,7 +491,7 @@ Device device(std::string_view spec) {
 }
 
 std::string to_string(Device d) {
-  Backend* b = PluginLoader::instance().by_id(d.backend);
+  const IntrusivePtr<Backend> b = PluginLoader::instance().acquire(d.backend);
   return (b ? b->name() : "backend#" + std::to_string(d.backend)) + ":" +
          std::to_string(d.index);
 }

@@ -23,6 +23,35 @@ int64_t numel(IntArrayRef shape) {
   return n;
 }
 
+int64_t checked_numel(IntArrayRef shape, const char* op) {
+  BP_CHECK(shape.size() <= static_cast<std::size_t>(kMaxDims), "[", op, "] shape ", shape,
+           " has ", shape.size(), " dims; a tensor has at most ", kMaxDims,
+           " (the plugin ABI's BP_MAX_DIMS)");
+  int64_t n = 1, span = 1;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    BP_CHECK(shape[i] >= 0, "[", op, "] negative size ", shape[i], " at dim ", i, " in shape ",
+             shape);
+    BP_CHECK(!__builtin_mul_overflow(span, std::max<int64_t>(shape[i], 1), &span), "[", op,
+             "] shape ", shape, " has too many elements: their count overflows a 64-bit integer");
+    n *= shape[i];
+  }
+  return n;
+}
+
+std::pair<int64_t, int64_t> checked_extent(IntArrayRef shape, IntArrayRef strides, int64_t offset,
+                                           const char* op) {
+  int64_t lo = offset, hi = offset;
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 0) return {offset, offset - 1};
+    int64_t span;
+    const bool overflow = __builtin_mul_overflow(shape[d] - 1, strides[d], &span) ||
+                          __builtin_add_overflow(span < 0 ? lo : hi, span, span < 0 ? &lo : &hi);
+    BP_CHECK(!overflow, "[", op, "] sizes ", shape, " with strides ", strides, " at offset ",
+             offset, " reach past what a 64-bit offset can address");
+  }
+  return {lo, hi};
+}
+
 DimVector contiguous_strides(IntArrayRef shape) {
   DimVector s(shape.size());
   int64_t acc = 1;

@@ -1,4 +1,5 @@
 // Storage, tensor metadata, and moving values between host and device.
+#include <backplane/autograd.h>
 #include <backplane/ops.h>
 #include <backplane/tensor.h>
 
@@ -23,64 +24,95 @@ StorageImpl::~StorageImpl() { backend_->deallocate(device_.index, data_, nbytes_
 
 namespace detail {
 
-Backend& backend_of(Device d) {
-  Backend* b = PluginLoader::instance().by_id(d.backend);
-  if (__builtin_expect(b == nullptr, 0)) {
+IntrusivePtr<Backend> acquire_backend(Device d) {
+  IntrusivePtr<Backend> b = PluginLoader::instance().acquire(d.backend);
+  if (__builtin_expect(!b, 0)) {
     BP_CHECK(d.backend >= 0, "[device] no backend selected for this tensor");
-    throw PluginError("[device] backend #" + std::to_string(d.backend) + " is not loaded any more");
+    throw PluginError("[device] backend #" + std::to_string(d.backend) +
+                      " is not loaded any more (it was unloaded); load it again and use the "
+                      "Device value it gives");
   }
-  return *b;
+  return b;
 }
 
 namespace {
-// Finishes a new tensor whose sizes and strides are set: validates sizes,
-// counts elements, allocates the memory the strides reach.
-Tensor finish_empty(IntrusivePtr<TensorImpl> impl, DType dtype, Device device) {
+static_assert(kMaxDims == BP_MAX_DIMS, "the core's rank limit is the plugin ABI's");
+
+// Finishes a new tensor whose sizes and strides are set: validates the shape
+// (CR-8), counts elements, allocates the memory the strides reach.
+Tensor finish_empty(IntrusivePtr<TensorImpl> impl, DType dtype, Device device,
+                    IntrusivePtr<Backend> backend) {
   const DimVector& shape = impl->sizes;
-  const DimVector& strides = impl->strides;
-  int64_t n = 1, extent = 1;
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    BP_CHECK(shape[i] >= 0, "[empty] negative size ", shape[i], " at dim ", i, " in shape ",
-             shape);
-    n *= shape[i];
-    extent += (shape[i] - 1) * strides[i];
+  const int64_t n = checked_numel(shape, "empty");
+  int64_t bytes = 0;
+  if (n > 0) {
+    const auto [lo, hi] = checked_extent(shape, impl->strides, 0, "empty");
+    BP_CHECK(lo >= 0, "[empty] negative strides ", impl->strides, " for shape ", shape);
+    BP_CHECK(!__builtin_mul_overflow(hi + 1, static_cast<int64_t>(itemsize(dtype)), &bytes),
+             "[empty] shape ", shape, " of ", dtype, " needs more bytes than 64 bits can count");
   }
-  if (n == 0) extent = 0;
-  Backend& b = backend_of(device);
   impl->dtype = dtype;
   impl->device = device;
   impl->numel = n;
   impl->storage =
-      make_intrusive<StorageImpl>(IntrusivePtr<Backend>(&b), device, extent * itemsize(dtype));
+      make_intrusive<StorageImpl>(std::move(backend), device, static_cast<std::size_t>(bytes));
   impl->version = &impl->storage->version_counter();
   return Tensor(std::move(impl));
 }
-}  // namespace
 
-Tensor make_empty_strided(IntArrayRef shape, IntArrayRef strides, DType dtype, Device device) {
+IntrusivePtr<TensorImpl> strided_impl(IntArrayRef shape, IntArrayRef strides) {
   auto impl = make_intrusive<TensorImpl>();
   impl->sizes = DimVector(shape);
   impl->strides = DimVector(strides);
   impl->contiguous = bp::is_contiguous(shape, strides);
-  return finish_empty(std::move(impl), dtype, device);
+  return impl;
 }
 
-Tensor make_empty(IntArrayRef shape, DType dtype, Device device) {
+IntrusivePtr<TensorImpl> contiguous_impl(IntArrayRef shape) {
   auto impl = make_intrusive<TensorImpl>();
   impl->sizes = DimVector(shape);
   impl->strides.resize(shape.size());
   int64_t acc = 1;
   for (std::size_t i = shape.size(); i-- > 0;) {
     impl->strides[i] = acc;
-    acc *= std::max<int64_t>(shape[i], 1);
+    // Wraps only for shapes that finish_empty rejects before using a stride.
+    __builtin_mul_overflow(acc, std::max<int64_t>(shape[i], 1), &acc);
   }
   impl->contiguous = true;
-  return finish_empty(std::move(impl), dtype, device);
+  return impl;
 }
 
-Tensor make_view(const Tensor& src, DimVector sizes, DimVector strides, int64_t offset,
-                 const char* grad_name) {
+// The shape is checked before the backend is looked up, so a bad shape is
+// reported as such whatever the device.
+void check_shape(IntArrayRef shape) { checked_numel(shape, "empty"); }
+}  // namespace
+
+Tensor make_empty_strided(IntArrayRef shape, IntArrayRef strides, DType dtype, Device device) {
+  check_shape(shape);
+  return finish_empty(strided_impl(shape, strides), dtype, device, acquire_backend(device));
+}
+
+Tensor make_empty_strided(IntArrayRef shape, IntArrayRef strides, DType dtype,
+                          const Tensor& like) {
+  return finish_empty(strided_impl(shape, strides), dtype, like.device(),
+                      IntrusivePtr<Backend>(&backend_of(like)));
+}
+
+Tensor make_empty(IntArrayRef shape, DType dtype, Device device) {
+  check_shape(shape);
+  return finish_empty(contiguous_impl(shape), dtype, device, acquire_backend(device));
+}
+
+Tensor make_empty(IntArrayRef shape, DType dtype, const Tensor& like) {
+  return finish_empty(contiguous_impl(shape), dtype, like.device(),
+                      IntrusivePtr<Backend>(&backend_of(like)));
+}
+
+Tensor make_view_unrecorded(const Tensor& src, DimVector sizes, DimVector strides, int64_t offset,
+                            const char* op) {
   TensorImpl* s = src.impl();
+  checked_numel(sizes, op);
+  checked_extent(sizes, strides, offset, op);
   auto impl = make_intrusive<TensorImpl>();
   impl->storage = s->storage;
   impl->version = s->version;
@@ -91,10 +123,9 @@ Tensor make_view(const Tensor& src, DimVector sizes, DimVector strides, int64_t 
   impl->offset = offset;
   impl->dtype = s->dtype;
   impl->device = s->device;
+  impl->view_made_in_no_grad = s->view_made_in_no_grad || !GradMode::is_enabled();
   impl->refresh();
-  Tensor out(std::move(impl));
-  if (src.requires_grad()) autograd::record_view(grad_name, src, out);
-  return out;
+  return Tensor(std::move(impl));
 }
 
 std::string describe_tensor(const Tensor& t) {
@@ -230,15 +261,25 @@ void check_no_partial_overlap(const char* op, const Tensor& out, const Tensor& i
 
 }  // namespace detail
 
+void Tensor::throw_undefined(const std::source_location& where) {
+  // "int64_t bp::Tensor::size(int64_t) const" -> "size"
+  std::string_view f = where.function_name();
+  f = f.substr(0, f.find('('));
+  if (const auto colon = f.rfind("::"); colon != std::string_view::npos) f = f.substr(colon + 2);
+  if (const auto space = f.rfind(' '); space != std::string_view::npos) f = f.substr(space + 1);
+  throw ValueError("[" + std::string(f) + "] the tensor is undefined: a default-constructed "
+                   "bp::Tensor holds no tensor. Assign one before use (test with .defined())");
+}
+
 int64_t Tensor::size(int64_t d) const {
-  return impl_->sizes[wrap_dim(d, dim(), "size")];
+  return impl()->sizes[wrap_dim(d, dim(), "size")];
 }
 int64_t Tensor::stride(int64_t d) const {
-  return impl_->strides[wrap_dim(d, dim(), "stride")];
+  return impl()->strides[wrap_dim(d, dim(), "stride")];
 }
 
 const void* Tensor::data_ptr() const {
-  return static_cast<const char*>(impl_->storage->data()) + impl_->offset * itemsize();
+  return static_cast<const char*>(impl()->storage->data()) + impl()->offset * itemsize();
 }
 
 template <class T>

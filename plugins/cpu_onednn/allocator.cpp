@@ -29,18 +29,33 @@ void add(std::atomic<int64_t>& c, int64_t v) {
 }
 }  // namespace
 
+std::atomic<uint64_t> HostAllocator::next_serial_{1};
+
 HostAllocator::Counters& HostAllocator::local() {
-  // Keyed by allocator so a re-created plugin never reuses stale counters.
-  thread_local const HostAllocator* owner = nullptr;
-  thread_local Counters* mine = nullptr;
-  if (owner != this) {
+  // This thread's counters of the few allocators it used last, keyed by
+  // serial (never by address, which a later instance may reuse), most
+  // recent first. A thread that comes back to an allocator it dropped from
+  // here gets new counters: the sum stays right.
+  struct Entry {
+    uint64_t serial = 0;
+    Counters* counters = nullptr;
+  };
+  constexpr int kEntries = 4;
+  thread_local Entry recent[kEntries];
+  if (recent[0].serial == serial_) return *recent[0].counters;
+  int hit = kEntries - 1;
+  for (int i = 1; i < kEntries; ++i)
+    if (recent[i].serial == serial_) hit = i;
+  Entry e = recent[hit];
+  if (e.serial != serial_) {
     auto c = std::make_unique<Counters>();
     std::lock_guard lock(mu_);
-    mine = c.get();
+    e = Entry{serial_, c.get()};
     threads_.push_back(std::move(c));
-    owner = this;
   }
-  return *mine;
+  for (int i = hit; i > 0; --i) recent[i] = recent[i - 1];
+  recent[0] = e;
+  return *e.counters;
 }
 
 void* HostAllocator::allocate(std::size_t nbytes, std::size_t alignment) {

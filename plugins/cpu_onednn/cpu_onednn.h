@@ -356,6 +356,11 @@ class HostAllocator {
  private:
   Counters& local();
 
+  // Tells this allocator's per-thread counters from those of an earlier
+  // instance that may have lived at the same address (a plugin reloaded
+  // while another instance's tensors live: DV-5).
+  static std::atomic<uint64_t> next_serial_;
+  const uint64_t serial_ = next_serial_.fetch_add(1, std::memory_order_relaxed);
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Counters>> threads_;  // kept after a thread exits
 };

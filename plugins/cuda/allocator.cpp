@@ -212,8 +212,19 @@ void memory_stats(int device, bp_memory_stats& stats) {
   the_allocator().stats(device, stats);
 }
 
-void release_all_memory() {
-  the_allocator().release_all();
+namespace {
+std::mutex g_instances_mu;
+int g_instances = 0;
+}  // namespace
+
+void hold_allocator() {
+  std::lock_guard lock(g_instances_mu);
+  ++g_instances;
+}
+
+void release_allocator() {
+  std::lock_guard lock(g_instances_mu);
+  if (--g_instances == 0) the_allocator().release_all();
 }
 
 Scratch::Scratch(int device, std::size_t nbytes)

@@ -100,8 +100,12 @@ void synchronize(int device);
 void* allocate(int device, std::size_t nbytes, std::size_t alignment);
 void deallocate(int device, void* ptr, std::size_t nbytes);
 void memory_stats(int device, bp_memory_stats& stats);
-// Returns every cached block to the driver (the plugin is going away).
-void release_all_memory();
+// The caching allocator is shared by every instance of this plugin in the
+// process (a reload while tensors of the first instance live, or the same
+// library opened under two paths: DV-5). Each instance holds it; the cached
+// memory goes back to the driver only when the last instance is destroyed.
+void hold_allocator();
+void release_allocator();
 
 void copy_from_host(int device, void* dst, const void* src, std::size_t nbytes);
 void copy_to_host(int device, void* dst, const void* src, std::size_t nbytes);

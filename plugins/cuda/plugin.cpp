@@ -44,10 +44,11 @@ void throw_cuda_error(const char* call, cudaError_t err) {
 
 class CudaPlugin final : public bp::sdk::Plugin {
  public:
+  CudaPlugin() { hold_allocator(); }
   ~CudaPlugin() override {
     try {
       OpScope scope("destroy");
-      release_all_memory();
+      release_allocator();
     } catch (...) {
       // The driver may already be shutting down at process exit; the memory
       // goes with the process either way.

@@ -10,13 +10,20 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace bp {
 
+// Backends loaded at once (live ones, and unloaded ones whose tensors still
+// live). A backend id names a slot (id % kMaxBackends) and that slot's
+// generation, so a slot is reused once its backend is gone, and a stale id
+// (a Device value kept across an unload) names nothing.
 inline constexpr int kMaxBackends = 32;
+static_assert((kMaxBackends & (kMaxBackends - 1)) == 0, "slot = id & (kMaxBackends - 1)");
+inline constexpr int backend_slot(int id) { return id & (kMaxBackends - 1); }
 inline constexpr const char* kDefaultBackend = "cpu_onednn";
 
 // One plugin library, opened and accepted. Storages and the loader hold it
@@ -94,29 +101,45 @@ class PluginLoader {
   Backend& load(std::string_view name_or_path);
   // A loaded backend by name, or nullptr.
   Backend* find(std::string_view name) const;
-  // A loaded backend by id (O(1)); nullptr when none.
+  // A loaded backend by id (O(1)); nullptr when none. The pointer stays
+  // valid while the backend is loaded or a tensor of it lives; to keep one
+  // across a concurrent unload, use acquire().
   Backend* by_id(int id) const noexcept {
-    return id >= 0 && id < kMaxBackends ? by_id_[id].load(std::memory_order_acquire) : nullptr;
+    if (id < 0) return nullptr;
+    Backend* b = by_id_[backend_slot(id)].load(std::memory_order_acquire);
+    return b && b->id() == id ? b : nullptr;
   }
+  // The same, with a reference that keeps it alive (safe against unload on
+  // another thread); null when the id names no loaded backend.
+  IntrusivePtr<Backend> acquire(int id) const;
   // Every loaded backend.
   std::vector<Backend*> loaded() const;
   // Opens every candidate file in the search folders (libbackplane_*.so),
   // loading those not loaded yet, and reports each one.
   std::vector<PluginCandidate> discover();
-  // Forgets a backend: its kernels are unregistered; its library stays
-  // loaded while tensors from it live.
+  // Forgets a backend (DV-4): its name and id no longer find it, so no new
+  // tensor is made on it. Tensors that still live on it keep working (their
+  // memory keeps the library loaded, its kernels stay registered); when the
+  // last one goes the plugin is destroyed and its slot is free for reuse.
+  // Safe while other threads run ops on its tensors.
   void unload(std::string_view name);
 
  private:
   PluginLoader() = default;
   Backend& load_file(const std::string& path);
   std::string locate(std::string_view name) const;
+  // A free slot, reclaiming those of unloaded backends nothing uses; -1 if none.
+  int free_slot();
 
-  mutable std::recursive_mutex mu_;
+  mutable std::recursive_mutex mu_;  // loading, unloading, the lists
+  // Taken shared by acquire(), exclusively to destroy an unloaded backend,
+  // so that no acquire() can pick up a backend being destroyed.
+  mutable std::shared_mutex slots_mu_;
   std::vector<std::string> extra_dirs_;
-  std::vector<IntrusivePtr<Backend>> backends_;
+  std::vector<IntrusivePtr<Backend>> backends_;        // loaded, by name
+  IntrusivePtr<Backend> slots_[kMaxBackends];          // loaded or unloaded-but-used
+  uint16_t generation_[kMaxBackends] = {};
   std::atomic<Backend*> by_id_[kMaxBackends] = {};
-  int next_id_ = 0;
 };
 
 // The default backend used when TensorOptions name no device. Set by

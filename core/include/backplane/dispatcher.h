@@ -72,11 +72,12 @@ class KernelRegistry {
 
   // O(1); an entry with fn == nullptr when absent.
   const KernelEntry& lookup(Op op, int backend, DType dtype) const noexcept {
-    return table_[static_cast<int>(op)][backend][static_cast<int>(dtype)];
+    return table_[static_cast<int>(op)][backend_slot(backend)][static_cast<int>(dtype)];
   }
   // Registers for every dtype in the mask. A duplicate throws naming both origins.
   void add(int backend, const bp_kernel_registration& reg, std::string origin);
-  // Removes every kernel of a backend (on unload).
+  // Removes every kernel of a backend (when it is destroyed: no tensor of
+  // it is left to dispatch on).
   void remove_backend(int backend);
   // Names of loaded backends that have (op, dtype).
   std::vector<std::string> backends_with(Op op, DType dtype) const;

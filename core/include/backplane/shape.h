@@ -9,11 +9,15 @@
 #include <ostream>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace bp {
 
 class DimVector;
+
+// The most dims a tensor may have: the plugin ABI's BP_MAX_DIMS (CR-8).
+inline constexpr int kMaxDims = 8;
 
 // A non-owning view of int64 values (sizes, strides, dims), constructible
 // from a braced list, a vector or a DimVector: `t.view({3, 3})`.
@@ -157,8 +161,17 @@ inline std::ostream& operator<<(std::ostream& os, const DimVector& v) {
 }
 std::string to_string(IntArrayRef v);
 
-// Number of elements (1 for a 0-d shape).
+// Number of elements (1 for a 0-d shape). The shape must be valid.
 int64_t numel(IntArrayRef shape);
+// CR-8: checks a shape before anything is allocated or viewed: at most
+// kMaxDims dims, no negative size, and the product of the sizes (counting a
+// 0 as 1, so that strides fit too) within int64. Returns the element
+// count; throws a ValueError naming `op` and the shape otherwise.
+int64_t checked_numel(IntArrayRef shape, const char* op);
+// CR-8: the [lo, hi] storage elements a layout reaches from `offset`
+// (lo > hi when it has no element), overflow-checked.
+std::pair<int64_t, int64_t> checked_extent(IntArrayRef shape, IntArrayRef strides, int64_t offset,
+                                           const char* op);
 // Row-major strides for `shape`.
 DimVector contiguous_strides(IntArrayRef shape);
 // True when (shape, strides) is row-major contiguous; size-1 dims may have any stride.

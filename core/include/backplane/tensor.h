@@ -15,6 +15,7 @@
 #include <initializer_list>
 #include <memory>
 #include <optional>
+#include <source_location>
 #include <string>
 #include <variant>
 #include <vector>
@@ -62,15 +63,16 @@ class StorageImpl : public RefCounted {
 };
 
 struct AutogradMeta;  // autograd.h; allocated only for tensors in a graph
-struct AutogradMetaDeleter {
-  void operator()(AutogradMeta* m) const;
-};
+void destroy_autograd_meta(AutogradMeta* m) noexcept;
 
 class TensorImpl : public RefCounted {
  public:
   // User-provided so that `new TensorImpl()` does not zero the whole object
   // (inline dim storage included) before the member initialisers run.
   TensorImpl() {}
+  ~TensorImpl() override {
+    if (AutogradMeta* m = autograd.load(std::memory_order_acquire)) destroy_autograd_meta(m);
+  }
 
   IntrusivePtr<StorageImpl> storage;
   VersionCounter* version = nullptr;  // the storage's, or own_version's
@@ -84,9 +86,15 @@ class TensorImpl : public RefCounted {
   Device device;
   bool contiguous = true;
   // Mirrors the autograd state so the no-grad fast path tests one byte:
-  // a leaf the user flagged, or the result of a recorded op.
-  bool requires_grad = false;
-  std::unique_ptr<AutogradMeta, AutogradMetaDeleter> autograd;
+  // a leaf the user flagged, or the result of a recorded op. Atomic because
+  // requires_grad_ may race with recording on another thread.
+  std::atomic<bool> requires_grad{false};
+  // A view made while grad mode was off (or from such a view): modifying it
+  // in place while recording is an error (AG-14).
+  bool view_made_in_no_grad = false;
+  // Made on first use; several threads may record ops on one leaf at once,
+  // so it is published with a compare-and-swap (autograd::meta).
+  std::atomic<AutogradMeta*> autograd{nullptr};
 
   void refresh() {  // recompute numel and contiguity after a metadata change
     numel = bp::numel(sizes);
@@ -144,35 +152,45 @@ class Tensor {
   explicit Tensor(IntrusivePtr<TensorImpl> impl) : impl_(std::move(impl)) {}
 
   bool defined() const { return static_cast<bool>(impl_); }
-  TensorImpl* impl() const { return impl_.get(); }
+  // The tensor's state; an undefined tensor raises a ValueError naming the
+  // calling function instead of crashing (CR-9).
+  TensorImpl* impl(std::source_location where = std::source_location::current()) const {
+    if (__builtin_expect(!impl_, 0)) throw_undefined(where);
+    return impl_.get();
+  }
   // True when both handles name the same tensor (not merely equal values).
   bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
 
   // --- metadata ---------------------------------------------------------
-  int64_t dim() const { return static_cast<int64_t>(impl_->sizes.size()); }
-  IntArrayRef sizes() const { return impl_->sizes; }
-  IntArrayRef strides() const { return impl_->strides; }
+  int64_t dim() const { return static_cast<int64_t>(impl()->sizes.size()); }
+  IntArrayRef sizes() const { return impl()->sizes; }
+  IntArrayRef strides() const { return impl()->strides; }
   int64_t size(int64_t dim) const;
   int64_t stride(int64_t dim) const;
-  int64_t numel() const { return impl_->numel; }
-  DType dtype() const { return impl_->dtype; }
-  Device device() const { return impl_->device; }
-  int64_t storage_offset() const { return impl_->offset; }
-  std::size_t itemsize() const { return bp::itemsize(impl_->dtype); }
-  bool is_contiguous() const { return impl_->contiguous; }
+  int64_t numel() const { return impl()->numel; }
+  DType dtype() const { return impl()->dtype; }
+  Device device() const { return impl()->device; }
+  int64_t storage_offset() const { return impl()->offset; }
+  std::size_t itemsize() const { return bp::itemsize(impl()->dtype); }
+  bool is_contiguous() const { return impl()->contiguous; }
   // True when this tensor is a view of another tensor's memory.
-  bool is_view() const { return static_cast<bool>(impl_->base); }
+  bool is_view() const { return static_cast<bool>(impl()->base); }
   // The tensor that owns the memory of a view (undefined when not a view).
-  Tensor base() const { return Tensor(impl_->base); }
+  Tensor base() const { return Tensor(impl()->base); }
   // The shared in-place modification count (IP-7).
-  uint32_t version() const { return impl_->version->get(); }
+  uint32_t version() const { return impl()->version->get(); }
   // Device address of the first element; never dereference it on the host
   // unless the backend says its memory is host addressable.
   const void* data_ptr() const;
-  bool shares_storage(const Tensor& o) const { return impl_->storage == o.impl_->storage; }
+  bool shares_storage(const Tensor& o) const { return impl()->storage == o.impl()->storage; }
 
   // --- autograd (autograd.h has the engine and the no-grad guard) ----------
-  bool requires_grad() const { return impl_->requires_grad; }
+  bool requires_grad() const {
+    const TensorImpl* i = impl();
+    // A view requires grad whenever its base does (AG-14), as in PyTorch.
+    return i->requires_grad.load(std::memory_order_relaxed) ||
+           (i->base && i->base->requires_grad.load(std::memory_order_relaxed));
+  }
   // Flags a leaf; only floating tensors may require grad (CR-1, AG-1), and
   // only leaves may change the flag.
   Tensor& requires_grad_(bool requires_grad = true);
@@ -328,6 +346,7 @@ class Tensor {
   std::string to_string() const;
 
  private:
+  [[noreturn]] static void throw_undefined(const std::source_location& where);
   IntrusivePtr<TensorImpl> impl_;
 };
 

@@ -93,12 +93,16 @@ void run_backward(const std::vector<Edge>& roots, const std::vector<Tensor>& gra
         const OutputInfo& o = node->outputs[i];
         in[i] = zeros(o.shape, TensorOptions(o.dtype).device(o.device));
       }
-      if (i >= node->pre_hooks.size()) continue;
-      for (const Hook& h : node->pre_hooks[i]) {
-        Tensor r = h(in[i]);
-        if (r.defined()) in[i] = r;
-      }
+      if (i < node->pre_hooks.size())
+        for (const Hook& h : node->pre_hooks[i]) {
+          Tensor r = h(in[i]);
+          if (r.defined()) in[i] = r;
+        }
     }
+    // retain_grad() sees the gradient after every hook (AG-4).
+    for (const auto& [output_nr, box] : node->retained)
+      box->grad = box->grad.defined() ? box->grad.add(in[output_nr])
+                                      : in[output_nr].clone(MemoryFormat::Contiguous);
     std::vector<Tensor> out = node->apply(in);
     if (!retain_graph) node->release_saved();
     for (std::size_t i = 0; i < node->next_edges.size(); ++i) {
@@ -114,7 +118,7 @@ void run_backward(const std::vector<Edge>& roots, const std::vector<Tensor>& gra
 }
 
 Edge root_edge(const Tensor& t, std::size_t i) {
-  BP_CHECK_T(AutogradError, t.defined() && t.requires_grad(), "[backward] element ", i,
+  BP_CHECK_T(AutogradError, t.requires_grad(), "[backward] element ", i,
              " of the roots does not require grad and has no grad_fn: nothing to differentiate. "
              "Set requires_grad on the leaves first (and do not run under NoGradGuard)");
   return gradient_edge(t);
@@ -125,7 +129,7 @@ Tensor root_gradient(const Tensor& t, const Tensor& g) {
     BP_CHECK_T(AutogradError, t.numel() == 1, "[backward] a gradient can be created implicitly "
                "only for one-element outputs; this output is a ", detail::describe_tensor(t),
                ". Pass backward(gradient) with a tensor of its shape");
-    return ones(t.sizes(), TensorOptions(t.dtype()).device(t.device()));
+    return detail::full_on(t.sizes(), 1, t.dtype(), t);
   }
   BP_CHECK_T(AutogradError, DimVector(g.sizes()) == DimVector(t.sizes()),
              "[backward] the gradient has shape ", g.sizes(), " but the output has shape ",
@@ -161,42 +165,49 @@ Tensor& Tensor::requires_grad_(bool r) {
   BP_CHECK_T(AutogradError, is_leaf() || r, "[requires_grad_] only leaves can change this flag; "
              "this tensor was computed by ", grad_fn_name(),
              ". Use .detach() to get a tensor outside the graph");
-  impl_->requires_grad = r;
+  impl()->requires_grad = r;
   return *this;
 }
 
 bool Tensor::is_leaf() const {
-  const AutogradMeta* m = impl_->autograd.get();
+  // A view whose base's history was rewritten derives its own first.
+  if (is_view() && requires_grad()) autograd::gradient_edge(*this);
+  const AutogradMeta* m = meta_if(*this);
   return !(m && m->grad_fn);
 }
 
 Tensor Tensor::grad() const {
-  const AutogradMeta* m = impl_->autograd.get();
   if (!is_leaf()) {
+    const AutogradMeta* m = meta_if(*this);
     if (m && m->retained) return m->retained->grad;
     warn("[grad] the .grad of a tensor that is not a leaf is being read (" +
          detail::describe_tensor(*this) + "); it is not filled by backward. Call .retain_grad() "
          "on it before backward if you need it, or use the gradient of a leaf");
     return Tensor();
   }
-  return m ? m->grad : Tensor();
+  const AutogradMeta* m = meta_if(*this);
+  const autograd::AccumulateGrad* acc = m ? m->accumulator.load(std::memory_order_acquire) : nullptr;
+  return acc ? acc->grad() : Tensor();
 }
 
 void Tensor::set_grad(const Tensor& g) {
   if (g.defined()) {
-    BP_CHECK(DimVector(g.sizes()) == impl_->sizes, "[set_grad] the gradient has shape ",
+    BP_CHECK(DimVector(g.sizes()) == impl()->sizes, "[set_grad] the gradient has shape ",
              g.sizes(), " but the tensor has shape ", sizes());
     detail::check_same_device("set_grad", *this, g);
   }
-  if (!is_leaf() && meta(*this).retained) {
-    meta(*this).retained->grad = g;
-    return;
+  if (!is_leaf()) {
+    AutogradMeta& m = meta(*this);
+    if (m.retained) {
+      m.retained->grad = g;
+      return;
+    }
   }
-  meta(*this).grad = g;
+  autograd::accumulator(*this).set_grad(g);
 }
 
 std::string Tensor::grad_fn_name() const {
-  if (!impl_->requires_grad) return "";
+  if (!requires_grad()) return "";
   const autograd::Edge e = autograd::gradient_edge(*this);
   if (!e.valid() || !meta(*this).grad_fn) return "";
   return e.fn->name();
@@ -206,23 +217,17 @@ Tensor& Tensor::retain_grad() {
   BP_CHECK_T(AutogradError, requires_grad(), "[retain_grad] this tensor does not require grad: ",
              detail::describe_tensor(*this));
   if (is_leaf()) return *this;  // leaves keep their grad anyway
-  AutogradMeta& m = meta(*this);
-  if (m.retained) return *this;
-  m.retained = make_intrusive<AutogradMeta::RetainedGrad>();
   const autograd::Edge e = autograd::gradient_edge(*this);
-  IntrusivePtr<AutogradMeta::RetainedGrad> box = m.retained;
-  e.fn->hooks_of(e.input_nr).push_back([box](const Tensor& g) {
-    if (box->grad.defined())
-      box->grad = box->grad.add(g);
-    else
-      box->grad = g.clone(MemoryFormat::Contiguous);
-    return Tensor();
-  });
+  AutogradMeta& m = meta(*this);
+  std::lock_guard lock(m.mu);
+  if (m.retained) return *this;
+  m.retained = make_intrusive<autograd::RetainedGrad>();
+  e.fn->retained.emplace_back(e.input_nr, m.retained);
   return *this;
 }
 
 bool Tensor::retains_grad() const {
-  const AutogradMeta* m = impl_->autograd.get();
+  const AutogradMeta* m = meta_if(*this);
   return m && m->retained;
 }
 
@@ -230,7 +235,7 @@ void Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) {
   BP_CHECK_T(AutogradError, requires_grad(), "[register_hook] cannot register a hook on a tensor "
              "that does not require grad: ", detail::describe_tensor(*this));
   if (is_leaf()) {
-    meta(*this).hooks.push_back(std::move(hook));
+    autograd::accumulator(*this).add_hook(std::move(hook));
     return;
   }
   const autograd::Edge e = autograd::gradient_edge(*this);
@@ -242,17 +247,18 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
 }
 
 Tensor Tensor::detach() const {
+  const TensorImpl* src = impl();
   auto impl = make_intrusive<TensorImpl>();
-  impl->storage = impl_->storage;
-  impl->version = impl_->version;
-  impl->own_version = impl_->own_version;
-  impl->sizes = impl_->sizes;
-  impl->strides = impl_->strides;
-  impl->offset = impl_->offset;
-  impl->numel = impl_->numel;
-  impl->dtype = impl_->dtype;
-  impl->device = impl_->device;
-  impl->contiguous = impl_->contiguous;
+  impl->storage = src->storage;
+  impl->version = src->version;
+  impl->own_version = src->own_version;
+  impl->sizes = src->sizes;
+  impl->strides = src->strides;
+  impl->offset = src->offset;
+  impl->numel = src->numel;
+  impl->dtype = src->dtype;
+  impl->device = src->device;
+  impl->contiguous = src->contiguous;
   return Tensor(std::move(impl));
 }
 
@@ -260,11 +266,11 @@ Tensor& Tensor::detach_() {
   BP_CHECK_T(AutogradError, !is_view(), "[detach_] cannot detach a view in place (",
              detail::describe_tensor(*this), "); its base would keep the history. Use .detach(), "
              "which returns a new tensor on the same memory");
-  if (AutogradMeta* m = impl_->autograd.get()) {
+  if (AutogradMeta* m = meta_if(*this)) {
     m->grad_fn.reset();
     m->output_nr = 0;
   }
-  impl_->requires_grad = false;
+  impl()->requires_grad = false;
   return *this;
 }
 

@@ -6,10 +6,30 @@
 
 #include "../internal.h"
 
-#include <atomic>
+#include <algorithm>
 
 namespace bp {
 
+void destroy_autograd_meta(AutogradMeta* m) noexcept { delete m; }
+
+namespace autograd {
+
+namespace {
+// The base's history version: how many times in-place ops have rewritten it.
+uint32_t history_version_of(const TensorImpl& base) {
+  const AutogradMeta* m = base.autograd.load(std::memory_order_acquire);
+  return m ? m->history_version.load(std::memory_order_acquire) : 0;
+}
+
+// Whether the base of `view` had its history rewritten since the view's was
+// derived (or since it was made, for a view that was not recorded).
+bool view_history_stale(const TensorImpl& view) {
+  const AutogradMeta* m = view.autograd.load(std::memory_order_acquire);
+  return (m ? m->base_history_version : 0) != history_version_of(*view.base);
+}
+}  // namespace
+
+}  // namespace autograd
 
 namespace autograd {
 
@@ -55,10 +75,10 @@ bool non_overlapping(const Geometry& g) {
   return true;
 }
 
-// A zero buffer covering every element of `geoms` in storage coordinates,
-// and the shift (lo) that maps storage offsets into it.
-Tensor zero_buffer(std::initializer_list<const Geometry*> geoms, DType dtype, Device device,
-                   int64_t& lo) {
+// A zero buffer (of `like`'s dtype, on its device) covering every element
+// of `geoms` in storage coordinates, and the shift (lo) that maps storage
+// offsets into it.
+Tensor zero_buffer(std::initializer_list<const Geometry*> geoms, const Tensor& like, int64_t& lo) {
   int64_t hi = -1;
   lo = 0;
   bool first = true;
@@ -70,15 +90,29 @@ Tensor zero_buffer(std::initializer_list<const Geometry*> geoms, DType dtype, De
     first = false;
   }
   const int64_t n = first ? 0 : hi - lo + 1;
-  return zeros({n}, TensorOptions(dtype).device(device));
+  return detail::full_on({n}, 0, like.dtype(), like);
 }
 
 Tensor view_in(const Tensor& buffer, const Geometry& g, int64_t lo) {
   return buffer.as_strided(g.sizes, g.strides, g.offset - lo);
 }
 
-// Adds `grad` (of `g`'s shape) into the elements `g` addresses in `buffer`,
-// summing where elements of `g` share a location (expand, as_strided).
+// The storage position (relative to lo) of every element of `g`, row-major,
+// as a flat int64 tensor on `device`.
+Tensor positions(const Geometry& g, int64_t lo, Device device) {
+  const TensorOptions opts = TensorOptions(DType::Int64).device(device);
+  Tensor pos = full({}, g.offset - lo, opts);
+  for (std::size_t d = 0; d < g.sizes.size(); ++d) {
+    DimVector shape(g.sizes.size(), 1);
+    shape[d] = g.sizes[d];
+    pos = pos.add(arange(0, g.sizes[d], 1, opts).mul(g.strides[d]).reshape(shape));
+  }
+  return pos.expand(g.sizes).reshape({-1});
+}
+
+// Adds `grad` (of `g`'s shape) into the elements `g` addresses in the flat
+// `buffer`, summing where elements of `g` share a location (expand, unfold,
+// as_strided).
 void accumulate_into(const Tensor& buffer, const Geometry& g, int64_t lo, Tensor grad) {
   Geometry geo = g;
   // Broadcast dims first: sum them away.
@@ -94,71 +128,53 @@ void accumulate_into(const Tensor& buffer, const Geometry& g, int64_t lo, Tensor
     return;
   }
   // Elements still overlap: scatter-add by storage position.
-  Tensor pos = full({}, geo.offset - lo, TensorOptions(DType::Int64).device(buffer.device()));
-  for (std::size_t d = 0; d < geo.sizes.size(); ++d) {
-    DimVector shape(geo.sizes.size(), 1);
-    shape[d] = geo.sizes[d];
-    Tensor step = arange(0, geo.sizes[d], 1, TensorOptions(DType::Int64).device(buffer.device()))
-                      .mul(scalar_tensor(geo.strides[d], TensorOptions(DType::Int64).device(buffer.device())))
-                      .reshape(shape);
-    pos = pos.add(step);
-  }
-  pos = pos.expand(geo.sizes).reshape({-1});
   Tensor flat_buffer = buffer;
-  flat_buffer.scatter_add_(0, pos, grad.reshape({-1}).contiguous());
+  flat_buffer.scatter_add_(0, positions(geo, lo, buffer.device()),
+                           grad.reshape({-1}).contiguous());
 }
 
-}  // namespace
-
-// Accumulates into a leaf's grad (AG-3). The leaf owns it (so it is made
-// once, not per recorded op); it points back at the leaf without owning it,
-// and the leaf's metadata clears that pointer when the leaf goes, after
-// which gradients reaching it are dropped.
-class AccumulateGrad : public Node {
+// The backward of a view op, as PyTorch defines it per op (AG-14): the op
+// is replayed on a fresh zero tensor of the source's shape, and the gradient
+// lands on the elements the replayed view covers. The fresh tensor never
+// overlaps itself, so an expanded or unfolded source cannot multiply the
+// gradient as reasoning about the shared storage would.
+class ViewNode : public Node {
  public:
-  explicit AccumulateGrad(TensorImpl* leaf) : leaf_(leaf) {
-    outputs.push_back({DimVector(leaf->sizes), leaf->dtype, leaf->device});
+  ViewNode(const char* name, const Tensor& src, const Tensor& out, ViewReplay replay)
+      : name_(name), src_shape_(src.sizes()), replay_(std::move(replay)) {
+    outputs.push_back({DimVector(out.sizes()), out.dtype(), out.device()});
   }
-  void forget_leaf() { leaf_ = nullptr; }
-  const char* name() const override { return "AccumulateGrad"; }
+  const char* name() const override { return name_; }
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
-    if (leaf_ == nullptr) return {};
-    Tensor leaf{IntrusivePtr<TensorImpl>(leaf_)};
-    AutogradMeta& m = meta(leaf);
-    Tensor g = grads[0];
-    for (const Hook& h : m.hooks) {
-      Tensor r = h(g);
-      if (r.defined()) g = r;
+    const Tensor& g = grads[0];
+    Tensor src_grad = detail::make_empty(src_shape_, g.dtype(), g);
+    Tensor v = replay_(src_grad);
+    const Geometry vg = Geometry::of(v);
+    if (v.numel() == src_grad.numel() && non_overlapping(vg)) {
+      // A permutation of the source's elements (transpose, view, squeeze):
+      // every element is written once.
+      v.copy_(g);
+      return {src_grad};
     }
-    if (g.dtype() != leaf.dtype()) g = g.to(leaf.dtype());
-    if (!m.grad.defined())
-      m.grad = g.clone(MemoryFormat::Contiguous);
-    else
-      m.grad.add_(g);
-    return {};
+    src_grad.zero_();
+    accumulate_into(src_grad.as_strided({src_grad.numel()}, {1}, 0), vg, 0, g);
+    return {src_grad};
   }
 
  private:
-  TensorImpl* leaf_;
+  const char* name_;
+  DimVector src_shape_;
+  ViewReplay replay_;
 };
 
-}  // namespace autograd
-
-void AutogradMetaDeleter::operator()(AutogradMeta* m) const {
-  // A graph may outlive its leaf: its accumulator then drops gradients.
-  if (m->grad_accumulator)
-    static_cast<autograd::AccumulateGrad*>(m->grad_accumulator.get())->forget_leaf();
-  delete m;
-}
-
-namespace autograd {
-
-namespace {
-
-// d(view)/d(src): the gradient of a view lands on the elements it covers.
-class ViewNode : public Node {
+// as_strided addresses storage, not its source's elements, so its backward
+// is geometric, as PyTorch's: the gradient is scattered by storage position,
+// then read back with the source's layout; where the source itself maps
+// several elements to one position (an expanded source), each gets an equal
+// share, so that the total is right.
+class AsStridedNode : public Node {
  public:
-  ViewNode(const char* name, Geometry src, Geometry out, DType dtype, Device device)
+  AsStridedNode(const char* name, Geometry src, Geometry out, DType dtype, Device device)
       : name_(name), src_(std::move(src)), out_(std::move(out)) {
     outputs.push_back({out_.sizes, dtype, device});
   }
@@ -166,8 +182,15 @@ class ViewNode : public Node {
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
     const Tensor& g = grads[0];
     int64_t lo;
-    Tensor buffer = zero_buffer({&src_, &out_}, g.dtype(), g.device(), lo);
+    Tensor buffer = zero_buffer({&src_, &out_}, g, lo);
     accumulate_into(buffer, out_, lo, g);
+    if (!non_overlapping(src_)) {
+      Tensor count = detail::full_on(buffer.sizes(), 0, g.dtype(), g);
+      Tensor pos = positions(src_, lo, g.device());
+      count.scatter_add_(0, pos, detail::full_on(pos.sizes(), 1, g.dtype(), g));
+      // Positions the source does not reach get no gradient: 0/0 would be NaN.
+      buffer = where(eq(count, 0), buffer, buffer.div(count));
+    }
     return {view_in(buffer, src_, lo).clone(MemoryFormat::Contiguous)};
   }
 
@@ -188,7 +211,7 @@ class CopySlices : public Node {
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
     const Tensor& g = grads[0];
     int64_t lo;
-    Tensor buffer = zero_buffer({&base_, &view_}, g.dtype(), g.device(), lo);
+    Tensor buffer = zero_buffer({&base_, &view_}, g, lo);
     view_in(buffer, base_, lo).copy_(g);
     Tensor region = view_in(buffer, view_, lo);
     Tensor grad_result = region.clone(MemoryFormat::Contiguous);
@@ -200,14 +223,27 @@ class CopySlices : public Node {
   Geometry base_, view_;
 };
 
-Tensor root_base(const Tensor& t) { return t.is_view() ? t.base() : t; }
-
 }  // namespace
 
+namespace {
+// retain_grad() follows a tensor through an in-place op (AG-4): its box
+// moves from the node of the old value to the node of the new one.
+void move_retained(AutogradMeta& m, const Edge& from, const Edge& to) {
+  if (!m.retained) return;
+  if (from.valid())
+    std::erase_if(from.fn->retained, [&](const auto& r) { return r.second == m.retained; });
+  if (to.valid()) to.fn->retained.emplace_back(to.input_nr, m.retained);
+}}  // namespace
+
 AutogradMeta& meta(const Tensor& t) {
-  auto& p = t.impl()->autograd;
-  if (!p) p.reset(new AutogradMeta());
-  return *p;
+  std::atomic<AutogradMeta*>& slot = t.impl()->autograd;
+  AutogradMeta* m = slot.load(std::memory_order_acquire);
+  if (m) return *m;
+  // Two threads recording on one new leaf may both get here: one wins.
+  auto* fresh = new AutogradMeta();
+  if (slot.compare_exchange_strong(m, fresh, std::memory_order_acq_rel)) return *fresh;
+  delete fresh;
+  return *m;
 }
 
 Node::Node() : sequence_nr(t_next_sequence_nr++) {}
@@ -239,26 +275,77 @@ void FunctionNode::release_saved() {
   for (auto& s : saved_) s.reset();
 }
 
+std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>& grads) {
+  Tensor g = grads[0];
+  std::vector<Hook> hooks;
+  {
+    std::lock_guard lock(mu_);
+    hooks = hooks_;
+  }
+  // Hooks are the user's code: they run outside the lock.
+  for (const Hook& h : hooks) {
+    Tensor r = h(g);
+    if (r.defined()) g = r;
+  }
+  if (g.dtype() != outputs[0].dtype) g = g.to(outputs[0].dtype);
+  std::lock_guard lock(mu_);
+  if (!grad_.defined())
+    grad_ = g.clone(MemoryFormat::Contiguous);
+  else
+    grad_.add_(g);
+  return {};
+}
+
+Tensor AccumulateGrad::grad() const {
+  std::lock_guard lock(mu_);
+  return grad_;
+}
+
+void AccumulateGrad::set_grad(const Tensor& g) {
+  std::lock_guard lock(mu_);
+  grad_ = g;
+}
+
+void AccumulateGrad::add_hook(Hook hook) {
+  std::lock_guard lock(mu_);
+  hooks_.push_back(std::move(hook));
+}
+
+AccumulateGrad& accumulator(const Tensor& leaf) {
+  AutogradMeta& m = meta(leaf);
+  if (AccumulateGrad* a = m.accumulator.load(std::memory_order_acquire)) return *a;
+  std::lock_guard lock(m.mu);
+  if (!m.accumulator_owner) {
+    m.accumulator_owner = make_intrusive<AccumulateGrad>(*leaf.impl());
+    m.accumulator.store(m.accumulator_owner.get(), std::memory_order_release);
+  }
+  return *m.accumulator_owner;
+}
+
 Edge gradient_edge(const Tensor& t) {
-  if (!t.defined() || !t.impl()->requires_grad) return {};
+  if (!t.defined() || !t.requires_grad()) return {};
   AutogradMeta& m = meta(t);
-  if (t.is_view()) {
-    // A view whose base's history was rewritten since: derive it anew.
-    Tensor base = t.base();
-    AutogradMeta* bm = meta_if(base);
-    const uint32_t hv = bm ? bm->history_version : 0;
-    if (m.base_history_version != hv && base.impl()->requires_grad) {
-      auto node = make_intrusive<ViewNode>("AsStridedBackward0", Geometry::of(base),
-                                           Geometry::of(t), t.dtype(), t.device());
+  if (t.is_view() && view_history_stale(*t.impl())) {
+    // The base's history was rewritten by an in-place op since this view's
+    // was derived: derive it anew from the base's (AG-14).
+    std::lock_guard lock(m.mu);
+    const Tensor base = t.base();
+    const uint32_t hv = history_version_of(*base.impl());
+    if (m.base_history_version != hv) {
+      auto node = make_intrusive<AsStridedNode>("AsStridedBackward0", Geometry::of(base),
+                                                Geometry::of(t), t.dtype(), t.device());
       node->next_edges.push_back(gradient_edge(base));
+      move_retained(m, {m.grad_fn, m.output_nr}, {node, 0});
       m.grad_fn = node;
       m.output_nr = 0;
       m.base_history_version = hv;
     }
   }
   if (m.grad_fn) return {m.grad_fn, m.output_nr};
-  if (!m.grad_accumulator) m.grad_accumulator = make_intrusive<AccumulateGrad>(t.impl());
-  return {m.grad_accumulator, 0};
+  // A leaf the user flagged accumulates; a view made under no-grad (which
+  // requires grad through its base, but has no history) passes nothing on.
+  if (!t.impl()->requires_grad) return {};
+  return {IntrusivePtr<Node>(&accumulator(t)), 0};
 }
 
 IntrusivePtr<FunctionNode> make_node(const char* name, std::initializer_list<const Tensor*> inputs,
@@ -270,6 +357,7 @@ IntrusivePtr<FunctionNode> make_node(const char* name, std::initializer_list<con
 }
 
 void set_history(const Tensor& out, Node* node, uint32_t output_nr) {
+  if (!is_floating(out.dtype())) return;  // AG-13
   if (node->outputs.size() <= output_nr) node->outputs.resize(output_nr + 1);
   node->outputs[output_nr] = {DimVector(out.sizes()), out.dtype(), out.device()};
   AutogradMeta& m = meta(out);
@@ -280,21 +368,34 @@ void set_history(const Tensor& out, Node* node, uint32_t output_nr) {
 
 void check_inplace_allowed(const char* op, const Tensor& self) {
   if (!GradMode::is_enabled()) return;
-  const Tensor base = root_base(self);
-  const bool leaf = !(meta_if(base) && meta_if(base)->grad_fn);
-  BP_CHECK_T(AutogradError, !(leaf && base.requires_grad()), "[", op, "] ",
-             self.is_view() ? "a view of a leaf tensor that requires grad"
-                            : "a leaf tensor that requires grad",
-             " is being used in an in-place operation (", detail::describe_tensor(self),
-             "). Do it under NoGradGuard (as optimizer steps do), or on a clone()");
+  if (self.is_view()) {
+    if (self.impl()->view_made_in_no_grad)
+      detail::raise<AutogradError>(
+          "[", op, "] a view was created in no_grad mode and is being modified in place with "
+          "grad mode enabled (", detail::describe_tensor(self), "). This is ambiguous and "
+          "forbidden: make the view and the in-place op both inside the no_grad block (if the "
+          "change should not be tracked) or both outside it (if it should)");
+    const AutogradMeta* bm = meta_if(self.base());
+    BP_CHECK_T(AutogradError, !(self.requires_grad() && !(bm && bm->grad_fn)), "[", op,
+               "] a view of a leaf tensor that requires grad is being used in an in-place "
+               "operation (", detail::describe_tensor(self), "). Do it under NoGradGuard (as "
+               "optimizer steps do), or on a clone()");
+    return;
+  }
+  BP_CHECK_T(AutogradError, !(self.requires_grad() && self.is_leaf()), "[", op,
+             "] a leaf tensor that requires grad is being used in an in-place operation (",
+             detail::describe_tensor(self), "). Do it under NoGradGuard (as optimizer steps "
+             "do), or on a clone()");
 }
 
 bool record_inplace(const char* op, Tensor& self, std::initializer_list<const Tensor*> others,
                     const std::function<Tensor(const Tensor& old)>& compute) {
+  if (!GradMode::is_enabled() || !is_floating(self.dtype())) return false;  // AG-13
   bool any = self.requires_grad();
   for (const Tensor* o : others) any |= o->requires_grad();
-  if (!any || !GradMode::is_enabled()) return false;
+  if (!any) return false;
   check_inplace_allowed(op, self);
+  const Edge old_edge = !self.is_view() && self.requires_grad() ? gradient_edge(self) : Edge{};
   const Tensor old = self.clone();
   Tensor result = compute(old);
   if (result.dtype() != self.dtype()) result = result.to(self.dtype());
@@ -312,14 +413,15 @@ bool record_inplace(const char* op, Tensor& self, std::initializer_list<const Te
     self.impl()->version->bump();
   }
   const AutogradMeta& rm = meta(result);
+  AutogradMeta& sm = meta(self);
   if (!self.is_view()) {
-    AutogradMeta& m = meta(self);
-    m.grad_fn = rm.grad_fn;
-    m.output_nr = rm.output_nr;
+    sm.grad_fn = rm.grad_fn;
+    sm.output_nr = rm.output_nr;
     self.impl()->requires_grad = true;
     // Views taken before this write see the new values: they must derive
     // their history anew from self's (gradient_edge).
-    ++m.history_version;
+    sm.history_version.fetch_add(1, std::memory_order_acq_rel);
+    move_retained(sm, old_edge, {sm.grad_fn, sm.output_nr});
     return true;
   }
   Tensor base = self.base();
@@ -328,19 +430,30 @@ bool record_inplace(const char* op, Tensor& self, std::initializer_list<const Te
   node->next_edges.push_back(gradient_edge(base));
   node->next_edges.push_back({rm.grad_fn, rm.output_nr});
   set_history(base, node.get());
-  ++meta(base).history_version;
+  meta(base).history_version.fetch_add(1, std::memory_order_acq_rel);
+  // Self (and every other view of the base) now derives its history from
+  // the base's new one, which carries its retained grad along.
+  gradient_edge(self);
   return true;
 }
 
-void record_view(const char* name, const Tensor& src, const Tensor& out) {
-  if (!needs_grad({&src})) return;
-  auto node = make_intrusive<ViewNode>(name, Geometry::of(src), Geometry::of(out), out.dtype(),
-                                       out.device());
+void record_view(const char* name, const Tensor& src, const Tensor& out, ViewReplay replay) {
+  AutogradMeta& om = meta(out);
+  om.base_history_version = history_version_of(*out.impl()->base);
+  if (!GradMode::is_enabled()) return;
+  auto node = make_intrusive<ViewNode>(name, src, out, std::move(replay));
   node->next_edges.push_back(gradient_edge(src));
   set_history(out, node.get());
-  const Tensor base = root_base(out);
-  AutogradMeta* bm = meta_if(base);
-  meta(out).base_history_version = bm ? bm->history_version : 0;
+}
+
+void record_as_strided(const Tensor& src, const Tensor& out) {
+  AutogradMeta& om = meta(out);
+  om.base_history_version = history_version_of(*out.impl()->base);
+  if (!GradMode::is_enabled()) return;
+  auto node = make_intrusive<AsStridedNode>("AsStridedBackward0", Geometry::of(src),
+                                            Geometry::of(out), out.dtype(), out.device());
+  node->next_edges.push_back(gradient_edge(src));
+  set_history(out, node.get());
 }
 
 Tensor sum_to(const Tensor& grad, IntArrayRef shape) {

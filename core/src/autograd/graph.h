@@ -6,8 +6,10 @@
 #include <backplane/error.h>
 #include <backplane/tensor.h>
 
+#include <atomic>
 #include <functional>
 #include <initializer_list>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -49,6 +51,12 @@ class SavedTensor {
   const char* saved_by_ = "";
 };
 
+// The gradient retain_grad() keeps for a non-leaf, shared by the tensor's
+// metadata and the node that computes it (AG-4).
+struct RetainedGrad : RefCounted {
+  Tensor grad;
+};
+
 class Node : public RefCounted {
  public:
   Node();
@@ -64,14 +72,17 @@ class Node : public RefCounted {
 
   std::vector<Edge> next_edges;      // one per input
   std::vector<OutputInfo> outputs;   // one per output
-  // Per output: tensor hooks and retain_grad, sized only once one is added
-  // (an allocation saved on every recorded op).
+  // Per output: tensor hooks, sized only once one is added (an allocation
+  // saved on every recorded op).
   std::vector<std::vector<Hook>> pre_hooks;
   std::vector<Hook>& hooks_of(uint32_t output_nr) {
     if (pre_hooks.size() <= output_nr) pre_hooks.resize(output_nr + 1);
     return pre_hooks[output_nr];
   }
-  uint64_t sequence_nr;              // creation order: later nodes run first
+  // Per output: where retain_grad() keeps the gradient, after the hooks ran.
+  // Moved to the new node when an in-place op rewrites the tensor's history.
+  std::vector<std::pair<uint32_t, IntrusivePtr<RetainedGrad>>> retained;
+  uint64_t sequence_nr;  // creation order: later nodes run first
 
  protected:
   bool released_ = false;
@@ -103,28 +114,50 @@ class FunctionNode : public Node {
   std::vector<SavedTensor> saved_;
 };
 
+// A leaf's gradient and hooks (AG-3, AG-12). The leaf's metadata owns it,
+// and so do the graphs that reach the leaf; it does not point back at the
+// leaf, so a graph may outlive its leaf. Several threads may run backward
+// into one leaf at once (AG-15): `mu` serialises them.
+class AccumulateGrad : public Node {
+ public:
+  explicit AccumulateGrad(const TensorImpl& leaf) {
+    outputs.push_back({leaf.sizes, leaf.dtype, leaf.device});
+  }
+  const char* name() const override { return "AccumulateGrad"; }
+  std::vector<Tensor> apply(std::vector<Tensor>& grads) override;
+  // Shared by the graphs of several threads: nothing to free, and no
+  // per-backward state to write.
+  void release_saved() override {}
+
+  Tensor grad() const;
+  void set_grad(const Tensor& g);
+  void add_hook(Hook hook);
+
+ private:
+  mutable std::mutex mu_;
+  Tensor grad_;
+  std::vector<Hook> hooks_;
+};
+
 }  // namespace bp::autograd
 
 namespace bp {
-// Per-tensor autograd state (TensorImpl::autograd).
+// Per-tensor autograd state (TensorImpl::autograd), made on first use.
 struct AutogradMeta {
+  // Guards the parts made lazily (accumulator, a view's regenerated
+  // history, the retained-grad box) when threads share a tensor (AG-15).
+  std::mutex mu;
   IntrusivePtr<autograd::Node> grad_fn;  // null for leaves
   uint32_t output_nr = 0;
-  Tensor grad;                 // leaves' accumulated gradient
-  std::vector<autograd::Hook> hooks;     // hooks of a leaf (a non-leaf's go to its grad_fn)
-  // A leaf's gradient accumulator, made on first use and owned here so it
-  // is not rebuilt for every recorded op.
-  IntrusivePtr<autograd::Node> grad_accumulator;
-  // A non-leaf's retained gradient lives in a box shared with its node's hook.
-  struct RetainedGrad : RefCounted {
-    Tensor grad;
-  };
-  IntrusivePtr<RetainedGrad> retained;
+  // A leaf's accumulator, published once under `mu`; read lock-free.
+  std::atomic<autograd::AccumulateGrad*> accumulator{nullptr};
+  IntrusivePtr<autograd::AccumulateGrad> accumulator_owner;
+  IntrusivePtr<autograd::RetainedGrad> retained;
   // Views: the base history they were derived from (regenerated when the
   // base's history is rewritten by an in-place op through another view).
   uint32_t base_history_version = 0;
   // Bases: bumped each time an in-place op through a view rewrites history.
-  uint32_t history_version = 0;
+  std::atomic<uint32_t> history_version{0};
 };
 
 }  // namespace bp
@@ -132,39 +165,42 @@ struct AutogradMeta {
 namespace bp::autograd {
 
 AutogradMeta& meta(const Tensor& t);  // creates it when absent
-inline AutogradMeta* meta_if(const Tensor& t) { return t.impl()->autograd.get(); }
+inline AutogradMeta* meta_if(const Tensor& t) {
+  return t.impl()->autograd.load(std::memory_order_acquire);
+}
 
 // --- recording, used by the ops ----------------------------------------------
 
 // True when grad mode is on and any input requires grad.
 inline bool needs_grad(std::initializer_list<const Tensor*> inputs) {
   bool any = false;
-  for (const Tensor* t : inputs) any |= t->defined() && t->impl()->requires_grad;
+  for (const Tensor* t : inputs) any |= t->defined() && t->requires_grad();
   return any && GradMode::is_enabled();
 }
 
 // The edge a gradient for `t` travels: its grad_fn, or its leaf accumulator.
 Edge gradient_edge(const Tensor& t);
+// A leaf's accumulator (holding its grad), made on first use.
+AccumulateGrad& accumulator(const Tensor& leaf);
 
 // A node for an op with these inputs (edges taken now).
 IntrusivePtr<FunctionNode> make_node(const char* name, std::initializer_list<const Tensor*> inputs,
                                      FunctionNode::Backward fn);
 // Makes `node` (output `output_nr`) the history of the fresh tensor `out`.
+// An integer or bool result gets none: it never requires grad (AG-13).
 void set_history(const Tensor& out, Node* node, uint32_t output_nr = 0);
 
-// AG-7: an in-place op on a leaf that requires grad, or on a view of one,
-// is an error while recording.
+// AG-7, AG-14: an in-place op on a leaf that requires grad, on a view of
+// one, or on a view made under no-grad, is an error while recording.
 void check_inplace_allowed(const char* op, const Tensor& self);
 
 // Runs an in-place op under autograd: `compute(old)` gives the result out of
 // place from a recorded clone of self; its values are written into self and
 // self's history (or, for a view, its base's) is rewritten to end in it.
-// Returns false (and does nothing) when no input needs grad.
+// Returns false (and does nothing) when nothing needs recording: grad mode
+// off, no input requiring grad, or an integer or bool self (AG-13).
 bool record_inplace(const char* op, Tensor& self, std::initializer_list<const Tensor*> others,
                     const std::function<Tensor(const Tensor& old)>& compute);
-
-// Records a view op: `out` is a view of `src`.
-void record_view(const char* name, const Tensor& src, const Tensor& out);
 
 // Sums a gradient down to `shape` (undoing broadcasting, AG-11).
 Tensor sum_to(const Tensor& grad, IntArrayRef shape);

@@ -68,12 +68,16 @@ void record_binary(Op op, const Tensor& a, const Tensor& b, const Scalar& alpha,
     case Op::Minimum:
       name = op == Op::Maximum ? "MaximumBackward0" : "MinimumBackward0";
       fn = [=](FunctionNode& n, std::vector<Tensor>& g) {
-        // Ties split the gradient evenly, as PyTorch does.
+        // Each side gets the gradient unless it lost; ties split it evenly,
+        // and a NaN (which neither wins nor loses) sends it to both, as in
+        // PyTorch (AG-16).
         const Tensor av = n.saved(0), bv = n.saved(1);
-        const Tensor wins = op == Op::Maximum ? gt(av, bv) : lt(av, bv);
-        const Tensor tie = eq(av, bv).to(g[0].dtype()).mul(0.5);
-        const Tensor wa = wins.to(g[0].dtype()).add(tie);
-        const Tensor wb = (op == Op::Maximum ? lt(av, bv) : gt(av, bv)).to(g[0].dtype()).add(tie);
+        const DType dt = g[0].dtype();
+        const Tensor a_lost = op == Op::Maximum ? lt(av, bv) : gt(av, bv);
+        const Tensor b_lost = op == Op::Maximum ? gt(av, bv) : lt(av, bv);
+        const Tensor tie = eq(av, bv).to(dt).mul(0.5);
+        const Tensor wa = ones_like(tie).sub(a_lost.to(dt)).sub(tie);
+        const Tensor wb = ones_like(tie).sub(b_lost.to(dt)).sub(tie);
         return std::vector<Tensor>{need_a ? reduce(g[0].mul(wa), sa, da) : Tensor(),
                                    need_b ? reduce(g[0].mul(wb), sb, db) : Tensor()};
       };
@@ -81,11 +85,20 @@ void record_binary(Op op, const Tensor& a, const Tensor& b, const Scalar& alpha,
     case Op::Pow:
       name = "PowBackward0";
       fn = [=](FunctionNode& n, std::vector<Tensor>& g) {
+        // PyTorch's corners (AG-16): x^0 has gradient 0 even at x = 0 (not
+        // 0 * 0^-1), and d/de x^e is 0 at x = 0 for e >= 0 (not 0 * log 0).
         const Tensor av = n.saved(0), ev = n.saved(1);
-        Tensor ga, ge;
-        if (need_a) ga = reduce(g[0].mul(ev).mul(pow(av, ev.sub(1))), sa, da);
-        if (need_b) ge = reduce(g[0].mul(n.saved(2)).mul(log(av)), sb, db);
-        return std::vector<Tensor>{ga, ge};
+        Tensor ga, ge_;
+        if (need_a) {
+          const Tensor d = ev.mul(pow(av, ev.sub(1)));
+          ga = reduce(g[0].mul(where(eq(ev, 0), zeros_like(d), d)), sa, da);
+        }
+        if (need_b) {
+          const Tensor d = n.saved(2).mul(log(av));
+          ge_ = reduce(g[0].mul(where(logical_and(eq(av, 0), ge(ev, 0)), zeros_like(d), d)),
+                       sb, db);
+        }
+        return std::vector<Tensor>{ga, ge_};
       };
       break;
     default:
@@ -109,7 +122,7 @@ Tensor binary(Op op, const Tensor& a, const Tensor& b, const Scalar& alpha) {
   const char* name = op_name(op).data();
   const DimVector shape = detail::broadcast_all(name, {&a, &b});
   const DType dt = compute_type(op, detail::result_type({&a, &b}));
-  Tensor out = detail::make_empty(shape, dt, a.device());
+  Tensor out = detail::make_empty(shape, dt, a);
   Tensor ha, hb;
   const Tensor &ca = cast_to(a, dt, ha), &cb = cast_to(b, dt, hb);
   detail::run_elementwise(op, out, {&ca, &cb}, alpha_attrs(alpha));

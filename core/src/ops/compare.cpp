@@ -13,7 +13,7 @@ Tensor compare(Op op, const Tensor& a, const Tensor& b) {
   const char* name = op_name(op).data();
   const DimVector shape = detail::broadcast_all(name, {&a, &b});
   const DType dt = detail::result_type({&a, &b});
-  Tensor out = detail::make_empty(shape, DType::Bool, a.device());
+  Tensor out = detail::make_empty(shape, DType::Bool, a);
   Tensor ha, hb;
   const Tensor &ca = cast_to(a, dt, ha), &cb = cast_to(b, dt, hb);
   detail::run_elementwise(op, out, {&ca, &cb}, detail::make_attrs());
@@ -42,7 +42,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
                 detail::describe_tensor(cond), "; compare first, e.g. where(x > 0, ...)");
   const DimVector shape = detail::broadcast_all("where", {&cond, &a, &b});
   const DType dt = detail::result_type({&a, &b});
-  Tensor out = detail::make_empty(shape, dt, a.device());
+  Tensor out = detail::make_empty(shape, dt, a);
   Tensor ha, hb;
   const Tensor &ca = cast_to(a, dt, ha), &cb = cast_to(b, dt, hb);
   detail::run_elementwise(Op::Where, out, {&cond, &ca, &cb}, detail::make_attrs(), 1);

@@ -12,14 +12,16 @@ namespace detail {
 
 void copy_into(const Tensor& dst, const Tensor& src) {
   if (dst.numel() == 0) return;
-  Backend& db = backend_of(dst.device());
+  Backend& db = backend_of(dst);
   Tensor s = src;
   if (src.device() != dst.device()) {
-    // Through the host, with each backend's own copy functions (DV-3).
+    // Through the host, with each backend's own copy functions (DV-3);
+    // either backend may be one that was unloaded while its tensors live.
     Tensor c = src.contiguous();
     std::vector<char> host(c.numel() * c.itemsize());
-    backend_of(c.device()).copy_to_host(c.device().index, host.data(), c.data_ptr(), host.size());
-    s = from_blob(host.data(), c.dtype(), c.sizes(), dst.device());
+    backend_of(c).copy_to_host(c.device().index, host.data(), c.data_ptr(), host.size());
+    s = make_empty(c.sizes(), c.dtype(), dst);
+    db.copy_from_host(dst.device().index, s.impl()->storage->data(), host.data(), host.size());
   }
   const DimVector shape(dst.sizes());
   const DimVector strides = broadcast_strides(s.sizes(), s.strides(), shape);
@@ -59,7 +61,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
       }))
     return *this;
   detail::copy_into(*this, src);
-  impl_->version->bump();
+  impl()->version->bump();
   return *this;
 }
 
@@ -77,7 +79,7 @@ void fill(const char* name, Tensor& self, const Scalar& value) {
 
 void detail::fill_fresh(const Tensor& t, const Scalar& value) {
   if (t.numel() == 0) return;
-  Backend& b = backend_of(t.device());
+  Backend& b = backend_of(t);
   const bp_tensor out = describe(t, b.dl_device_type());
   bp_attrs attrs = make_attrs();
   attrs.num_scalars = 1;
@@ -99,8 +101,8 @@ Tensor& Tensor::zero_() {
 Tensor Tensor::clone(MemoryFormat format) const {
   // Keep the source's strides when they tile memory densely (CP-1).
   Tensor out = format == MemoryFormat::Preserve && is_non_overlapping_and_dense(sizes(), strides())
-                   ? detail::make_empty_strided(sizes(), strides(), dtype(), device())
-                   : detail::make_empty(sizes(), dtype(), device());
+                   ? detail::make_empty_strided(sizes(), strides(), dtype(), *this)
+                   : detail::make_empty(sizes(), dtype(), *this);
   detail::copy_into(out, *this);
   record_copy("CloneBackward0", *this, out);
   return out;
@@ -114,8 +116,8 @@ Tensor Tensor::contiguous() const {
 Tensor Tensor::to(DType d) const {
   if (d == dtype()) return *this;
   Tensor out = is_non_overlapping_and_dense(sizes(), strides())
-                   ? detail::make_empty_strided(sizes(), strides(), d, device())
-                   : detail::make_empty(sizes(), d, device());
+                   ? detail::make_empty_strided(sizes(), strides(), d, *this)
+                   : detail::make_empty(sizes(), d, *this);
   detail::copy_into(out, *this);
   record_copy("ToCopyBackward0", *this, out);
   return out;

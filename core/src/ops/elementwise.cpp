@@ -20,7 +20,7 @@ DType result_type(std::initializer_list<const Tensor*> operands) {
 }
 
 Tensor wrap_scalar(const Tensor& t, const Scalar& s) {
-  return scalar_tensor(s, TensorOptions(bp::result_type(t.dtype(), s)).device(t.device()));
+  return full_on({}, s, bp::result_type(t.dtype(), s), t);
 }
 
 DimVector broadcast_all(const char* op, std::initializer_list<const Tensor*> operands) {
@@ -36,7 +36,7 @@ DimVector broadcast_all(const char* op, std::initializer_list<const Tensor*> ope
 void run_elementwise(Op op, const Tensor& out, std::initializer_list<const Tensor*> inputs,
                      const bp_attrs& attrs, int dispatch_input) {
   if (out.numel() == 0) return;
-  Backend& be = backend_of(out.device());
+  Backend& be = backend_of(out);
   const int32_t dl = be.dl_device_type();
   const DimVector& shape = out.impl()->sizes;
   constexpr int kMaxInputs = 3;

@@ -32,7 +32,7 @@ Tensor zeros(IntArrayRef shape, TensorOptions options) {
   Tensor t = detail::make_empty(shape, options.dtype_, options.resolved_device());
   // All-zero bytes are 0, 0.0 and false in every dtype we have.
   if (t.numel() > 0)
-    detail::backend_of(t.device())
+    detail::backend_of(t)
         .memset(t.device().index, t.impl()->storage->data(), 0, t.numel() * t.itemsize());
   return finish(t, options);
 }
@@ -72,7 +72,10 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step,
     const int64_t num = ei - si;
     n = num / di + ((num % di != 0) && ((num > 0) == (di > 0)) ? 1 : 0);
   } else {
-    n = static_cast<int64_t>(std::ceil((e - s) / d));
+    const double count = std::ceil((e - s) / d);
+    BP_CHECK(count < 0x1p62, "[arange] start ", start, ", end ", end, " and step ", step,
+             " give ", count, " elements, more than a tensor can hold (CR-8)");
+    n = static_cast<int64_t>(count);
   }
   n = std::max<int64_t>(n, 0);
   Tensor t = empty(IntArrayRef(&n, 1), opts);
@@ -91,7 +94,7 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step,
       else
         host[i] = static_cast<T>(s + static_cast<double>(i) * d);
     }
-    detail::backend_of(t.device())
+    detail::backend_of(t)
         .copy_from_host(t.device().index, t.impl()->storage->data(), host.data(),
                         host.size() * sizeof(H));
   });
@@ -101,7 +104,7 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step,
 Tensor from_blob(const void* host_data, DType dtype, IntArrayRef shape, Device device) {
   Tensor t = detail::make_empty(shape, dtype, device);
   if (t.numel())
-    detail::backend_of(device).copy_from_host(device.index, t.impl()->storage->data(), host_data,
+    detail::backend_of(t).copy_from_host(device.index, t.impl()->storage->data(), host_data,
                                               t.numel() * itemsize(dtype));
   return t;
 }

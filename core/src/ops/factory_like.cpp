@@ -25,10 +25,12 @@ Tensor empty_strided_like(const Tensor& t, const TensorOptions& o) {
   BP_CHECK_TYPE(!o.requires_grad_ || is_floating(o.dtype_),
                 "[empty_like] only floating tensors can require gradients, got dtype ", o.dtype_);
   const Device dev = o.resolved_device();
-  Tensor out = is_non_overlapping_and_dense(t.sizes(), t.strides())
-                   ? detail::make_empty_strided(t.sizes(), t.strides(), o.dtype_, dev)
-                   : detail::make_empty(t.sizes(), o.dtype_, dev);
-  return out;
+  const bool dense = is_non_overlapping_and_dense(t.sizes(), t.strides());
+  if (dev == t.device())  // t's backend, without a lookup
+    return dense ? detail::make_empty_strided(t.sizes(), t.strides(), o.dtype_, t)
+                 : detail::make_empty(t.sizes(), o.dtype_, t);
+  return dense ? detail::make_empty_strided(t.sizes(), t.strides(), o.dtype_, dev)
+               : detail::make_empty(t.sizes(), o.dtype_, dev);
 }
 
 Tensor finish(Tensor t, const TensorOptions& o) {

@@ -34,7 +34,7 @@ void check_gather_shape(const char* op, const Tensor& self, int64_t dim, const T
 
 void call(Op op, DType dtype, const Tensor& out, std::initializer_list<const Tensor*> inputs,
           int64_t dim, int64_t reduction = 0) {
-  Backend& b = detail::backend_of(out.device());
+  Backend& b = detail::backend_of(out);
   bp_tensor in[3];
   int n = 0;
   for (const Tensor* t : inputs) in[n++] = detail::describe(*t, b.dl_device_type());
@@ -58,7 +58,7 @@ Tensor gather(const Tensor& a, int64_t dim, const Tensor& index) {
   check_index("gather", index);
   const int64_t d = wrap_dim(dim, a.dim(), "gather");
   check_gather_shape("gather", a, d, index);
-  Tensor out = detail::make_empty(index.sizes(), a.dtype(), a.device());
+  Tensor out = detail::make_empty(index.sizes(), a.dtype(), a);
   if (out.numel() > 0) {
     const Tensor s = a.dim() == 0 ? a.reshape({1}) : a;
     const Tensor i = index.dim() == 0 ? index.reshape({1}) : index;
@@ -130,7 +130,7 @@ Tensor& Tensor::scatter_add_(int64_t dim, const Tensor& index, const Tensor& src
 }
 
 Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Scalar& value) {
-  return scatter_(dim, index, scalar_tensor(value, TensorOptions(dtype()).device(device())));
+  return scatter_(dim, index, detail::full_on({}, value, dtype(), *this));
 }
 
 Tensor scatter(const Tensor& a, int64_t dim, const Tensor& index, const Tensor& src) {
@@ -178,7 +178,7 @@ Tensor scatter_add(const Tensor& a, int64_t dim, const Tensor& index, const Tens
 }
 
 Tensor scatter(const Tensor& a, int64_t dim, const Tensor& index, const Scalar& value) {
-  return scatter(a, dim, index, scalar_tensor(value, TensorOptions(a.dtype()).device(a.device())));
+  return scatter(a, dim, index, detail::full_on({}, value, a.dtype(), a));
 }
 
 Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index_in) {
@@ -193,7 +193,7 @@ Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index_in) {
   const Tensor s = a.dim() == 0 ? a.reshape({1}) : a;
   DimVector shape(s.sizes());
   shape[a.dim() == 0 ? 0 : d] = index.numel();
-  Tensor out = detail::make_empty(shape, a.dtype(), a.device());
+  Tensor out = detail::make_empty(shape, a.dtype(), a);
   if (out.numel() > 0) call(Op::IndexSelect, a.dtype(), out, {&s, &index}, a.dim() == 0 ? 0 : d);
   if (a.dim() == 0) detail::reshape_fresh(out, DimVector());
   if (autograd::needs_grad({&a})) {

@@ -32,12 +32,12 @@ Tensor matmul_forward(const Tensor& a_in, const Tensor& b_in, DimVector& out_sha
   a_shape.push_back(k);
   b_shape.push_back(k);
   b_shape.push_back(n);
-  Tensor out = detail::make_empty(out_shape, dt, a.device());
+  Tensor out = detail::make_empty(out_shape, dt, a);
   if (out.numel() > 0) {
     if (k == 0) {
       out.zero_();
     } else {
-      Backend& be = detail::backend_of(a.device());
+      Backend& be = detail::backend_of(a);
       const int32_t dl = be.dl_device_type();
       const DimVector sa = broadcast_strides(a.sizes(), a.strides(), a_shape);
       const DimVector sb = broadcast_strides(b.sizes(), b.strides(), b_shape);

@@ -152,7 +152,7 @@ std::string Tensor::to_string() const {
     if (dim() == 0) {
       os << f.raw(vals[0]);
     } else {
-      Printer p{vals, impl_->sizes, contiguous_strides(sizes()), f, numel() > kThreshold};
+      Printer p{vals, impl()->sizes, contiguous_strides(sizes()), f, numel() > kThreshold};
       os << p.tensor(0, 0, indent);
     }
   }

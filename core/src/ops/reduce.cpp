@@ -4,6 +4,8 @@
 #include "../autograd/graph.h"
 #include "../internal.h"
 
+#include <algorithm>
+
 namespace bp {
 
 namespace {
@@ -29,9 +31,9 @@ Tensor reduce(Op op, const Tensor& a, const std::vector<bool>& reduce,
   DimVector kept(a.sizes());
   for (int64_t d = 0; d < nd; ++d)
     if (reduce[d]) kept[d] = 1;
-  Tensor out = detail::make_empty(kept, out_dtype, a.device());
+  Tensor out = detail::make_empty(kept, out_dtype, a);
   if (out.numel() > 0) {
-    Backend& b = detail::backend_of(a.device());
+    Backend& b = detail::backend_of(a);
     const bp_tensor i = detail::describe(a, b.dl_device_type());
     const bp_tensor o = detail::describe(out, b.dl_device_type());
     call_kernel(op, a.dtype(), a.device(), {&i, 1}, {&o, 1}, attrs);
@@ -59,6 +61,32 @@ Tensor expand_back(const Tensor& g, const DimVector& kept, const DimVector& shap
   return g.reshape(kept).expand(shape);
 }
 
+// The dims `mask` marks, as a list.
+std::vector<int64_t> reduced_list(const std::vector<bool>& mask) {
+  std::vector<int64_t> dims;
+  for (std::size_t d = 0; d < mask.size(); ++d)
+    if (mask[d]) dims.push_back(static_cast<int64_t>(d));
+  return dims;
+}
+
+// d prod(x) / d x_i over the reduced dims, as PyTorch defines it (AG-16):
+// the product of the other elements. prod / x_i where x has no zero; where
+// one element is zero, that element gets the product of the others and the
+// rest 0; with two or more zeros, all 0.
+Tensor prod_grad_factor(const Tensor& x, const std::vector<bool>& mask, const DimVector& kept) {
+  const Tensor nonzero = ne(x, 0);
+  const Tensor x_safe = where(nonzero, x, ones_like(x));
+  const bool all = std::find(mask.begin(), mask.end(), false) == mask.end();
+  int64_t dim = 0;
+  for (std::size_t d = 0; d < mask.size(); ++d)
+    if (mask[d]) dim = static_cast<int64_t>(d);
+  const Tensor others = all ? prod(x_safe).reshape(kept) : prod(x_safe, dim, true);
+  const Tensor zeros_in_slice = logical_not(nonzero).sum(reduced_list(mask), true);
+  const Tensor zero = zeros_like(x);
+  return where(nonzero, where(eq(zeros_in_slice, 0), others.div(x_safe), zero),
+               where(eq(zeros_in_slice, 1), others.expand(x.sizes()), zero));
+}
+
 // sum, mean, prod, max, min over `mask`: the gradient spreads back over the
 // reduced elements (evenly for mean; to the extremal ones for max/min).
 void record_reduction(Op op, const char* name, const Tensor& a, const std::vector<bool>& mask,
@@ -70,18 +98,14 @@ void record_reduction(Op op, const char* name, const Tensor& a, const std::vecto
     switch (op) {
       case Op::Sum:
         return std::vector<Tensor>{scale == 1.0 ? gk : gk.mul(scale)};
-      case Op::Prod: {
-        // d(prod)/dx_i = prod / x_i (inputs with zeros are not handled specially).
-        const Tensor y = n.saved(1).reshape(kept);
-        return std::vector<Tensor>{gk.mul(y).div(n.saved(0))};
-      }
+      case Op::Prod:
+        return std::vector<Tensor>{gk.mul(prod_grad_factor(n.saved(0), mask, kept))};
       default: {  // Max, Min: evenly among the elements equal to the extremum
         const Tensor x = n.saved(0), y = n.saved(1).reshape(kept);
-        const Tensor hit = eq(x, y).to(g[0].dtype());
-        std::vector<int64_t> dims;
-        for (std::size_t d = 0; d < mask.size(); ++d)
-          if (mask[d]) dims.push_back(static_cast<int64_t>(d));
-        const Tensor ties = dims.empty() ? hit : hit.sum(dims, true);
+        // A NaN result was picked from the NaNs (AG-16), which == never matches.
+        const Tensor hit = logical_or(eq(x, y), logical_and(ne(x, x), ne(y, y)))
+                               .to(g[0].dtype());
+        const Tensor ties = hit.sum(reduced_list(mask), true);
         return std::vector<Tensor>{gk.mul(hit).div(ties)};
       }
     }
@@ -147,7 +171,7 @@ Tensor mean(const Tensor& a, IntArrayRef dims, bool keepdim) {
     NoGradGuard no_grad;
     s = reduce(Op::Sum, a, mask, keepdim, a.dtype());
     // The mean of nothing is NaN, as 0/0.
-    s.div_(scalar_tensor(static_cast<double>(count), TensorOptions(a.dtype()).device(a.device())));
+    s.div_(detail::full_on({}, static_cast<double>(count), a.dtype(), a));
   }
   if (autograd::needs_grad({&a}))
     record_reduction(Op::Sum, dims.empty() ? "MeanBackward0" : "MeanBackward1", a, mask, s,

@@ -117,7 +117,7 @@ Tensor unary(Op op, const Tensor& a, Result r, const bp_attrs& attrs = detail::m
   Tensor holder;
   // Floating ops compute in the output's dtype; the others on the input's.
   const Tensor& in = r == Result::Floating ? detail::cast_to(a, out_dtype, holder) : a;
-  Tensor out = detail::make_empty(a.sizes(), out_dtype, a.device());
+  Tensor out = detail::make_empty(a.sizes(), out_dtype, a);
   detail::run_elementwise(op, out, {&in}, attrs);
   if (autograd::needs_grad({&a})) record_unary(op, a, out, attrs);
   return out;
@@ -201,7 +201,7 @@ Tensor& Tensor::clamp_(std::optional<Scalar> lo, std::optional<Scalar> hi) {
                                [&](const Tensor& old) { return bp::clamp(old, lo, hi); }))
     return *this;
   detail::run_elementwise(Op::Clamp, *this, {this}, attrs);
-  impl_->version->bump();
+  impl()->version->bump();
   return *this;
 }
 

@@ -17,14 +17,16 @@ Tensor Tensor::view(IntArrayRef shape) const {
            detail::describe_tensor(*this), " with strides ", this->strides(), " as shape ",
            target, ": its memory layout is not compatible (at least one dimension spans "
            "across two contiguous subspaces); use .reshape(...) instead, which copies when needed");
-  return make_view(*this, std::move(target), std::move(strides), storage_offset(), "ViewBackward0");
+  return make_view(*this, target, std::move(strides), storage_offset(), "view", "ViewBackward0",
+                   [target](const Tensor& t) { return t.view(target); });
 }
 
 Tensor Tensor::reshape(IntArrayRef shape) const {
   DimVector target = infer_shape(shape, numel(), "reshape");
   DimVector strides;
   if (view_strides(sizes(), this->strides(), target, strides))
-    return make_view(*this, std::move(target), std::move(strides), storage_offset(), "ViewBackward0");
+    return make_view(*this, target, std::move(strides), storage_offset(), "reshape",
+                     "ViewBackward0", [target](const Tensor& t) { return t.view(target); });
   // A copy, not a view: the result owns its memory (VW-1, VW-3), like
   // PyTorch's _unsafe_view of the contiguous copy.
   Tensor out = contiguous().view(target);
@@ -40,7 +42,8 @@ Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
     std::swap(sz[d0], sz[d1]);
     std::swap(st[d0], st[d1]);
   }
-  return make_view(*this, std::move(sz), std::move(st), storage_offset(), "TransposeBackward0");
+  return make_view(*this, std::move(sz), std::move(st), storage_offset(), "transpose",
+                   "TransposeBackward0", [d0, d1](const Tensor& t) { return t.transpose(d0, d1); });
 }
 
 Tensor Tensor::t() const {
@@ -51,7 +54,8 @@ Tensor Tensor::t() const {
     std::swap(sz[0], sz[1]);
     std::swap(st[0], st[1]);
   }
-  return make_view(*this, std::move(sz), std::move(st), storage_offset(), "TBackward0");
+  return make_view(*this, std::move(sz), std::move(st), storage_offset(), "t", "TBackward0",
+                   [](const Tensor& t) { return t.t(); });
 }
 
 Tensor Tensor::permute(IntArrayRef dims) const {
@@ -66,7 +70,8 @@ Tensor Tensor::permute(IntArrayRef dims) const {
     sz[i] = size(d);
     st[i] = stride(d);
   }
-  return make_view(*this, std::move(sz), std::move(st), storage_offset(), "PermuteBackward0");
+  return make_view(*this, std::move(sz), std::move(st), storage_offset(), "permute",
+                   "PermuteBackward0", [order = DimVector(dims)](const Tensor& t) { return t.permute(order); });
 }
 
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
@@ -80,7 +85,9 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
                  length, " exceeds dim ", d, " of size ", n);
   DimVector sz(sizes());
   sz[d] = length;
-  return make_view(*this, std::move(sz), DimVector(strides()), storage_offset() + start * stride(d), "NarrowBackward0");
+  return make_view(*this, std::move(sz), DimVector(strides()), storage_offset() + start * stride(d),
+                   "narrow", "NarrowBackward0",
+                   [d, start, length](const Tensor& t) { return t.narrow(d, start, length); });
 }
 
 Tensor Tensor::select(int64_t d, int64_t index) const {
@@ -95,7 +102,8 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   const int64_t offset = storage_offset() + index * st[d];
   sz.erase(d);
   st.erase(d);
-  return make_view(*this, std::move(sz), std::move(st), offset, "SelectBackward0");
+  return make_view(*this, std::move(sz), std::move(st), offset, "select", "SelectBackward0",
+                   [d, index](const Tensor& t) { return t.select(d, index); });
 }
 
 Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int64_t> stop,
@@ -115,7 +123,9 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int6
   DimVector sz(sizes()), st(strides());
   sz[d] = (e - b + step - 1) / step;
   st[d] *= step;
-  return make_view(*this, std::move(sz), std::move(st), storage_offset() + b * stride(d), "SliceBackward0");
+  return make_view(*this, std::move(sz), std::move(st), storage_offset() + b * stride(d), "slice",
+                   "SliceBackward0",
+                   [d, b, e, step](const Tensor& t) { return t.slice(d, b, e, step); });
 }
 
 Tensor Tensor::index(std::initializer_list<TensorIndex> indices) const {
@@ -154,7 +164,9 @@ Tensor Tensor::expand(IntArrayRef shape) const {
     sz[i] = want;
     st[i] = cur == want ? stride(i - lead) : 0;
   }
-  return make_view(*this, std::move(sz), std::move(st), storage_offset(), "ExpandBackward0");
+  DimVector target = sz;
+  return make_view(*this, std::move(sz), std::move(st), storage_offset(), "expand",
+                   "ExpandBackward0", [target](const Tensor& t) { return t.expand(target); });
 }
 
 Tensor Tensor::squeeze() const {
@@ -164,7 +176,8 @@ Tensor Tensor::squeeze() const {
       sz.push_back(size(d));
       st.push_back(stride(d));
     }
-  return make_view(*this, std::move(sz), std::move(st), storage_offset(), "SqueezeBackward0");
+  return make_view(*this, std::move(sz), std::move(st), storage_offset(), "squeeze",
+                   "SqueezeBackward0", [](const Tensor& t) { return t.squeeze(); });
 }
 
 Tensor Tensor::squeeze(int64_t d) const {
@@ -174,7 +187,8 @@ Tensor Tensor::squeeze(int64_t d) const {
     sz.erase(d);
     st.erase(d);
   }
-  return make_view(*this, std::move(sz), std::move(st), storage_offset(), "SqueezeBackward1");
+  return make_view(*this, std::move(sz), std::move(st), storage_offset(), "squeeze",
+                   "SqueezeBackward1", [d](const Tensor& t) { return t.squeeze(d); });
 }
 
 Tensor Tensor::unsqueeze(int64_t d) const {
@@ -183,7 +197,8 @@ Tensor Tensor::unsqueeze(int64_t d) const {
   const int64_t s = d < dim() ? size(d) * stride(d) : 1;
   sz.insert(d, 1);
   st.insert(d, s);
-  return make_view(*this, std::move(sz), std::move(st), storage_offset(), "UnsqueezeBackward0");
+  return make_view(*this, std::move(sz), std::move(st), storage_offset(), "unsqueeze",
+                   "UnsqueezeBackward0", [d](const Tensor& t) { return t.unsqueeze(d); });
 }
 
 Tensor Tensor::flatten(int64_t start, int64_t end) const {
@@ -220,7 +235,8 @@ Tensor Tensor::diagonal(int64_t offset, int64_t dim1, int64_t dim2) const {
     }
   sz.push_back(len);
   st.push_back(stride(d1) + stride(d2));
-  return make_view(*this, std::move(sz), std::move(st), start, "DiagonalBackward0");
+  return make_view(*this, std::move(sz), std::move(st), start, "diagonal", "DiagonalBackward0",
+                   [offset, d1, d2](const Tensor& t) { return t.diagonal(offset, d1, d2); });
 }
 
 Tensor Tensor::as_strided(IntArrayRef size, IntArrayRef stride,
@@ -229,19 +245,18 @@ Tensor Tensor::as_strided(IntArrayRef size, IntArrayRef stride,
            stride.size(), " strides");
   const int64_t offset = storage_offset_in.value_or(storage_offset());
   BP_CHECK(offset >= 0, "[as_strided] negative storage offset ", offset);
-  int64_t last = offset;
-  bool empty = false;
-  for (std::size_t i = 0; i < size.size(); ++i) {
-    BP_CHECK(size[i] >= 0, "[as_strided] negative size ", size[i], " at dim ", i);
+  checked_numel(size, "as_strided");
+  for (std::size_t i = 0; i < size.size(); ++i)
     BP_CHECK(stride[i] >= 0, "[as_strided] negative stride ", stride[i], " at dim ", i);
-    if (size[i] == 0) empty = true;
-    last += (size[i] - 1) * stride[i];
-  }
-  const int64_t capacity = static_cast<int64_t>(impl_->storage->nbytes() / itemsize());
-  BP_CHECK_INDEX(empty || last < capacity, "[as_strided] size ", size, " and stride ", stride,
-                 " at offset ", offset, " reach element ", last,
+  const auto [first, last] = checked_extent(size, stride, offset, "as_strided");
+  const int64_t capacity = static_cast<int64_t>(impl()->storage->nbytes() / itemsize());
+  BP_CHECK_INDEX(first > last || last < capacity, "[as_strided] size ", size, " and stride ",
+                 stride, " at offset ", offset, " reach element ", last,
                  ", past the end of the memory (", capacity, " elements)");
-  return make_view(*this, DimVector(size), DimVector(stride), offset, "AsStridedBackward0");
+  Tensor out = detail::make_view_unrecorded(*this, DimVector(size), DimVector(stride), offset,
+                                            "as_strided");
+  if (requires_grad()) autograd::record_as_strided(*this, out);
+  return out;
 }
 
 Tensor Tensor::unfold(int64_t d, int64_t size_, int64_t step) const {
@@ -259,7 +274,8 @@ Tensor Tensor::unfold(int64_t d, int64_t size_, int64_t step) const {
     sz.push_back(size_);
     st.push_back(stride(w));
   }
-  return make_view(*this, std::move(sz), std::move(st), storage_offset(), "UnfoldBackward0");
+  return make_view(*this, std::move(sz), std::move(st), storage_offset(), "unfold",
+                   "UnfoldBackward0", [d, size_, step](const Tensor& t) { return t.unfold(d, size_, step); });
 }
 
 }  // namespace bp

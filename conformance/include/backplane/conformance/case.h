@@ -52,6 +52,13 @@ class Context {
 
   // The run's seed (printed at the start, stored in the report).
   uint64_t seed() const { return seed_; }
+  // Whether this case has the process to itself (a child per case): cases
+  // that unload the backend under test need it.
+  bool own_process() const { return own_process_; }
+  Context& set_own_process(bool own) {
+    own_process_ = own;
+    return *this;
+  }
   // A seed for one case, from the run's seed and the case's name: a case
   // sees the same inputs whichever other cases run, so `--seed N --filter
   // NAME` replays it.
@@ -63,6 +70,7 @@ class Context {
   Backend* reference_;
   Device reference_device_;
   uint64_t seed_;
+  bool own_process_ = false;
 };
 
 // Thrown by the check macros: the case broke the rule it checks.
@@ -112,6 +120,10 @@ void add_copy_cases(Suite& suite);
 void add_device_cases(Suite& suite);
 // The differential op cases (op_case.h): every op against the reference.
 void add_op_cases(Suite& suite);
+// Rank and size limits, undefined tensors, failed ops (CR-8, CR-9, IP-10).
+void add_limit_cases(Suite& suite);
+// Unloading and reloading the backend under test (DV-4, DV-5).
+void add_lifecycle_cases(Suite& suite);
 // Autograd and copies/detach (AG-*, CP-*): cases_autograd_*.cpp.
 void add_autograd_cases(Suite& suite);
 // Every case of the library.
