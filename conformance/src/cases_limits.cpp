@@ -141,6 +141,15 @@ void failed_ops_change_nothing(const Context& ctx) {
       buf, [&] { buf.narrow(0, 1, 4).copy_(buf.narrow(0, 0, 4)); }, "partially overlapping copy_");
   expect_refused_unchanged<bp::ValueError>(
       buf, [&] { buf.narrow(0, 0, 4).add_(buf.narrow(0, 2, 4)); }, "partially overlapping add_");
+  // An index out of range, found by the kernel: it must check every index
+  // before it writes anything.
+  Tensor idx = from_vector(std::vector<double>{0, 1, 2, 0, 1, 7}, {2, 3},
+                           ctx.options(DType::Int64));
+  expect_refused_unchanged<bp::Error>(
+      a, [&] { a.scatter_(1, idx, full({2, 3}, -1, ctx.options())); }, "a.scatter_(bad index)");
+  expect_refused_unchanged<bp::Error>(
+      a, [&] { a.scatter_add_(1, idx, full({2, 3}, -1, ctx.options())); },
+      "a.scatter_add_(bad index)");
   // Bad arguments of other in-place ops.
   expect_refused_unchanged<bp::IndexError>(
       a, [&] { a.scatter_(5, zeros({1, 1}, ctx.options(DType::Int64)), 1.0); }, "a.scatter_(5)");

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <backplane/sdk/tensor.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <iterator>
@@ -118,19 +119,32 @@ void Arena::check(const void* ptr, std::size_t nbytes, const char* op) const {
   throw bp::sdk::InvalidArgument(os.str());
 }
 
-void Arena::protect(std::size_t nbytes, int prot) {
-  if (nbytes > 0 && mprotect(base_, nbytes, prot) != 0)
+void Arena::protect(std::size_t begin, std::size_t end, int prot) {
+  if (end > begin && mprotect(base_ + begin, end - begin, prot) != 0)
     throw std::runtime_error(std::string("[sim] mprotect failed: ") + std::strerror(errno));
 }
 
-Arena::Access::Access(Arena& arena)
-    : lock_(arena.mu_), arena_(arena), open_bytes_(round_up(arena.top_, page_size())) {
-  arena_.protect(open_bytes_, PROT_READ | PROT_WRITE);
+Arena::Access::Access(Arena& arena, std::initializer_list<Range> ranges)
+    : Access(arena, ranges.begin(), ranges.size()) {}
+
+Arena::Access::Access(Arena& arena, const Range* ranges, std::size_t count)
+    : lock_(arena.mu_), arena_(arena) {
+  const std::size_t page = page_size();
+  for (std::size_t i = 0; i < count && count_ < kMaxRanges; ++i) {
+    if (ranges[i].nbytes == 0) continue;
+    const std::size_t at = static_cast<std::size_t>(static_cast<const char*>(ranges[i].ptr) -
+                                                    arena_.base_);
+    const std::size_t begin = at / page * page;
+    const std::size_t end = std::min(round_up(at + ranges[i].nbytes, page), arena_.capacity_);
+    arena_.protect(begin, end, PROT_READ | PROT_WRITE);
+    open_[count_++] = {begin, end};
+  }
 }
 
 Arena::Access::~Access() {
   try {
-    arena_.protect(open_bytes_, PROT_NONE);
+    for (std::size_t i = 0; i < count_; ++i)
+      arena_.protect(open_[i].first, open_[i].second, PROT_NONE);
   } catch (...) {
     // A destructor must not throw; the memory merely stays open.
   }

@@ -8,6 +8,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
+#include <utility>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -34,24 +36,36 @@ class Arena {
   // the arena: the core handed the device a pointer that is not its memory.
   void check(const void* ptr, std::size_t nbytes, const char* op) const;
 
-  // Opens the arena for the lifetime of the object: takes the arena's lock
-  // (one plugin call at a time, or one call's re-protect would fault
-  // another's kernel) and makes the used part readable and writable.
+  // Bytes [ptr, ptr + nbytes) of the arena that one plugin call uses.
+  struct Range {
+    const void* ptr;
+    std::size_t nbytes;
+  };
+
+  // Opens the pages of `ranges` for the lifetime of the object: takes the
+  // arena's lock (one plugin call at a time, or one call's re-protect would
+  // fault another's kernel) and makes just those pages readable and
+  // writable. Opening only what the call uses keeps the cost of a call
+  // independent of how much memory is allocated, and keeps every other
+  // tensor's memory closed even during the call.
   class Access {
    public:
-    explicit Access(Arena& arena);
+    Access(Arena& arena, std::initializer_list<Range> ranges);
+    Access(Arena& arena, const Range* ranges, std::size_t count);
     ~Access();
     Access(const Access&) = delete;
     Access& operator=(const Access&) = delete;
 
    private:
+    static constexpr std::size_t kMaxRanges = 8;
     std::lock_guard<std::mutex> lock_;
     Arena& arena_;
-    std::size_t open_bytes_;
+    std::pair<std::size_t, std::size_t> open_[kMaxRanges];  // page-rounded [begin, end)
+    std::size_t count_ = 0;
   };
 
  private:
-  void protect(std::size_t nbytes, int prot);
+  void protect(std::size_t begin, std::size_t end, int prot);
 
   std::mutex mu_;
   char* base_ = nullptr;

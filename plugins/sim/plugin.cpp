@@ -62,23 +62,23 @@ class SimPlugin final : public bp::sdk::Plugin {
 
   void copy_from_host(int32_t, void* dst, const void* src, std::size_t n) override {
     arena_.check(dst, n, "copy_from_host");
-    Arena::Access open(arena_);
+    Arena::Access open(arena_, {{dst, n}});
     std::memcpy(dst, src, n);
   }
   void copy_to_host(int32_t, void* dst, const void* src, std::size_t n) override {
     arena_.check(src, n, "copy_to_host");
-    Arena::Access open(arena_);
+    Arena::Access open(arena_, {{src, n}});
     std::memcpy(dst, src, n);
   }
   void copy_on_device(int32_t, void* dst, int32_t, const void* src, std::size_t n) override {
     arena_.check(dst, n, "copy_on_device");
     arena_.check(src, n, "copy_on_device");
-    Arena::Access open(arena_);
+    Arena::Access open(arena_, {{dst, n}, {src, n}});
     std::memmove(dst, src, n);
   }
   void memset(int32_t, void* dst, int32_t value, std::size_t n) override {
     arena_.check(dst, n, "memset");
-    Arena::Access open(arena_);
+    Arena::Access open(arena_, {{dst, n}});
     std::memset(dst, value, n);
   }
   void memory_stats(int32_t, bp_memory_stats& stats) override { arena_.stats(stats); }
@@ -105,19 +105,36 @@ class SimPlugin final : public bp::sdk::Plugin {
     });
   }
 
-  // Checks that every operand lies in the arena, opens it, runs the kernel.
+  // The bytes an operand's elements span (its first to its last element).
+  static Arena::Range extent(const bp::sdk::TensorRef& t) {
+    if (t.numel() == 0) return {t.base(), 0};
+    const int64_t item = static_cast<int64_t>(bp::sdk::dtype_size(t.dtype()));
+    int64_t lo = 0, hi = 0;
+    for (int d = 0; d < t.ndim(); ++d) (t.stride(d) < 0 ? lo : hi) += (t.size(d) - 1) * t.stride(d);
+    return {static_cast<const char*>(t.base()) + lo * item,
+            static_cast<std::size_t>((hi - lo + 1) * item)};
+  }
+
+  // Checks that every operand lies in the arena, opens the operands' pages,
+  // runs the kernel.
   static bp_status run_guarded(void* ctx, const bp_kernel_call* call, bp_error* error) noexcept {
     auto* k = static_cast<GuardedKernel*>(ctx);
     bp_status status = BP_STATUS_OK;
     const bp_status checked = bp::sdk::guarded(error, [&] {
       // The core names ops; the plugin knows their bp_op number.
       const std::string op = "kernel of bp_op " + std::to_string(call->op);
-      for (int i = 0; i < call->num_inputs + call->num_outputs; ++i) {
+      constexpr int kMaxOperands = 8;
+      Arena::Range ranges[kMaxOperands];
+      const int n = call->num_inputs + call->num_outputs;
+      if (n > kMaxOperands)
+        throw bp::sdk::InvalidArgument("[" + op + "] " + std::to_string(n) + " operands");
+      for (int i = 0; i < n; ++i) {
         const bp::sdk::TensorRef t(i < call->num_inputs ? call->inputs[i]
                                                         : call->outputs[i - call->num_inputs]);
-        if (t.numel() > 0) k->self->arena_.check(t.base(), 1, op.c_str());
+        ranges[i] = extent(t);
+        if (ranges[i].nbytes > 0) k->self->arena_.check(ranges[i].ptr, ranges[i].nbytes, op.c_str());
       }
-      Arena::Access open(k->self->arena_);
+      Arena::Access open(k->self->arena_, ranges, static_cast<std::size_t>(n));
       status = k->fn(k->ctx, call, error);
     });
     return checked != BP_STATUS_OK ? checked : status;

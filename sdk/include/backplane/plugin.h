@@ -17,6 +17,17 @@
  * it, checks the version it reports, then asks it to register its kernels
  * through a registrar. Nothing needs to run before that call: no static
  * initialisers, no work at dlopen time.
+ *
+ * Instances
+ *   The entry point may be called more than once in one process, each call
+ *   making an independent instance with its own `ctx`: a backend unloaded
+ *   while its tensors live and loaded again, or the same library opened
+ *   under a second path (the dynamic loader hands back the library already
+ *   mapped), whose instance the core then refuses and destroys. Instances
+ *   may live at the same time, on any threads. `destroy(ctx)` releases only
+ *   what that instance owns: state shared by the instances of a library
+ *   (a process-wide driver context, a memory pool) is reference-counted and
+ *   released by the last instance, never by the first to go.
  */
 #ifndef BACKPLANE_PLUGIN_H
 #define BACKPLANE_PLUGIN_H
@@ -343,7 +354,10 @@ typedef struct bp_plugin {
                       bp_error* error);
   /* Waits until all work queued on `device` has finished. */
   bp_status (*synchronize)(void* ctx, int32_t device, bp_error* error);
-  /* Releases `ctx` and everything the plugin holds (optional, may be NULL). */
+  /* Releases `ctx` and everything this instance holds (optional, may be
+   * NULL); other instances of the library may still be alive (see
+   * "Instances" above). Called after the last memory of the instance was
+   * deallocated, or when the core refuses the instance. */
   void (*destroy)(void* ctx);
 
   /* Allocator statistics for `device` (since 1.1, optional, may be NULL). */
