@@ -19,10 +19,12 @@ namespace bp::cli {
 namespace {
 
 const char* kDetails =
-    "Each case checks rules of SEMANTICS.md (its IDs are listed beside it) on device 0\n"
-    "of the backend. A case is passed, failed (with expected and actual values),\n"
-    "unsupported (the backend lacks an op it needs) or skipped. Unsupported cases do\n"
-    "not make the run fail.\n\n"
+    "Each case checks rules of the behavioural contract on device 0 of the backend.\n"
+    "The rules' IDs (IP-6, AG-7, ...) are defined in docs/semantics.md; --list shows\n"
+    "the IDs each case checks, and --filter 'AG-*' selects the cases of a rule.\n"
+    "A case is passed, failed (with expected and actual values), unsupported (the\n"
+    "backend lacks an op it needs) or skipped. Unsupported cases do not make the run\n"
+    "fail.\n\n"
     "Each case runs in a child process with a time limit, so a crash or a hang fails\n"
     "that case (\"killed by signal 11 (SIGSEGV)\", \"timed out after 60 s\") and the run\n"
     "goes on. The op cases (category op) run every op on the backend and on the\n"
@@ -54,7 +56,7 @@ class ConformanceCommand : public Command {
         ("junit", po::value<std::string>(&junit_path_)->value_name("FILE"),
          "also write the report to FILE as JUnit XML")
         ("filter", po::value<std::vector<std::string>>(&filters_)->composing()->value_name("GLOB"),
-         "run only the cases whose name, category or SEMANTICS.md ID matches GLOB "
+         "run only the cases whose name, category or rule ID (docs/semantics.md) matches GLOB "
          "(shell-style: 'IP-*', 'op.add.*', view); repeatable: a case matching any runs")
         ("seed", po::value<uint64_t>()->value_name("N")->notifier([this](uint64_t s) { seed_ = s; }),
          "seed of the random inputs (default: a random one, printed at the start)")

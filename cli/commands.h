@@ -17,7 +17,7 @@ namespace po = boost::program_options;
 // Exit codes shared by every subcommand (docs/cli.md lists them).
 enum ExitCode : int {
   kExitOk = 0,
-  kExitFailed = 1,    // the command ran and found failures (conformance)
+  kExitFailed = 1,    // the command ran and found failures (conformance, fuzz)
   kExitUsage = 2,     // bad command line, or the backend could not be loaded
   kExitNoDevice = 3,  // the backend loaded but has no device
   kExitInternal = 4,  // an unexpected error
@@ -51,5 +51,6 @@ std::unique_ptr<Command> make_conformance_command();
 std::unique_ptr<Command> make_version_command();
 std::unique_ptr<Command> make_ops_command();
 std::unique_ptr<Command> make_new_plugin_command();
+std::unique_ptr<Command> make_fuzz_command();
 
 }  // namespace bp::cli

@@ -20,13 +20,14 @@ const char* kExamples =
     "  backplane --backend cuda conformance\n"
     "  backplane conformance --backend ./build/lib/backplane/libbackplane_cpu_onednn.so\n"
     "  backplane --plugin-path ~/my-plugins --backend mine devices\n"
+    "  backplane fuzz --backend sim --seconds 60 --seed 1\n"
     "  backplane ops\n"
     "  backplane new-plugin mydev && cd mydev   # a plugin project to start from\n"
     "  backplane help conformance\n";
 
 const char* kExitCodes =
-    "Exit codes: 0 success; 1 conformance cases failed; 2 usage error or the backend could\n"
-    "not be loaded; 3 the backend has no device; 4 unexpected error.\n";
+    "Exit codes: 0 success; 1 conformance or fuzz cases failed; 2 usage error or the backend\n"
+    "could not be loaded; 3 the backend has no device; 4 unexpected error.\n";
 
 class VersionCommand : public Command {
  public:
@@ -49,6 +50,7 @@ std::vector<std::unique_ptr<Command>> all_commands() {
   std::vector<std::unique_ptr<Command>> commands;
   commands.push_back(make_devices_command());
   commands.push_back(make_conformance_command());
+  commands.push_back(make_fuzz_command());
   commands.push_back(make_ops_command());
   commands.push_back(make_new_plugin_command());
   commands.push_back(make_version_command());

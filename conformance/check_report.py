@@ -24,11 +24,13 @@ def main():
         fail(f"backplane conformance exited {run.returncode}")
     with open(path, encoding="utf-8") as f:
         report = json.load(f)
-    for key in ("backend", "device", "device_name", "plugin", "core_version", "compare_to",
-                "compare_device", "seed", "isolation", "timeout_s", "fallback", "filters",
-                "tolerances", "missing_ops", "cases", "summary", "duration_ms"):
+    for key in ("backend", "device", "device_name", "plugin", "core_version", "contract",
+                "compare_to", "compare_device", "seed", "isolation", "timeout_s", "fallback",
+                "filters", "tolerances", "missing_ops", "cases", "summary", "duration_ms"):
         if key not in report:
             fail(f"missing key '{key}'")
+    if report["contract"] != "docs/semantics.md":
+        fail(f"contract {report['contract']!r}: the rule IDs are defined in docs/semantics.md")
     for key in ("name", "version", "abi", "path"):
         if not isinstance(report["plugin"].get(key), str):
             fail(f"plugin.{key} must be a string")
@@ -55,7 +57,7 @@ def main():
         if case["status"] not in STATUSES:
             fail(f"case {case['name']} has status '{case['status']}'")
         if not isinstance(case["spec"], list) or not case["spec"]:
-            fail(f"case {case['name']} names no SEMANTICS.md ID")
+            fail(f"case {case['name']} names no rule ID")
         counts[case["status"]] += 1
     if report["summary"] != counts:
         fail(f"summary {report['summary']} does not match the cases {counts}")

@@ -76,6 +76,23 @@ TEST(Loader, MissingEntryIsRefusedListingWhatTheFileExports) {
   EXPECT_TRUE(contains(m, "no_entry_helper")) << m;
 }
 
+// The list comes from the dynamic symbol table, which `strip` keeps: a
+// stripped plugin (as packages ship them) still says what it exports, and
+// nothing else (no locals, no imports, no names from other string tables).
+TEST(Loader, MissingEntryListingSurvivesStrip) {
+  const fs::path dir = fs::temp_directory_path() / ("bp_strip_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path copy = dir / "libbackplane_no_entry_stripped.so";
+  fs::copy_file(fake("no_entry"), copy, fs::copy_options::overwrite_existing);
+  const std::string cmd = "strip --strip-all '" + copy.string() + "'";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  const std::string m = refusal(copy.string());
+  fs::remove_all(dir);
+  const std::string listed = m.substr(m.find("the file exports: ") + 18);
+  EXPECT_EQ(listed.substr(0, listed.find(". Define")), "bp_plugin_initialise, no_entry_helper")
+      << m;
+}
+
 TEST(Loader, WrongMajorIsRefusedNamingBothVersions) {
   const std::string m = refusal(fake("wrong_major"));
   EXPECT_TRUE(contains(m, "libbackplane_wrong_major.so")) << m;

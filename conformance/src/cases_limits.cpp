@@ -53,6 +53,8 @@ void size_overflow(const Context& ctx) {
   BP_EXPECT_THROWS(small.as_strided({3}, {std::numeric_limits<int64_t>::max()}, 0),
                    bp::ValueError);
   BP_EXPECT_THROWS(arange(0.0, 1e300, 1.0, ctx.options()), bp::ValueError);
+  BP_EXPECT_THROWS(small.narrow(1, 1, std::numeric_limits<int64_t>::max()), bp::IndexError);
+  BP_EXPECT_THROWS(zeros({0}, ctx.options()).view({0, big, big}), bp::ValueError);
   // Large but representable views are fine: no memory is needed.
   Tensor wide = small.expand({int64_t{1} << 30, int64_t{1} << 30});
   BP_EXPECT_EQ(wide.numel(), int64_t{1} << 60);

@@ -1,5 +1,5 @@
 // The report for people: counts per category, then what did not pass and
-// why, the SEMANTICS.md IDs, tolerances and missing ops; and the progress
+// why, the rule IDs, tolerances and missing ops; and the progress
 // line while the suite runs.
 #include <backplane/conformance/report.h>
 #include <sys/ioctl.h>
@@ -160,7 +160,7 @@ void print_skipped(std::ostream& os, const Report& report, const Paint& paint) {
   }
 }
 
-// One line per SEMANTICS.md ID: it holds on this backend when every case
+// One line per rule ID: it holds on this backend when every case
 // that checks it passed.
 void print_spec_coverage(std::ostream& os, const Report& report, const Paint& paint) {
   std::vector<std::string> ids;
@@ -168,7 +168,7 @@ void print_spec_coverage(std::ostream& os, const Report& report, const Paint& pa
     for (const auto& id : r.c->spec)
       if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
   if (ids.empty()) return;
-  os << "\nSEMANTICS.md IDs\n";
+  os << "\nRule IDs (defined in " << kContractPath << ")\n";
   for (const auto& id : ids) {
     Summary s;
     for (const auto& r : report.results)

@@ -83,6 +83,7 @@ std::string to_json(const Report& report) {
        json_quote(std::to_string(report.abi_major) + "." + std::to_string(report.abi_minor)) +
        ", \"path\": " + json_quote(report.plugin_path) + "},\n";
   j += "  \"core_version\": " + json_quote(report.core_version) + ",\n";
+  j += "  \"contract\": " + json_quote(kContractPath) + ",\n";
   j += "  \"compare_to\": " + json_quote(report.compare_to) + ",\n";
   j += "  \"compare_device\": " + json_quote(report.compare_device) + ",\n";
   j += "  \"seed\": " + std::to_string(report.seed) + ",\n";

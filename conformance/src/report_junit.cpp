@@ -116,6 +116,7 @@ std::string to_junit(const Report& report) {
     property("device", report.device);
     property("compare_to", report.compare_to);
     property("seed", std::to_string(report.seed));
+    property("contract", kContractPath);
     x += "    </properties>\n";
     for (const auto& r : report.results)
       if (r.c->category == cat) add_case(x, r);

@@ -10,6 +10,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #ifndef BACKPLANE_VERSION
 #define BACKPLANE_VERSION "0.0.0"
@@ -162,5 +163,9 @@ inline Tensor full_on(IntArrayRef shape, const Scalar& value, DType dtype, const
 // Copies `src` into `dst` (same shape after broadcasting `src`), converting
 // dtype and crossing devices through the backends' copy functions.
 void copy_into(const Tensor& dst, const Tensor& src);
+
+// The functions and objects a shared library exports (its ELF dynamic
+// symbols); raises bp::Error when the file cannot be read as ELF.
+std::vector<std::string> exported_symbols(const std::string& path);
 
 }  // namespace bp::detail

@@ -5,7 +5,6 @@
 
 #include "internal.h"
 
-#include <boost/dll/library_info.hpp>
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <boost/dll/shared_library.hpp>
 
@@ -71,8 +70,7 @@ bp_status register_kernel_c(void* ctx, const bp_kernel_registration* reg,
 
 std::string exported_symbols(const std::string& path) {
   try {
-    boost::dll::library_info info(path);
-    std::vector<std::string> syms = info.symbols();
+    const std::vector<std::string> syms = detail::exported_symbols(path);
     if (syms.empty()) return "(no exported symbols)";
     std::ostringstream os;
     std::size_t shown = 0;

@@ -57,7 +57,10 @@ DimVector contiguous_strides(IntArrayRef shape) {
   int64_t acc = 1;
   for (std::size_t i = shape.size(); i-- > 0;) {
     s[i] = acc;
-    acc *= std::max<int64_t>(shape[i], 1);
+    // A zero-size dim keeps numel at 0 while the other dims' strides grow:
+    // {0, 2^62, 2^62} has no elements but no 64-bit stride for dim 0.
+    BP_CHECK(i == 0 || !__builtin_mul_overflow(acc, std::max<int64_t>(shape[i], 1), &acc), "shape ",
+             shape, " has no elements, but its strides overflow a 64-bit integer");
   }
   return s;
 }
@@ -174,7 +177,8 @@ DimVector infer_shape(IntArrayRef shape, int64_t n, const char* op) {
     } else {
       BP_CHECK(out[i] >= 0, "[", op, "] invalid size ", out[i], " at dim ", i, " in shape ",
                shape);
-      known *= out[i];
+      BP_CHECK(!__builtin_mul_overflow(known, out[i], &known), "[", op, "] shape ", shape,
+               " has too many elements: their count overflows a 64-bit integer");
     }
   }
   if (infer >= 0) {

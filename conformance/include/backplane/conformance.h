@@ -1,4 +1,4 @@
-// The conformance suite: cases that check a backend against SEMANTICS.md
+// The conformance suite: cases that check a backend against docs/semantics.md
 // (conformance/case.h), differential op cases that compare it with a
 // reference backend (conformance/op_case.h), the runner that isolates each
 // case in a child process (conformance/runner.h) and the reports

@@ -12,17 +12,18 @@ Tensor softmax_like(Op op, const char* name, const Tensor& a, int64_t dim) {
                 detail::describe_tensor(a), "; convert it first with .to(float32)");
   const int64_t d = wrap_dim(dim, a.dim(), name);
   Tensor out = detail::make_empty(a.sizes(), a.dtype(), a);
-  if (out.numel() == 0) return out;
-  bp_attrs attrs = detail::make_attrs();
-  attrs.num_ints = 1;
-  attrs.ints[0] = a.dim() == 0 ? 0 : d;
-  Backend& b = detail::backend_of(a);
-  // A 0-d input is treated as one element along a dim of size 1.
-  const Tensor in = a.dim() == 0 ? a.reshape({1}) : a;
-  const Tensor o1 = a.dim() == 0 ? out.view({1}) : out;
-  const bp_tensor i = detail::describe(in, b.dl_device_type());
-  const bp_tensor o = detail::describe(o1, b.dl_device_type());
-  call_kernel(op, a.dtype(), a.device(), {&i, 1}, {&o, 1}, attrs);
+  if (out.numel() != 0) {  // an empty result still joins the graph below
+    bp_attrs attrs = detail::make_attrs();
+    attrs.num_ints = 1;
+    attrs.ints[0] = a.dim() == 0 ? 0 : d;
+    Backend& b = detail::backend_of(a);
+    // A 0-d input is treated as one element along a dim of size 1.
+    const Tensor in = a.dim() == 0 ? a.reshape({1}) : a;
+    const Tensor o1 = a.dim() == 0 ? out.view({1}) : out;
+    const bp_tensor i = detail::describe(in, b.dl_device_type());
+    const bp_tensor o = detail::describe(o1, b.dl_device_type());
+    call_kernel(op, a.dtype(), a.device(), {&i, 1}, {&o, 1}, attrs);
+  }
   if (autograd::needs_grad({&a})) {
     const int64_t rd = a.dim() == 0 ? -1 : d;
     const bool log = op == Op::LogSoftmax;

@@ -81,8 +81,8 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
   if (start < 0) start += n;
   BP_CHECK_INDEX(start >= 0 && start <= n, "[narrow] start ", start, " is out of range for dim ",
                  d, " of size ", n, " (valid: ", -n, " to ", n, ")");
-  BP_CHECK_INDEX(length >= 0 && start + length <= n, "[narrow] start ", start, " + length ",
-                 length, " exceeds dim ", d, " of size ", n);
+  BP_CHECK_INDEX(length >= 0 && length <= n - start, "[narrow] start ", start, " + length ", length,
+                 " exceeds dim ", d, " of size ", n);
   DimVector sz(sizes());
   sz[d] = length;
   return make_view(*this, std::move(sz), DimVector(strides()), storage_offset() + start * stride(d),

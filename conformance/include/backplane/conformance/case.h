@@ -1,5 +1,6 @@
-// Conformance cases: a name, the SEMANTICS.md IDs it checks, a category and
-// a function of a Context (the device under test and the reference device).
+// Conformance cases: a name, the rule IDs it checks (defined in
+// docs/semantics.md), a category and a function of a Context (the device
+// under test and the reference device).
 //
 // A case fails by throwing CaseFailure (the BP_EXPECT* macros do this with
 // expected and actual values in the message); a NotImplementedError escaping
@@ -89,7 +90,7 @@ class CaseSkipped : public std::runtime_error {
 
 struct Case {
   std::string name;               // "inplace.zero_.float32": category first
-  std::vector<std::string> spec;  // SEMANTICS.md IDs: {"IP-2"}
+  std::vector<std::string> spec;  // rule IDs of docs/semantics.md: {"IP-2"}
   std::string category;           // "inplace", "view", ...
   std::function<void(const Context&)> run;
 };

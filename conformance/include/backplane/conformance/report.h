@@ -9,6 +9,10 @@
 
 namespace bp::conformance {
 
+// Where the rule IDs that cases name are defined (relative to the source
+// tree); every report names it.
+inline constexpr const char* kContractPath = "docs/semantics.md";
+
 struct ConsoleStyle {
   bool colour = false;   // ANSI colours (a terminal, and NO_COLOR unset)
   bool verbose = false;  // a line for every case, passed ones included
@@ -17,7 +21,7 @@ struct ConsoleStyle {
 bool wants_colour(int fd);
 
 // A table of counts per category (in the order categories first appear),
-// then every case that did not pass with its message, the SEMANTICS.md IDs,
+// then every case that did not pass with its message, the rule IDs,
 // declared tolerances, missing ops and the summary line.
 void print_report(std::ostream& os, const Report& report, const ConsoleStyle& style = {});
 // "cpu_onednn: 40 passed, 1 failed, 2 unsupported, 0 skipped (43 cases)".

@@ -1,0 +1,212 @@
+// `backplane fuzz`: property-based fuzzing of a backend (the engine is
+// conformance/fuzz.h). This file parses the options, loads the backends,
+// keeps a crash from losing the number of the case that caused it, and maps
+// the outcome to an exit code.
+#include <backplane/backplane.h>
+#include <backplane/conformance/fuzz.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <optional>
+#include <random>
+#include <string>
+
+#include "commands.h"
+
+namespace bp::cli {
+
+namespace {
+
+const char* kDetails =
+    "Each case is drawn from the seed and its number alone, and is one of:\n"
+    "  view     a base tensor (rank 0-8, zero-size dims included) and a chain of views\n"
+    "           (narrow, slice with steps, select, transpose, permute, expand, unfold,\n"
+    "           as_strided, squeeze, unsqueeze, diagonal, view, reshape, flatten); each\n"
+    "           view's layout and values are checked against a host model of the memory;\n"
+    "  op       ops on views (unary, binary with broadcasting, reductions, softmax,\n"
+    "           matmul, comparisons, where), compared with the same op computed by the\n"
+    "           --compare-to backend from contiguous copies of the inputs;\n"
+    "  inplace  in-place ops and copy_ into views of one base, with operands that may\n"
+    "           overlap it; a host shadow of the base gives the expected base after each\n"
+    "           op, or the error the contract demands (IP-4, IP-5, IP-6), after which\n"
+    "           the base must be unchanged;\n"
+    "  grad     chains of views and ops on float64 leaves, gradients compared with\n"
+    "           central differences (eps 1e-6, atol 1e-5, rtol 1e-3), plus: integer\n"
+    "           results never require grad, and max/min send the gradient to a NaN.\n"
+    "Dtypes: float32, float64, int32, int64 and bool where the op allows them; integer\n"
+    "and bool results are compared exactly, floating ones within a few ulps (scaled by\n"
+    "the number of accumulated terms, loosened only by tolerances a backend declares).\n\n"
+    "Each failure is counted by kind and op, and shrunk (fewer steps, smaller and fewer\n"
+    "dims, plainer values) while it fails the same way; each new reproducer is printed\n"
+    "as a C++ snippet with the command that replays the case. An op the\n"
+    "backend lacks makes a case 'unsupported', not failed. A progress line goes to\n"
+    "stderr every few seconds; if a plugin crashes, the number of the case it crashed\n"
+    "in is printed to stderr, so that --case replays it.\n\n"
+    "--skip takes a case kind (view, op, inplace, grad), an op or view name as the\n"
+    "summary prints it (add_, prod, max(dim), unfold, as_strided, ...) or a feature:\n"
+    "  probe, overflow, rank9, zero-size, special, alias, grad-overlap, grad-zeros,\n"
+    "  nan-grad, int-grad\n"
+    "(replaying a case needs the same --skip list, which the replay line repeats).\n\n"
+    "Examples:\n"
+    "  backplane fuzz --seconds 120 --seed 1\n"
+    "  backplane fuzz --backend sim --cases 3000 --seed 1\n"
+    "  backplane fuzz --backend sim --seed 1 --case 1234 --verbose   # replay one case\n"
+    "  backplane fuzz --backend ./libbackplane_mine.so --seconds 600\n"
+    "  backplane fuzz --seconds 60 --skip grad --skip 'max(dim)'\n";
+
+// What the crash handler writes: prepared before each case, since a signal
+// handler may only call async-signal-safe functions.
+char g_crash_note[512];
+std::size_t g_crash_note_len = 0;
+
+extern "C" void on_fatal_signal(int sig) {
+  char num[8];
+  int n = 0;
+  for (int s = sig; n == 0 || s > 0; s /= 10) num[n++] = static_cast<char>('0' + s % 10);
+  const char head[] = "\n[fuzz] crashed with signal ";
+  ssize_t ignored = write(STDERR_FILENO, head, sizeof head - 1);
+  while (n > 0) ignored = write(STDERR_FILENO, &num[--n], 1);
+  ignored = write(STDERR_FILENO, g_crash_note, g_crash_note_len);
+  (void)ignored;
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+void install_crash_handler() {
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) std::signal(sig, on_fatal_signal);
+}
+
+// Loads a backend; prints why not and returns the exit code when it cannot.
+int load(const std::string& spec, const char* role, Backend*& out) {
+  try {
+    out = &PluginLoader::instance().load(spec);
+  } catch (const PluginError& e) {
+    std::cerr << "[fuzz] cannot load the " << role << " '" << spec << "': " << e.what() << "\n";
+    return kExitUsage;
+  }
+  if (out->device_count() == 0) {
+    std::cerr << "[fuzz] the " << role << " " << out->name() << " (" << out->path()
+              << ") has no device: "
+              << (out->no_device_reason().empty() ? "the plugin gave no reason"
+                                                  : out->no_device_reason())
+              << "\n";
+    return kExitNoDevice;
+  }
+  return kExitOk;
+}
+
+class FuzzCommand : public Command {
+ public:
+  const char* name() const override { return "fuzz"; }
+  const char* summary() const override {
+    return "Fuzz a backend with random views, ops, in-place ops and gradient checks";
+  }
+  const char* details() const override { return kDetails; }
+
+  po::options_description options() override {
+    po::options_description own("Options");
+    own.add_options()("seconds", po::value<double>()->value_name("N")->notifier([this](double s) {
+      seconds_ = s;
+    }),
+                      "stop after N seconds (default 60 unless --cases is given)")(
+        "cases",
+        po::value<uint64_t>()->value_name("N")->notifier([this](uint64_t n) { cases_ = n; }),
+        "stop after N cases (with --seconds, whichever comes first)")(
+        "seed", po::value<uint64_t>()->value_name("S")->notifier([this](uint64_t s) { seed_ = s; }),
+        "seed of the cases (default: a random one, printed at the start)")(
+        "case", po::value<uint64_t>()->value_name("K")->notifier([this](uint64_t k) { case_ = k; }),
+        "run case K of the seed alone (a replay), shrink it if it fails")(
+        "compare-to", po::value<std::string>(&compare_to_)->value_name("BACKEND"),
+        "backend that computes the expected op values (default cpu_onednn)")(
+        "skip", po::value<std::vector<std::string>>(&skip_)->composing()->value_name("NAME"),
+        "leave a case kind, an op, a view or a feature out of the generated cases (repeatable)")(
+        "shrink-seconds", po::value<double>(&shrink_seconds_)->value_name("N"),
+        "time limit for shrinking one failure (default 20)")(
+        "verbose,v", po::bool_switch(&verbose_),
+        "print each case's number and kind before it runs; with --case, every statement");
+    return own;
+  }
+
+  int run(const BackendFlags& flags) override {
+    if (cases_ && *cases_ == 0) return usage("--cases must be at least 1");
+    if (seconds_ && !(*seconds_ > 0)) return usage("--seconds must be a positive number");
+    if (!(shrink_seconds_ >= 0)) return usage("--shrink-seconds must not be negative");
+    try {
+      conformance::fuzz::check_skip_names(skip_);
+    } catch (const ValueError& e) {
+      return usage(e.what());
+    }
+    if (flags.fallback != "deny")
+      std::cerr << "[fuzz] --fallback " << flags.fallback << " ignored: fuzzing runs with deny\n";
+    set_fallback_policy(FallbackPolicy::Deny);
+
+    Backend *dut = nullptr, *ref = nullptr;
+    if (int code = load(flags.backend, "backend", dut); code != kExitOk) return code;
+    if (int code = load(compare_to_, "reference backend (--compare-to)", ref); code != kExitOk)
+      return code;
+
+    conformance::fuzz::Options o;
+    o.device = Device{static_cast<int16_t>(dut->id()), 0};
+    o.reference = Device{static_cast<int16_t>(ref->id()), 0};
+    o.seed = seed_.value_or(std::random_device{}() * 0x100000000ull + std::random_device{}());
+    o.cases = cases_;
+    o.seconds = seconds_.value_or(cases_ || case_ ? 0 : 60);
+    o.only_case = case_;
+    o.verbose = verbose_;
+    o.skip = skip_;
+    o.shrink_seconds = shrink_seconds_;
+    o.replay_command = "backplane fuzz --backend " + flags.backend;
+    for (const auto& p : flags.plugin_paths) o.replay_command += " --plugin-path " + p;
+    if (compare_to_ != kDefaultBackend) o.replay_command += " --compare-to " + compare_to_;
+    std::snprintf(g_crash_note, sizeof g_crash_note, "%s", "");
+    o.on_case_start = [&](uint64_t k) {
+      const int n =
+          std::snprintf(g_crash_note, sizeof g_crash_note,
+                        " while running case %llu of seed %llu; replay it with:\n  %s --seed %llu "
+                        "--case %llu --verbose\n",
+                        static_cast<unsigned long long>(k), static_cast<unsigned long long>(o.seed),
+                        o.replay_command.c_str(), static_cast<unsigned long long>(o.seed),
+                        static_cast<unsigned long long>(k));
+      g_crash_note_len =
+          n < 0 ? 0 : std::min<std::size_t>(static_cast<std::size_t>(n), sizeof g_crash_note - 1);
+    };
+    install_crash_handler();
+
+    std::cout << "fuzz: backend " << dut->name() << " against " << ref->name() << ", seed "
+              << o.seed;
+    if (case_)
+      std::cout << ", case " << *case_;
+    else if (cases_)
+      std::cout << ", " << *cases_ << " cases";
+    if (o.seconds > 0) std::cout << ", at most " << o.seconds << " s";
+    std::cout << " (replay with --seed " << o.seed << ")" << std::endl;
+    const conformance::fuzz::Summary s = conformance::fuzz::run(o, std::cout, std::cerr);
+    conformance::fuzz::print_summary(std::cout, s);
+    return s.failed == 0 ? kExitOk : kExitFailed;
+  }
+
+ private:
+  static int usage(const std::string& message) {
+    std::cerr << (message.rfind("[fuzz]", 0) == 0 ? "" : "[fuzz] ") << message
+              << "\nRun 'backplane fuzz --help' for usage.\n";
+    return kExitUsage;
+  }
+
+  std::optional<double> seconds_;
+  std::optional<uint64_t> cases_, seed_, case_;
+  std::string compare_to_ = kDefaultBackend;
+  std::vector<std::string> skip_;
+  double shrink_seconds_ = 20;
+  bool verbose_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_fuzz_command() {
+  return std::make_unique<FuzzCommand>();
+}
+
+}  // namespace bp::cli

@@ -1,0 +1,72 @@
+// The symbols a shared library exports, read from its ELF dynamic symbol
+// table (what dlsym can find), for the loader's "missing entry" message.
+// The dynamic table survives `strip`, and its names live in the string
+// table its section header links to.
+#include <elf.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include "internal.h"
+
+namespace bp::detail {
+
+namespace {
+
+template <class Ehdr, class Shdr, class Sym>
+std::vector<std::string> dynamic_symbols(const std::vector<char>& f) {
+  auto in_file = [&](uint64_t off, uint64_t size) {
+    return off <= f.size() && size <= f.size() - off;
+  };
+  BP_CHECK(in_file(0, sizeof(Ehdr)), "truncated ELF header");
+  Ehdr eh;
+  std::memcpy(&eh, f.data(), sizeof eh);
+  BP_CHECK(
+      eh.e_shentsize == sizeof(Shdr) && in_file(eh.e_shoff, uint64_t{eh.e_shnum} * sizeof(Shdr)),
+      "the section headers are missing or truncated");
+  auto section = [&](std::size_t i) {
+    Shdr sh;
+    std::memcpy(&sh, f.data() + eh.e_shoff + i * sizeof(Shdr), sizeof sh);
+    return sh;
+  };
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < eh.e_shnum; ++i) {
+    const Shdr sym = section(i);
+    if (sym.sh_type != SHT_DYNSYM || sym.sh_link >= eh.e_shnum) continue;
+    const Shdr str = section(sym.sh_link);
+    BP_CHECK(in_file(sym.sh_offset, sym.sh_size) && in_file(str.sh_offset, str.sh_size),
+             "the dynamic symbol table is truncated");
+    for (uint64_t off = 0; off + sizeof(Sym) <= sym.sh_size; off += sizeof(Sym)) {
+      Sym s;
+      std::memcpy(&s, f.data() + sym.sh_offset + off, sizeof s);
+      const unsigned bind = s.st_info >> 4, type = s.st_info & 0xf;
+      const unsigned vis = s.st_other & 0x3;
+      if (s.st_shndx == SHN_UNDEF || (bind != STB_GLOBAL && bind != STB_WEAK) ||
+          (type != STT_FUNC && type != STT_OBJECT) ||
+          (vis != STV_DEFAULT && vis != STV_PROTECTED) || s.st_name >= str.sh_size)
+        continue;
+      const char* name = f.data() + str.sh_offset + s.st_name;
+      out.emplace_back(name, strnlen(name, str.sh_size - s.st_name));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> exported_symbols(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  BP_CHECK(in.good(), "cannot open ", path);
+  const std::vector<char> f{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  BP_CHECK(f.size() > EI_CLASS && std::memcmp(f.data(), ELFMAG, SELFMAG) == 0, path,
+           " is not an ELF file");
+  std::vector<std::string> syms = f[EI_CLASS] == ELFCLASS64
+                                      ? dynamic_symbols<Elf64_Ehdr, Elf64_Shdr, Elf64_Sym>(f)
+                                      : dynamic_symbols<Elf32_Ehdr, Elf32_Shdr, Elf32_Sym>(f);
+  std::sort(syms.begin(), syms.end());
+  return syms;
+}
+
+}  // namespace bp::detail
