@@ -61,7 +61,8 @@ class ConformanceCommand : public Command {
         ("seed", po::value<uint64_t>()->value_name("N")->notifier([this](uint64_t s) { seed_ = s; }),
          "seed of the random inputs (default: a random one, printed at the start)")
         ("compare-to", po::value<std::string>(&compare_to_)->value_name("BACKEND"),
-         "reference backend whose results the op cases must match (default cpu_onednn)")
+         "backend whose results the op cases must match (default: the reference backend, "
+         "--reference)")
         ("timeout", po::value<double>(&timeout_s_)->value_name("SECONDS"),
          "time limit of one case (default 60); a case over it is killed and fails")
         ("no-isolate", po::bool_switch(&no_isolate_),
@@ -89,6 +90,7 @@ class ConformanceCommand : public Command {
       return kExitUsage;
     }
     if (!seed_) seed_ = std::random_device{}();
+    if (compare_to_.empty()) compare_to_ = reference_backend();
     const conformance::Suite suite = conformance::default_suite();
     if (!run_one_.empty())
       return run_one_case(suite, run_one_, flags.backend, compare_to_, *seed_, result_fd_);
@@ -154,10 +156,11 @@ class ConformanceCommand : public Command {
     std::vector<std::string> cmd = {"/proc/self/exe", "conformance", "--backend", flags.backend,
                                     "--compare-to", compare_to_, "--seed", std::to_string(*seed_)};
     for (const auto& p : flags.plugin_paths) cmd.insert(cmd.end(), {"--plugin-path", p});
+    cmd.insert(cmd.end(), {"--reference", reference_backend()});
     return cmd;
   }
 
-  std::string json_path_, junit_path_, compare_to_ = kDefaultBackend, run_one_;
+  std::string json_path_, junit_path_, compare_to_, run_one_;
   std::vector<std::string> filters_;
   std::optional<uint64_t> seed_;
   double timeout_s_ = 60;

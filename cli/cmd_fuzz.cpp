@@ -120,7 +120,8 @@ class FuzzCommand : public Command {
         "case", po::value<uint64_t>()->value_name("K")->notifier([this](uint64_t k) { case_ = k; }),
         "run case K of the seed alone (a replay), shrink it if it fails")(
         "compare-to", po::value<std::string>(&compare_to_)->value_name("BACKEND"),
-        "backend that computes the expected op values (default cpu_onednn)")(
+        "backend that computes the expected op values (default: the reference backend, "
+        "--reference)")(
         "skip", po::value<std::vector<std::string>>(&skip_)->composing()->value_name("NAME"),
         "leave a case kind, an op, a view or a feature out of the generated cases (repeatable)")(
         "shrink-seconds", po::value<double>(&shrink_seconds_)->value_name("N"),
@@ -143,6 +144,7 @@ class FuzzCommand : public Command {
       std::cerr << "[fuzz] --fallback " << flags.fallback << " ignored: fuzzing runs with deny\n";
     set_fallback_policy(FallbackPolicy::Deny);
 
+    if (compare_to_.empty()) compare_to_ = reference_backend();
     Backend *dut = nullptr, *ref = nullptr;
     if (int code = load(flags.backend, "backend", dut); code != kExitOk) return code;
     if (int code = load(compare_to_, "reference backend (--compare-to)", ref); code != kExitOk)
@@ -197,7 +199,7 @@ class FuzzCommand : public Command {
 
   std::optional<double> seconds_;
   std::optional<uint64_t> cases_, seed_, case_;
-  std::string compare_to_ = kDefaultBackend;
+  std::string compare_to_;  // empty: the reference backend
   std::vector<std::string> skip_;
   double shrink_seconds_ = 20;
   bool verbose_ = false;

@@ -111,12 +111,12 @@ int find_command_index(const std::vector<std::string>& args,
   return -1;
 }
 
-// Ops that ran on the CPU backend because the selected one lacks them
+// Ops that ran on the reference backend because the selected one lacks them
 // (--fallback warn|allow): counted by the core, shown once at the end.
 void print_fallbacks(std::ostream& os) {
   std::vector<FallbackRecord> records = fallback_records();
   if (records.empty()) return;
-  os << "[fallback] ops run on " << kDefaultBackend << " because the backend lacks them (--fallback "
+  os << "[fallback] ops run on " << reference_backend() << " because the backend lacks them (--fallback "
      << to_string(fallback_policy()) << "):\n";
   for (const auto& r : records)
     os << "  " << r.op << " (" << r.dtype << ") on " << r.backend << ": " << r.count

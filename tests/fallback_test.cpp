@@ -1,10 +1,12 @@
 // The fallback policy (--fallback deny|warn|allow) on the `partial` test
 // plugin, which registers fill and copy but no add: with allow (and warn)
-// its adds run on the CPU backend, give the right values and are counted;
+// its adds run on the reference backend (cpu_onednn unless --reference
+// names another), give the right values and are counted;
 // with deny they fail naming the op.
 #include <backplane/backplane.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -44,6 +46,48 @@ TEST_F(Fallback, AllowRunsAddOnTheCpuBackendAndCountsIt) {
   EXPECT_EQ(records[0].dtype, DType::Float32);
   EXPECT_EQ(records[0].backend, "partial");
   EXPECT_EQ(records[0].count, 1u);
+}
+
+// The reference backend comes from --reference, else BACKPLANE_REFERENCE,
+// else cpu_onednn; the flag is taken out of argv like the others.
+TEST_F(Fallback, ReferenceComesFromTheFlagThenTheEnvironment) {
+  bp::set_reference_backend("");
+  ::unsetenv(bp::kReferenceEnv);
+  EXPECT_EQ(bp::reference_backend(), "cpu_onednn");
+  ::setenv(bp::kReferenceEnv, "sim", 1);
+  EXPECT_EQ(bp::reference_backend(), "sim");
+  std::string a0 = "prog", a1 = "--reference=hostref", a2 = "rest";
+  char* argv[] = {a0.data(), a1.data(), a2.data(), nullptr};
+  int argc = 3;
+  const bp::BackendFlags flags = bp::init_from_args(argc, argv);
+  EXPECT_EQ(flags.reference, "hostref");
+  EXPECT_EQ(bp::reference_backend(), "hostref");
+  ASSERT_EQ(argc, 2);
+  EXPECT_EQ(std::string(argv[1]), "rest");
+  bp::set_reference_backend("");
+  EXPECT_EQ(bp::reference_backend(), "sim");
+  ::unsetenv(bp::kReferenceEnv);
+}
+
+// The fallback runs on the reference backend, so one that cannot address
+// host memory is refused by name, and the inputs are left as they were.
+TEST_F(Fallback, AllowRunsOnTheReferenceAndRefusesOneWithoutHostMemory) {
+  bp::set_fallback_policy(bp::FallbackPolicy::Allow);
+  bp::set_reference_backend("sim");
+  Tensor a = bp::from_vector(std::vector<double>{1, 2, 3}, {3}, on_partial());
+  const uint32_t version = a.version();
+  std::string message;
+  try {
+    a.add_(bp::full({3}, 10, on_partial()));
+  } catch (const bp::Error& e) {
+    message = e.what();
+  }
+  bp::set_reference_backend("");
+  EXPECT_NE(message.find("reference backend 'sim'"), std::string::npos) << message;
+  EXPECT_NE(message.find("--reference"), std::string::npos) << message;
+  EXPECT_EQ(a.to_vector<double>(), (std::vector<double>{1, 2, 3}));
+  EXPECT_EQ(a.version(), version);
+  EXPECT_TRUE(bp::fallback_records().empty());
 }
 
 TEST_F(Fallback, AllowKeepsInPlaceOpsInPlaceOnStridedViews) {

@@ -8,8 +8,10 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <regex>
 #include <set>
 #include <string>
@@ -159,6 +161,55 @@ TEST(Loader, OldMinorLoadsWorksAndHasNoMemoryStats) {
   EXPECT_EQ(z.device(), device_of(b));
   EXPECT_EQ(z.to_vector<float>(), (std::vector<float>{2, 3, 4}));
   EXPECT_EQ(z.to_string(), "tensor([2., 3., 4.], device='old_minor:0')");
+}
+
+// A plugin built against the next minor (tests/plugins/future_abi.cmake
+// appends a field to every struct) loads and runs on this core, and stays
+// inside the core's structs: it sees this core's bp_host without the new
+// field, and writes no byte past the struct_size of the props and stats the
+// core hands it.
+TEST(Loader, FutureMinorLoadsRunsAndWritesOnlyWhatTheCoreOwns) {
+  bp::Backend& b = loader().load(fake("future_minor"));
+  EXPECT_EQ(b.abi_minor(), static_cast<uint32_t>(BP_ABI_MINOR + 1));
+  EXPECT_GT(b.api().struct_size, sizeof(bp_plugin));
+  EXPECT_EQ(b.version(), "core-abi-" + std::to_string(BP_ABI_MAJOR) + "." +
+                             std::to_string(BP_ABI_MINOR) + "-without-future-host-field");
+
+  struct Guarded {
+    bp_device_props props;
+    unsigned char guard[128];
+  } g;
+  std::memset(&g, 0xAB, sizeof g);
+  g.props.struct_size = sizeof(bp_device_props);
+  char err_buf[256] = {0};
+  bp_error err{sizeof(bp_error), err_buf, sizeof(err_buf)};
+  ASSERT_EQ(b.api().device_props(b.api().ctx, 0, &g.props, &err), BP_STATUS_OK) << err_buf;
+  EXPECT_EQ(std::string(g.props.name), "future host memory");
+  EXPECT_EQ(g.props.host_addressable, 1);
+  EXPECT_EQ(g.props.struct_size, sizeof(bp_device_props));
+  EXPECT_TRUE(std::all_of(std::begin(g.guard), std::end(g.guard), [](unsigned char c) {
+    return c == 0xAB;
+  })) << "the plugin wrote past the core's bp_device_props";
+
+  struct GuardedStats {
+    bp_memory_stats stats;
+    unsigned char guard[64];
+  } gs;
+  std::memset(&gs, 0xCD, sizeof gs);
+  gs.stats.struct_size = sizeof(bp_memory_stats);
+  ASSERT_EQ(b.api().memory_stats(b.api().ctx, 0, &gs.stats, &err), BP_STATUS_OK) << err_buf;
+  EXPECT_EQ(gs.stats.allocated_bytes, 4242u);
+  EXPECT_TRUE(std::all_of(std::begin(gs.guard), std::end(gs.guard), [](unsigned char c) {
+    return c == 0xCD;
+  })) << "the plugin wrote past the core's bp_memory_stats";
+  ASSERT_TRUE(b.memory_stats(0).has_value());
+  EXPECT_EQ(b.memory_stats(0)->allocated_bytes, 4242u);
+
+  const bp::TensorOptions on_it = bp::TensorOptions().device(device_of(b));
+  bp::Tensor x = bp::from_vector(std::vector<float>{1, 2, 3}, {3}, on_it);
+  bp::Tensor z = bp::add(x, bp::full({3}, 0.5, on_it), 2);
+  EXPECT_EQ(z.to_vector<float>(), (std::vector<float>{2, 3, 4}));
+  EXPECT_EQ(z.to_string(), "tensor([2., 3., 4.], device='future_minor:0')");
 }
 
 TEST(Loader, CurrentMinorReportsMemoryStats) {

@@ -62,11 +62,11 @@ inline void expect_close(const Tensor& t, const std::vector<double>& expected, d
   ::bp::conformance::expect_close((t), std::vector<double>(__VA_ARGS__), (rtol), (atol), #t, \
                                   __FILE__, __LINE__)
 
-// The reference CPU backend's device, which the DV and CR-6 cases compare
-// with or move tensors to. It is the device under test when that backend is
-// the one being tested.
+// The reference backend's device (--reference, BACKPLANE_REFERENCE, else
+// cpu_onednn), which the DV and CR-6 cases compare with or move tensors to.
+// It is the device under test when that backend is the one being tested.
 inline Device reference_device() {
-  return device("cpu_onednn");
+  return device(reference_backend());
 }
 
 // A device other than the one under test, or a skip: the two-device rules

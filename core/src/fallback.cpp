@@ -89,8 +89,12 @@ bool try_fallback(Op op, DType dtype, Device device, std::span<const bp_tensor> 
   if (policy == FallbackPolicy::Deny || op == Op::Fill || op == Op::Random) return false;
   const IntrusivePtr<Backend> src_ref = acquire_backend(device);
   Backend& src = *src_ref;
-  Backend& cpu = PluginLoader::instance().load(kDefaultBackend);
+  Backend& cpu = PluginLoader::instance().load(reference_backend());
   if (&cpu == &src) return false;
+  BP_CHECK(cpu.device_count() > 0 && cpu.host_addressable(0), "[fallback] the reference backend '",
+           cpu.name(), "' cannot run ", op_name(op), " for ", src.name(),
+           ": it has no device that addresses host memory; choose one with --reference or ",
+           kReferenceEnv);
   const KernelEntry& k = KernelRegistry::instance().lookup(op, cpu.id(), dtype);
   if (k.fn == nullptr) return false;
 

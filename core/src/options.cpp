@@ -25,8 +25,11 @@ po::options_description backend_options(BackendFlags& flags) {
       ("plugin-path", po::value<std::vector<std::string>>(&flags.plugin_paths)->composing(),
        "folder searched for plugins before the default ones (repeatable)")
       ("fallback", po::value<std::string>(&flags.fallback)->default_value(flags.fallback),
-       "ops the backend lacks: deny (an error), warn or allow (run them on the CPU "
-       "backend, copying operands; warn also prints each op once)");
+       "ops the backend lacks: deny (an error), warn or allow (run them on the reference "
+       "backend, copying operands; warn also prints each op once)")
+      ("reference", po::value<std::string>(&flags.reference)->value_name("NAME|PATH"),
+       "reference backend: where --fallback runs ops, and what conformance and fuzz compare "
+       "with (default: $BACKPLANE_REFERENCE, else cpu_onednn)");
   return d;
 }
 
@@ -34,6 +37,7 @@ void apply_backend_flags(const BackendFlags& flags) {
   set_fallback_policy(parse_fallback_policy(flags.fallback));
   for (const auto& p : flags.plugin_paths) PluginLoader::instance().add_search_path(p);
   set_default_backend(flags.backend);
+  if (!flags.reference.empty()) set_reference_backend(flags.reference);
 }
 
 BackendFlags init_from_args(int& argc, char** argv) {
@@ -58,6 +62,7 @@ BackendFlags init_from_args(int& argc, char** argv) {
     if (take("plugin-path", [&](std::string v) { flags.plugin_paths.push_back(std::move(v)); }))
       continue;
     if (take("fallback", [&](std::string v) { flags.fallback = std::move(v); })) continue;
+    if (take("reference", [&](std::string v) { flags.reference = std::move(v); })) continue;
     argv[out++] = argv[i];
   }
   argc = out;

@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
+#include <optional>
 #include <sstream>
 
 #ifndef BACKPLANE_INSTALL_PLUGIN_DIR
@@ -291,12 +293,9 @@ Backend& PluginLoader::load_file(const std::string& path_in) {
     if (api->struct_size >= kMinPluginSize && api->destroy) api->destroy(api->ctx);
     return reject(why);
   };
-  if (api->abi_minor > BP_ABI_MINOR) {
-    std::ostringstream os;
-    os << "built for ABI " << api->abi_major << "." << api->abi_minor << ", newer than this core's "
-       << BP_ABI_MAJOR << "." << BP_ABI_MINOR << "; update Backplane";
-    throw destroy_and_reject(os.str());
-  }
+  // A newer minor is accepted: its table only appends fields, which this
+  // core does not read, and it learnt this core's minor from bp_host (a
+  // plugin that needs a newer core refuses in its entry point).
   if (api->struct_size < kMinPluginSize)
     throw reject("its bp_plugin table is " + std::to_string(api->struct_size) +
                  " bytes, smaller than ABI 1.0's " + std::to_string(kMinPluginSize));
@@ -456,6 +455,26 @@ void set_default_backend(std::string_view name_or_path) {
   std::lock_guard lock(g_default_mu);
   g_default_spec = std::string(name_or_path);
   g_default_id.store(-1, std::memory_order_release);
+}
+
+namespace {
+std::mutex g_reference_mu;
+std::optional<std::string> g_reference_spec;  // unset: the environment, else the default
+}  // namespace
+
+void set_reference_backend(std::string_view name_or_path) {
+  std::lock_guard lock(g_reference_mu);
+  if (name_or_path.empty())
+    g_reference_spec.reset();
+  else
+    g_reference_spec = std::string(name_or_path);
+}
+
+std::string reference_backend() {
+  std::lock_guard lock(g_reference_mu);
+  if (g_reference_spec) return *g_reference_spec;
+  const char* env = std::getenv(kReferenceEnv);
+  return env != nullptr && *env != '\0' ? env : kDefaultBackend;
 }
 
 Device default_device() {

@@ -147,4 +147,15 @@ class PluginLoader {
 void set_default_backend(std::string_view name_or_path);
 Device default_device();
 
+// The reference backend: the one ops run on when the selected backend lacks
+// them (--fallback warn|allow), and the one `backplane conformance` and
+// `backplane fuzz` compare with unless told otherwise. Chosen by --reference
+// (options.h) or set_reference_backend, else by the environment variable
+// BACKPLANE_REFERENCE, else kDefaultBackend. A name or a path, as --backend;
+// it is loaded when first used, and must address host memory to serve as
+// the fallback. set_reference_backend("") goes back to the environment.
+inline constexpr const char* kReferenceEnv = "BACKPLANE_REFERENCE";
+void set_reference_backend(std::string_view name_or_path);
+std::string reference_backend();
+
 }  // namespace bp

@@ -1,6 +1,7 @@
 // What happens when the selected backend lacks a kernel: an error (deny, the
-// default), or the op runs on the reference CPU backend with its operands
-// copied there and back (allow; warn also prints one line per op and dtype).
+// default), or the op runs on the reference backend (reference_backend(),
+// --reference; cpu_onednn by default) with its operands copied there and
+// back (allow; warn also prints one line per op and dtype).
 // Never applied to factories or random numbers (views never reach a kernel).
 // Conformance always runs with deny.
 #pragma once

@@ -2,7 +2,10 @@
 //   --backend NAME|PATH   the default backend (default cpu_onednn)
 //   --plugin-path DIR     a folder searched for plugins first (repeatable)
 //   --fallback POLICY     deny | warn | allow: run ops the backend lacks on
-//                         the CPU backend (default deny)
+//                         the reference backend (default deny)
+//   --reference NAME|PATH the reference backend (default: BACKPLANE_REFERENCE,
+//                         else cpu_onednn): the fallback's, and what
+//                         conformance and fuzz compare with
 #pragma once
 
 #include <boost/program_options/options_description.hpp>
@@ -17,6 +20,7 @@ struct BackendFlags {
   std::string backend = "cpu_onednn";
   std::vector<std::string> plugin_paths;
   std::string fallback = "deny";  // deny | warn | allow (see fallback.h)
+  std::string reference;          // empty: BACKPLANE_REFERENCE, else cpu_onednn
 };
 
 // The two flags as a Program_options group bound to `flags`.
@@ -26,7 +30,7 @@ boost::program_options::options_description backend_options(BackendFlags& flags)
 // (loaded on first use).
 void apply_backend_flags(const BackendFlags& flags);
 
-// For any program: finds --backend/--plugin-path/--fallback (also as --backend=X)
+// For any program: finds --backend/--plugin-path/--fallback/--reference (also as --backend=X)
 // anywhere in argv, removes them, applies them, and returns them. Other
 // arguments are left, in order, for the program's own parsing.
 BackendFlags init_from_args(int& argc, char** argv);

@@ -9,9 +9,14 @@
  *     to sizeof() as compiled on its side.
  *   - BP_ABI_MAJOR changes when a field moves or changes meaning; the core
  *     refuses a plugin with another major.
- *   - BP_ABI_MINOR grows when fields are appended; the core accepts an older
- *     minor and treats every field past the plugin's `struct_size` as absent
- *     (BP_HAS_FIELD below). Fields added by a minor are marked "(since 1.N)".
+ *   - BP_ABI_MINOR grows when fields are appended (marked "(since 1.N)").
+ *     Minors mix in both directions. The core accepts an older minor and
+ *     treats every field past the plugin's `struct_size` as absent
+ *     (BP_HAS_FIELD below); it accepts a newer minor and ignores the fields
+ *     it does not know. A plugin reads `bp_host.abi_minor` to learn the
+ *     core's, checks `struct_size` before reading a field of a struct the
+ *     core filled, and writes into a struct the core owns (device props,
+ *     memory stats) only the bytes its `struct_size` covers.
  *
  * A plugin exports exactly one symbol, BP_PLUGIN_ENTRY_SYMBOL. The core calls
  * it, checks the version it reports, then asks it to register its kernels

@@ -219,9 +219,25 @@ class Plugin {
       return 0;
     }
   }
+  // A struct the core owns may be older (smaller) than this plugin's
+  // header: fill a whole one here, hand back only what its struct_size
+  // covers, and leave its struct_size as the core set it.
+  template <class T, class Fill>
+  static void fill_within(T* out, Fill&& fill) {
+    T full{};
+    full.struct_size = sizeof(T);
+    fill(full);
+    const std::size_t n = out->struct_size < sizeof(T) ? out->struct_size : sizeof(T);
+    constexpr std::size_t head = sizeof(full.struct_size);
+    if (n > head)
+      std::memcpy(reinterpret_cast<char*>(out) + head, reinterpret_cast<const char*>(&full) + head,
+                  n - head);
+  }
   static bp_status device_props_c(void* ctx, int32_t d, bp_device_props* p,
                                   bp_error* e) noexcept {
-    return guarded(e, [&] { self(ctx)->device_props(d, *p); });
+    return guarded(e, [&] {
+      fill_within(p, [&](bp_device_props& full) { self(ctx)->device_props(d, full); });
+    });
   }
   static bp_status register_kernels_c(void* ctx, const bp_registrar* r, bp_error* e) noexcept {
     return guarded(e, [&] {
@@ -261,7 +277,9 @@ class Plugin {
   static void destroy_c(void* ctx) noexcept { delete self(ctx); }
   static bp_status memory_stats_c(void* ctx, int32_t d, bp_memory_stats* s,
                                   bp_error* e) noexcept {
-    return guarded(e, [&] { self(ctx)->memory_stats(d, *s); });
+    return guarded(e, [&] {
+      fill_within(s, [&](bp_memory_stats& full) { self(ctx)->memory_stats(d, full); });
+    });
   }
 
   bp_plugin table_{};
