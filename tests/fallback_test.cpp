@@ -1,5 +1,6 @@
 // The fallback policy (--fallback deny|warn|allow) on the `partial` test
-// plugin, which registers fill and copy but no add: with allow (and warn)
+// plugin, which registers fill and copy but no add (and a mul that declines
+// strided operands): with allow (and warn)
 // its adds run on the reference backend (cpu_onednn unless --reference
 // names another), give the right values and are counted;
 // with deny they fail naming the op.
@@ -129,6 +130,39 @@ TEST_F(Fallback, DenyIsAnErrorNamingTheOpAndBackend) {
     EXPECT_NE(msg.find("partial"), std::string::npos) << msg;
   }
   EXPECT_TRUE(bp::fallback_records().empty());
+}
+
+// partial's mul declines (Unsupported) anything but contiguous operands: a
+// contiguous mul runs on partial itself; a strided one goes to the policy,
+// as a missing kernel does.
+TEST_F(Fallback, KernelThatDeclinesACallGoesToThePolicy) {
+  bp::set_fallback_policy(bp::FallbackPolicy::Allow);
+  Tensor base = bp::from_vector(std::vector<double>{1, 2, 3, 4, 5, 6}, {2, 3}, on_partial());
+  Tensor dense = bp::mul(base, base);
+  EXPECT_EQ(dense.to_vector<double>(), (std::vector<double>{1, 4, 9, 16, 25, 36}));
+  EXPECT_TRUE(bp::fallback_records().empty()) << "a contiguous mul is partial's own";
+
+  Tensor strided = bp::mul(base.t(), base.t());  // strides [1, 3]
+  EXPECT_EQ(strided.device(), device_);
+  EXPECT_EQ(strided.to_vector<double>(), (std::vector<double>{1, 16, 4, 25, 9, 36}));
+  ASSERT_EQ(bp::fallback_records().size(), 1u);
+  EXPECT_EQ(bp::fallback_records()[0].op, "mul");
+  EXPECT_EQ(bp::fallback_records()[0].count, 1u);
+
+  // Under deny the kernel's own words reach the user, and self is unchanged.
+  bp::set_fallback_policy(bp::FallbackPolicy::Deny);
+  Tensor column = base.index({bp::Slice(), 1});
+  const uint32_t version = base.version();
+  try {
+    column.mul_(bp::full({2}, 10, on_partial()));
+    FAIL() << "a declined mul must throw under --fallback deny";
+  } catch (const bp::NotImplementedError& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.rfind("[mul]", 0), 0u) << msg;
+    EXPECT_NE(msg.find("contiguous operands of one shape only"), std::string::npos) << msg;
+  }
+  EXPECT_EQ(base.to_vector<double>(), (std::vector<double>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(base.version(), version);
 }
 
 TEST_F(Fallback, PolicyNamesParse) {

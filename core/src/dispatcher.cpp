@@ -142,6 +142,12 @@ void call_kernel(Op op, DType dtype, Device device, std::span<const bp_tensor> i
   bp_error err{sizeof(bp_error), buf, sizeof(buf)};
   bp_status st = k.fn(k.ctx, &call, &err);
   if (__builtin_expect(st != BP_STATUS_OK, 0)) {
+    // A kernel that declines this call (a layout or a size it does not
+    // handle) has written nothing: the fallback policy decides, as for a
+    // kernel that is not registered at all.
+    if (st == BP_STATUS_UNSUPPORTED &&
+        detail::try_fallback(op, dtype, device, inputs, outputs, attrs))
+      return;
     const IntrusivePtr<Backend> b = PluginLoader::instance().acquire(device.backend);
     detail::raise_status(st, op_name(op), b ? b->name() : "?",
                          buf[0] ? std::string(buf) : "(the kernel gave no message)");

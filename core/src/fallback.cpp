@@ -155,7 +155,8 @@ bool try_fallback(Op op, DType dtype, Device device, std::span<const bp_tensor> 
   }
   if (first && policy == FallbackPolicy::Warn)
     std::cerr << "[fallback] " << op_name(op) << " for " << dtype << " is not implemented on '"
-              << src.name() << "'; running it on " << cpu.name() << " (--fallback warn)\n";
+              << src.name() << "' (no kernel, or its kernel declined the call); running it on "
+              << cpu.name() << " (--fallback warn)\n";
   return true;
 }
 

@@ -69,7 +69,10 @@ extern "C" {
 typedef enum bp_status {
   BP_STATUS_OK = 0,
   BP_STATUS_INVALID_ARGUMENT = 1, /* the call broke a rule the kernel checks */
-  BP_STATUS_UNSUPPORTED = 2,      /* this op/dtype/layout is not implemented */
+  BP_STATUS_UNSUPPORTED = 2,      /* this op/dtype/layout is not implemented; a
+                                     kernel returning it must not have written
+                                     its outputs: the core applies the fallback
+                                     policy (--fallback) to the call */
   BP_STATUS_OUT_OF_MEMORY = 3,    /* an allocation failed */
   BP_STATUS_RUNTIME_ERROR = 4     /* anything else (an exception, a driver error) */
 } bp_status;
