@@ -79,8 +79,11 @@ BP_SDK_PLUGIN(@NS@::@CLASS@)
 const char* kCopyCpp =
     R"TEMPLATE(// FILL and COPY for float32: enough to make float32 tensors and read them
 // back. Register more dtypes and ops (see `backplane ops`) as they are written.
+// check:: tests a call against its op's contract in backplane/plugin.h;
+// map1 and the strided walker run the loop over any layout.
+#include <backplane/sdk/checks.hpp>
+#include <backplane/sdk/loops.hpp>
 #include <backplane/sdk/plugin.hpp>
-#include <backplane/sdk/strided.hpp>
 
 #include <type_traits>
 
@@ -88,31 +91,28 @@ namespace @NS@ {
 
 namespace {
 
-template <class T>
-T& at(char* p, int64_t stride_bytes, int64_t i) {
-  return *reinterpret_cast<T*>(p + i * stride_bytes);
-}
+namespace check = bp::sdk::check;
 
 // out[0] = scalars[0], over any strides.
 void fill_f32(const bp::sdk::KernelCall& c) {
+  check::fill(c);
   const float v = bp::sdk::scalar_as<float>(c.scalar(0));
   bp::sdk::for_each_row<1>({c.output(0)}, [&](auto p, auto s, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) at<float>(p[0], s[0], i) = v;
+    for (int64_t i = 0; i < n; ++i) bp::sdk::at<float>(p[0], s[0], i) = v;
   });
 }
 
 // out[0] = cast(in[0]) for a float32 input and an output of any dtype.
 void copy_f32(const bp::sdk::KernelCall& c) {
+  check::copy(c);
+  if (c.input(0).dtype() != BP_DTYPE_FLOAT32) bp::sdk::unsupported(c, c.input(0).dtype());
   bp::sdk::visit_dtype(c.output(0).dtype(), [&](auto tag) {
     using To = decltype(tag);
-    bp::sdk::for_each_row<2>({c.output(0), c.input(0)}, [&](auto p, auto s, int64_t n) {
-      for (int64_t i = 0; i < n; ++i) {
-        const float x = at<float>(p[1], s[1], i);
-        if constexpr (std::is_same_v<To, bool>)
-          at<To>(p[0], s[0], i) = x != 0.0f;
-        else
-          at<To>(p[0], s[0], i) = static_cast<To>(x);
-      }
+    bp::sdk::map1<To, float>(c.output(0), c.input(0), [](float x) {
+      if constexpr (std::is_same_v<To, bool>)
+        return x != 0.0f;
+      else
+        return static_cast<To>(x);
     });
   });
 }

@@ -102,25 +102,13 @@ int64_t arg_line_parallel(const T* x, int64_t sd, int64_t n) {
 
 template <bool kMax>
 void arg_kernel(const KernelCall& c) {
-  constexpr const char* name = kMax ? "argmax" : "argmin";
-  BP_CHECK(c.num_inputs() == 1 && c.num_outputs() == 1, name,
-           "expected 1 input and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
+  const int d = check::arg_reduce(c);
   const TensorRef in = c.input(0), out = c.output(0);
-  const int d = dim_attr(c, name, 0, in.ndim());
-  BP_CHECK(out.dtype() == BP_DTYPE_INT64, name,
-           "the output must be int64, got " << bp::sdk::dtype_name(out.dtype()));
-  BP_CHECK(out.ndim() == in.ndim(), name,
-           "the output must keep the input's rank " << in.ndim() << ", got " << out.ndim());
-  for (int k = 0; k < in.ndim(); ++k)
-    BP_CHECK(
-        out.size(k) == (k == d ? 1 : in.size(k)), name,
-        "output dim " << k << " must be " << (k == d ? 1 : in.size(k)) << ", got " << out.size(k));
   // 0-d operands are walked as [1].
   TensorDesc o(out), x(in);
   const int64_t n = x.size(d), sd = x.stride(d);
   const int64_t lines = out.numel();
   if (lines == 0) return;
-  BP_CHECK(n > 0, name, "cannot reduce over dim " << d << " of size 0");
   x.size(d) = 1;  // x now walks the first element of each line, like out
   bp::sdk::visit_dtype(in.dtype(), [&](auto tag) {
     using T = decltype(tag);

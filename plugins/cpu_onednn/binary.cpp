@@ -16,20 +16,6 @@ namespace {
 
 enum class BinOp { add, sub, mul, div };
 
-constexpr const char* op_name(BinOp op) {
-  switch (op) {
-    case BinOp::add:
-      return "add";
-    case BinOp::sub:
-      return "sub";
-    case BinOp::mul:
-      return "mul";
-    case BinOp::div:
-      return "div";
-  }
-  return "?";
-}
-
 // Integers wrap on overflow (two's complement) rather than invoke UB: the
 // arithmetic is done in the unsigned type of the same width.
 template <class T>
@@ -164,22 +150,8 @@ void binary_typed(const KernelCall& c) {
 
 template <BinOp Op>
 void binary_kernel(const KernelCall& c) {
-  constexpr const char* name = op_name(Op);
-  BP_CHECK(c.num_inputs() == 2 && c.num_outputs() == 1, name,
-           "expected 2 inputs and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
+  check::elementwise(c, 2, false);
   const TensorRef out = c.output(0);
-  for (int i = 0; i < 2; ++i) {
-    const TensorRef in = c.input(i);
-    BP_CHECK(in.dtype() == out.dtype(), name,
-             "input " << i << " is " << bp::sdk::dtype_name(in.dtype()) << " but the output is "
-                      << bp::sdk::dtype_name(out.dtype()));
-    BP_CHECK(in.ndim() == out.ndim(), name,
-             "input " << i << " has rank " << in.ndim() << ", the output " << out.ndim());
-    for (int d = 0; d < out.ndim(); ++d)
-      BP_CHECK(in.size(d) == out.size(d), name,
-               "input " << i << " has size " << in.size(d) << " in dim " << d << ", the output "
-                        << out.size(d));
-  }
   bp::sdk::visit_dtype(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
     constexpr bool ok = Op == BinOp::div   ? std::is_floating_point_v<T>
@@ -188,8 +160,7 @@ void binary_kernel(const KernelCall& c) {
     if constexpr (ok) {
       binary_typed<T, Op>(c);
     } else {
-      throw bp::sdk::Unsupported(std::string("[") + name + "] not implemented for " +
-                                 bp::sdk::dtype_name(out.dtype()));
+      bp::sdk::unsupported(c, out.dtype());
     }
   });
 }
@@ -210,8 +181,7 @@ struct MinMaxFn {
 
 template <bool kMax>
 void minmax_kernel(const KernelCall& c) {
-  constexpr const char* name = kMax ? "maximum" : "minimum";
-  const bp_dtype dt = check_elementwise(c, name, 2, 0, false);
+  const bp_dtype dt = check::elementwise(c, 2, false);
   if (c.output(0).numel() == 0) return;
   bp::sdk::visit_dtype(dt, [&](auto tag) {
     using T = decltype(tag);
@@ -247,7 +217,7 @@ bool any_negative(const TensorRef& t) {
 }
 
 void pow_kernel(const KernelCall& c) {
-  const bp_dtype dt = check_elementwise(c, "pow", 2, 0, false);
+  const bp_dtype dt = check::elementwise(c, 2, false);
   const TensorRef out = c.output(0), a = c.input(0), b = c.input(1);
   if (out.numel() == 0) return;
   bp::sdk::visit_dtype(dt, [&](auto tag) {

@@ -11,28 +11,6 @@ namespace {
 
 enum class Cmp { eq, ne, lt, le, gt, ge, logical_and, logical_or };
 
-constexpr const char* cmp_name(Cmp op) {
-  switch (op) {
-    case Cmp::eq:
-      return "eq";
-    case Cmp::ne:
-      return "ne";
-    case Cmp::lt:
-      return "lt";
-    case Cmp::le:
-      return "le";
-    case Cmp::gt:
-      return "gt";
-    case Cmp::ge:
-      return "ge";
-    case Cmp::logical_and:
-      return "logical_and";
-    case Cmp::logical_or:
-      return "logical_or";
-  }
-  return "?";
-}
-
 template <class T, Cmp Op>
 struct CmpFn {
   bool operator()(T x, T y) const {
@@ -49,8 +27,7 @@ struct CmpFn {
 
 template <Cmp Op>
 void compare_kernel(const KernelCall& c) {
-  constexpr const char* name = cmp_name(Op);
-  const bp_dtype dt = check_elementwise(c, name, 2, 0, true);
+  const bp_dtype dt = check::elementwise(c, 2, true);
   if (c.output(0).numel() == 0) return;
   bp::sdk::visit_dtype(dt, [&](auto tag) {
     using T = decltype(tag);
@@ -86,7 +63,7 @@ void where_typed(const TensorRef& out, const TensorRef& cond, const TensorRef& a
 }
 
 void where_kernel(const KernelCall& c) {
-  const bp_dtype dt = check_elementwise(c, "where", 3, 1, false, /*skip_dtype=*/0);
+  const bp_dtype dt = check::elementwise(c, 3, false, /*dispatch=*/1, /*skip=*/0);
   BP_CHECK(c.input(0).dtype() == BP_DTYPE_BOOL, "where",
            "the condition must be bool, got " << bp::sdk::dtype_name(c.input(0).dtype()));
   if (c.output(0).numel() == 0) return;

@@ -42,8 +42,7 @@ void fill_typed(const TensorRef& out, T value) {
 }
 
 void fill_kernel(const KernelCall& c) {
-  BP_CHECK(c.num_outputs() == 1, "fill", "expected 1 output, got " << c.num_outputs());
-  BP_CHECK(c.attrs().num_scalars >= 1, "fill", "the fill value (scalars[0]) is missing");
+  check::fill(c);
   const TensorRef out = c.output(0);
   bp::sdk::visit_dtype(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -85,14 +84,8 @@ void copy_typed(const TensorRef& out, const TensorRef& in) {
 }
 
 void copy_kernel(const KernelCall& c) {
-  BP_CHECK(c.num_inputs() == 1 && c.num_outputs() == 1, "copy",
-           "expected 1 input and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
+  check::copy(c);
   const TensorRef in = c.input(0), out = c.output(0);
-  BP_CHECK(in.ndim() == out.ndim(), "copy",
-           "input rank " << in.ndim() << " differs from output rank " << out.ndim());
-  for (int d = 0; d < in.ndim(); ++d)
-    BP_CHECK(in.size(d) == out.size(d), "copy",
-             "input and output differ in dim " << d << ": " << in.size(d) << " vs " << out.size(d));
   bp::sdk::visit_dtype(in.dtype(), [&](auto from_tag) {
     bp::sdk::visit_dtype(out.dtype(), [&](auto to_tag) {
       copy_typed<decltype(to_tag), decltype(from_tag)>(out, in);

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <vector>
+#include <backplane/sdk/checks.hpp>
 #include <backplane/sdk/plugin.hpp>
 #include <backplane/sdk/strided.hpp>
 #include <backplane/sdk/tensor.hpp>
@@ -35,15 +36,8 @@ inline constexpr int64_t kParallelMinElements = 65536;
 // Below this many multiply-adds (m*n*k) the plugin's matmul loop wins.
 inline constexpr int64_t kDnnlMinMatmulFlops = 32768;
 
-// User-facing check: throws InvalidArgument with the op name first.
-#define BP_CHECK(cond, op, ...)                             \
-  do {                                                      \
-    if (!(cond)) {                                          \
-      std::ostringstream bp_check_os_;                      \
-      bp_check_os_ << "[" << (op) << "] " << __VA_ARGS__;   \
-      throw ::bp::sdk::InvalidArgument(bp_check_os_.str()); \
-    }                                                       \
-  } while (0)
+// User-facing check: throws InvalidArgument("[op] message").
+#define BP_CHECK BP_SDK_CHECK
 
 // ---------------------------------------------------------------------------
 // oneDNN context and primitive cache (primitive_cache.cpp)
@@ -315,23 +309,10 @@ void unary_map(const TensorRef& out, const TensorRef& in, F f) {
 // Checks and descriptors shared by the kernel families
 // ---------------------------------------------------------------------------
 
-inline constexpr std::initializer_list<bp_dtype> kAllDtypes = {
-    BP_DTYPE_BOOL, BP_DTYPE_INT32, BP_DTYPE_INT64, BP_DTYPE_FLOAT32, BP_DTYPE_FLOAT64};
-inline constexpr std::initializer_list<bp_dtype> kNumericDtypes = {
-    BP_DTYPE_INT32, BP_DTYPE_INT64, BP_DTYPE_FLOAT32, BP_DTYPE_FLOAT64};
-inline constexpr std::initializer_list<bp_dtype> kFloatDtypes = {BP_DTYPE_FLOAT32,
-                                                                 BP_DTYPE_FLOAT64};
-
-// Checks operand counts, that every input has out's shape and the dtype of
-// input `dispatch_input` (input `skip_dtype` excepted), and that out has that
-// dtype too, or bool when `bool_out`. Returns that dispatch dtype.
-bp_dtype check_elementwise(const KernelCall& c, const char* op, int num_inputs, int dispatch_input,
-                           bool bool_out, int skip_dtype = -1);
-
-// ints[slot] as a dim of a rank-`ndim` tensor, negatives counted from the
-// end; a 0-d tensor accepts 0 and -1.
-int dim_attr(const KernelCall& c, const char* op, int slot, int ndim);
-
+using bp::sdk::kAllDtypes;
+using bp::sdk::kFloatDtypes;
+using bp::sdk::kNumericDtypes;
+namespace check = bp::sdk::check;  // the contract of each op (backplane/sdk/checks.hpp)
 using bp::sdk::TensorDesc;
 
 // ---------------------------------------------------------------------------

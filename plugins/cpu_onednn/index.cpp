@@ -36,11 +36,6 @@ void check_indices(const char* op, const TensorRef& index, int dim, int64_t size
                     << size << " (valid range: [0, " << size << "))");
 }
 
-void check_int64_index(const char* op, const TensorRef& index) {
-  BP_CHECK(index.dtype() == BP_DTYPE_INT64, op,
-           "the index must be int64, got " << bp::sdk::dtype_name(index.dtype()));
-}
-
 // out[e] = src_line(e)[index[e] * sd] for every element e of out, where the
 // views share out's shape and src's indexed dim has stride 0.
 template <class T>
@@ -58,26 +53,9 @@ void lookup(const TensorRef& out, const TensorRef& index, const TensorRef& src, 
 }
 
 void gather_kernel(const KernelCall& c) {
-  BP_CHECK(c.num_inputs() == 2 && c.num_outputs() == 1, "gather",
-           "expected 2 inputs and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
+  const int d = check::gather(c);
   const TensorRef self = c.input(0), index = c.input(1), out = c.output(0);
-  check_int64_index("gather", index);
-  BP_CHECK(out.dtype() == self.dtype(), "gather",
-           "the output is " << bp::sdk::dtype_name(out.dtype()) << ", the input "
-                            << bp::sdk::dtype_name(self.dtype()));
-  BP_CHECK(self.ndim() == out.ndim() && index.ndim() == out.ndim(), "gather",
-           "input, index and output must share one rank, got "
-               << self.ndim() << ", " << index.ndim() << ", " << out.ndim());
-  const int d = dim_attr(c, "gather", 0, self.ndim());
   TensorDesc x(self), o(out), idx(index);
-  for (int k = 0; k < o.ndim(); ++k) {
-    BP_CHECK(
-        idx.size(k) == o.size(k), "gather",
-        "the index has size " << idx.size(k) << " in dim " << k << ", the output " << o.size(k));
-    BP_CHECK(k == d || o.size(k) <= x.size(k), "gather",
-             "the index has size " << o.size(k) << " in dim " << k << ", more than the input's "
-                                   << x.size(k));
-  }
   if (out.numel() == 0) return;
   check_indices("gather", idx.ref(), d, x.size(d));
   const int64_t sd = x.stride(d);
@@ -88,23 +66,10 @@ void gather_kernel(const KernelCall& c) {
 }
 
 void index_select_kernel(const KernelCall& c) {
-  BP_CHECK(c.num_inputs() == 2 && c.num_outputs() == 1, "index_select",
-           "expected 2 inputs and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
+  const int d = check::index_select(c);
   const TensorRef self = c.input(0), index = c.input(1), out = c.output(0);
-  check_int64_index("index_select", index);
-  BP_CHECK(index.ndim() <= 1, "index_select", "the index must be 1-D, got rank " << index.ndim());
-  BP_CHECK(out.dtype() == self.dtype(), "index_select",
-           "the output is " << bp::sdk::dtype_name(out.dtype()) << ", the input "
-                            << bp::sdk::dtype_name(self.dtype()));
-  BP_CHECK(self.ndim() == out.ndim(), "index_select",
-           "the output must keep the input's rank " << self.ndim() << ", got " << out.ndim());
-  const int d = dim_attr(c, "index_select", 0, self.ndim());
   TensorDesc x(self), o(out), flat(index);
   const int64_t m = flat.size(0);
-  for (int k = 0; k < o.ndim(); ++k)
-    BP_CHECK(
-        o.size(k) == (k == d ? m : x.size(k)), "index_select",
-        "output dim " << k << " must be " << (k == d ? m : x.size(k)) << ", got " << o.size(k));
   if (out.numel() == 0) return;
   check_indices("index_select", flat.ref(), d, x.size(d));
   TensorDesc idx(index, o.ref());  // the index broadcast over out's shape
@@ -117,31 +82,11 @@ void index_select_kernel(const KernelCall& c) {
 }
 
 void scatter_kernel(const KernelCall& c) {
-  BP_CHECK(c.num_inputs() == 2 && c.num_outputs() == 1, "scatter",
-           "expected 2 inputs and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
+  const check::ScatterArgs args = check::scatter(c);
+  const int d = args.dim;
+  const bool accumulate = args.reduction == 1;
   const TensorRef index = c.input(0), src = c.input(1), out = c.output(0);
-  check_int64_index("scatter", index);
-  const int64_t reduction = c.attrs().num_ints > 1 ? c.attrs().ints[1] : 0;
-  if (reduction != 0 && reduction != 1)
-    throw bp::sdk::Unsupported("[scatter] reduction " + std::to_string(reduction) +
-                               " is not supported (0 none, 1 add)");
-  const bool accumulate = reduction == 1;
-  BP_CHECK(src.dtype() == out.dtype(), "scatter",
-           "the source is " << bp::sdk::dtype_name(src.dtype()) << ", the output "
-                            << bp::sdk::dtype_name(out.dtype()));
-  BP_CHECK(index.ndim() == out.ndim() && src.ndim() == out.ndim(), "scatter",
-           "index, source and output must share one rank, got "
-               << index.ndim() << ", " << src.ndim() << ", " << out.ndim());
-  const int d = dim_attr(c, "scatter", 0, out.ndim());
   TensorDesc o(out), idx(index), s(src);
-  for (int k = 0; k < o.ndim(); ++k) {
-    BP_CHECK(
-        s.size(k) == idx.size(k), "scatter",
-        "the source has size " << s.size(k) << " in dim " << k << ", the index " << idx.size(k));
-    BP_CHECK(k == d || idx.size(k) <= o.size(k), "scatter",
-             "the index has size " << idx.size(k) << " in dim " << k << ", more than the output's "
-                                   << o.size(k));
-  }
   if (index.numel() == 0) return;
   check_indices("scatter", idx.ref(), d, o.size(d));
   // One line along d per thread-owned position: positions differ in some

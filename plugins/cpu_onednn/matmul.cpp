@@ -140,26 +140,10 @@ void fill_zero(const MatmulShape& s, const TensorRef& out) {
 }
 
 void matmul_kernel(const KernelCall& c) {
-  BP_CHECK(c.num_inputs() == 2 && c.num_outputs() == 1, "matmul",
-           "expected 2 inputs and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
+  const int64_t batch = check::matmul(c);
   const TensorRef a = c.input(0), b = c.input(1), out = c.output(0);
   const int nd = out.ndim();
-  BP_CHECK(nd >= 2 && a.ndim() == nd && b.ndim() == nd, "matmul",
-           "operands must share a rank >= 2, got " << a.ndim() << ", " << b.ndim() << " -> " << nd);
-  BP_CHECK(a.dtype() == out.dtype() && b.dtype() == out.dtype(), "matmul",
-           "operands must share one dtype, got " << bp::sdk::dtype_name(a.dtype()) << ", "
-                                                 << bp::sdk::dtype_name(b.dtype()) << " -> "
-                                                 << bp::sdk::dtype_name(out.dtype()));
-  MatmulShape s{nd, out.size(nd - 2), out.size(nd - 1), a.size(nd - 1), 1};
-  BP_CHECK(a.size(nd - 2) == s.m && b.size(nd - 2) == s.k && b.size(nd - 1) == s.n, "matmul",
-           "shapes do not chain: [" << a.size(nd - 2) << ", " << s.k << "] @ [" << b.size(nd - 2)
-                                    << ", " << b.size(nd - 1) << "] -> [" << s.m << ", " << s.n
-                                    << "]");
-  for (int d = 0; d < nd - 2; ++d) {
-    BP_CHECK(a.size(d) == out.size(d) && b.size(d) == out.size(d), "matmul",
-             "batch dim " << d << " is not broadcast to the output's " << out.size(d));
-    s.batch *= out.size(d);
-  }
+  const MatmulShape s{nd, out.size(nd - 2), out.size(nd - 1), a.size(nd - 1), batch};
   if (s.batch * s.m * s.n == 0) return;
   bp::sdk::visit_dtype(out.dtype(), [&](auto tag) {
     using T = decltype(tag);

@@ -58,16 +58,9 @@ void random_fill(const TensorRef& out, uint64_t seed, uint64_t offset) {
 }
 
 void random_kernel(const KernelCall& c) {
-  BP_CHECK(c.num_inputs() == 0 && c.num_outputs() == 1, "random",
-           "expected no inputs and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
-  BP_CHECK(
-      c.attrs().num_ints >= 3, "random",
-      "expected ints[0..2] = distribution, seed, offset; got " << c.attrs().num_ints << " ints");
-  const int64_t dist = c.attrs().ints[0];
-  BP_CHECK(dist == 0 || dist == 1, "random",
-           "unknown distribution " << dist << " (0 uniform, 1 normal)");
-  const uint64_t seed = static_cast<uint64_t>(c.attrs().ints[1]);
-  const uint64_t offset = static_cast<uint64_t>(c.attrs().ints[2]);
+  const check::RandomArgs args = check::random(c);
+  const int64_t dist = args.distribution;
+  const uint64_t seed = args.seed, offset = args.offset;
   const TensorRef out = c.output(0);
   if (out.numel() == 0) return;
   bp::sdk::visit_dtype(out.dtype(), [&](auto tag) {

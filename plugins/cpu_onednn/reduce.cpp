@@ -18,11 +18,6 @@ namespace {
 
 enum class Red { sum, prod, max, min };
 
-template <Red R>
-constexpr const char* red_name() {
-  return R == Red::sum ? "sum" : R == Red::prod ? "prod" : R == Red::max ? "max" : "min";
-}
-
 template <Red R, class Acc>
 struct Reducer {
   static Acc identity() {
@@ -243,26 +238,13 @@ void reduce_typed(const TensorRef& out, const TensorRef& in) {
 
 template <Red R>
 void reduce_kernel(const KernelCall& c) {
-  constexpr const char* name = red_name<R>();
-  BP_CHECK(c.num_inputs() == 1 && c.num_outputs() == 1, name,
-           "expected 1 input and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
+  check::reduce(c);
   const TensorRef in = c.input(0), out = c.output(0);
-  BP_CHECK(in.ndim() == out.ndim(), name,
-           "the output must keep the input's rank " << in.ndim() << ", got " << out.ndim());
-  for (int d = 0; d < in.ndim(); ++d)
-    BP_CHECK(out.size(d) == in.size(d) || out.size(d) == 1, name,
-             "output dim " << d << " must be " << in.size(d) << " or 1, got " << out.size(d));
-  if constexpr (R == Red::max || R == Red::min)
-    BP_CHECK(in.numel() > 0 || out.numel() == 0, name, "cannot reduce an empty tensor");
   bp::sdk::visit_dtype(in.dtype(), [&](auto tag) {
     using T = decltype(tag);
     constexpr bool widen = R == Red::sum || R == Red::prod;
     using Out = std::conditional_t<std::is_floating_point_v<T> || !widen, T, int64_t>;
     using Acc = std::conditional_t<std::is_floating_point_v<T> && widen, double, Out>;
-    BP_CHECK(out.dtype() == bp::sdk::dtype_of<Out>::value, name,
-             "a " << bp::sdk::dtype_name(in.dtype()) << " " << name << " is "
-                  << bp::sdk::dtype_name(bp::sdk::dtype_of<Out>::value) << ", the output is "
-                  << bp::sdk::dtype_name(out.dtype()));
     reduce_typed<R, T, Out, Acc>(out, in);
   });
 }

@@ -134,16 +134,14 @@ bool try_dnnl_softmax(const TensorRef& out, const TensorRef& in, int dim) {
 
 template <bool kLog>
 void softmax_kernel(const KernelCall& c) {
-  constexpr const char* name = kLog ? "log_softmax" : "softmax";
-  const bp_dtype dt = check_elementwise(c, name, 1, 0, false);
+  const int d = check::softmax(c);
   const TensorRef in = c.input(0), out = c.output(0);
-  const int d = dim_attr(c, name, 0, in.ndim());
+  const bp_dtype dt = in.dtype();
   if (out.numel() == 0) return;
   bp::sdk::visit_dtype(dt, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (!std::is_floating_point_v<T>) {
-      throw bp::sdk::Unsupported(std::string("[") + name + "] not implemented for " +
-                                 bp::sdk::dtype_name(dt));
+      bp::sdk::unsupported(c, dt);
     } else {
       if constexpr (std::is_same_v<T, float>) {
         if (in.ndim() > 0 && out.numel() >= kDnnlMinElements && try_dnnl_softmax<kLog>(out, in, d))

@@ -16,12 +16,6 @@ namespace {
 
 enum class Un { relu, neg, abs, exp, log, sqrt, sigmoid, tanh, clamp };
 
-constexpr const char* un_name(Un op) {
-  constexpr const char* names[] = {"relu", "neg",     "abs",  "exp",  "log",
-                                   "sqrt", "sigmoid", "tanh", "clamp"};
-  return names[static_cast<int>(op)];
-}
-
 // The oneDNN algorithm that matches the loop closely enough, if any.
 constexpr bool dnnl_alg(Un op, dnnl::algorithm* alg) {
   // relu stays on the loop: oneDNN's relu turns NaN into 0, and the loop is
@@ -104,46 +98,12 @@ bool try_dnnl_eltwise(dnnl::algorithm alg, const TensorRef& out, const TensorRef
   return true;
 }
 
-// A CLAMP bound as T. For an integer T, a fractional bound rounds inwards
-// (ceil for lo, floor for hi) and any bound saturates to T's range, which
-// clamps every integer exactly as the real-valued bound would.
-template <class T>
-T clamp_bound(const bp_scalar& s, bool lower) {
-  using lim = std::numeric_limits<T>;
-  const bool is_float = s.dtype == BP_DTYPE_FLOAT32 || s.dtype == BP_DTYPE_FLOAT64;
-  if constexpr (std::is_floating_point_v<T>) {
-    return is_float ? static_cast<T>(s.value.f) : static_cast<T>(s.value.i);
-  } else {
-    double v = is_float ? s.value.f : 0.0;
-    if (is_float) {
-      BP_CHECK(v == v, "clamp", "a NaN bound cannot clamp an integer tensor");
-      v = lower ? std::ceil(v) : std::floor(v);
-      if (v <= static_cast<double>(lim::lowest())) return lim::lowest();
-      if (v >= static_cast<double>(lim::max())) return lim::max();
-      return static_cast<T>(v);
-    }
-    const int64_t i = s.value.i;
-    if (i <= static_cast<int64_t>(lim::lowest())) return lim::lowest();
-    if (i >= static_cast<int64_t>(lim::max())) return lim::max();
-    return static_cast<T>(i);
-  }
-}
-
 template <class T, Un Op>
 void unary_typed(const KernelCall& c, const TensorRef& out, const TensorRef& in) {
   UnaryFn<T, Op> fn{};
   if constexpr (Op == Un::clamp) {
-    using lim = std::numeric_limits<T>;
-    BP_CHECK(c.attrs().num_ints >= 1, "clamp", "the bound flags (ints[0]) are missing");
-    const int64_t given = c.attrs().ints[0];
-    const int needed = (given & 2) ? 2 : (given & 1) ? 1 : 0;
-    BP_CHECK(
-        c.attrs().num_scalars >= needed, "clamp",
-        "ints[0] = " << given << " needs " << needed << " scalars, got " << c.attrs().num_scalars);
-    fn.lo = (given & 1) ? clamp_bound<T>(c.scalar(0), true)
-                        : (lim::has_infinity ? -lim::infinity() : lim::lowest());
-    fn.hi = (given & 2) ? clamp_bound<T>(c.scalar(1), false)
-                        : (lim::has_infinity ? lim::infinity() : lim::max());
+    // check::clamp ran in unary_kernel.
+    bp::sdk::clamp_bounds<T>(c, c.attrs().ints[0], &fn.lo, &fn.hi);
   }
   if (out.numel() == 0) return;
   if constexpr (std::is_same_v<T, float>) {
@@ -156,15 +116,14 @@ void unary_typed(const KernelCall& c, const TensorRef& out, const TensorRef& in)
 
 template <Un Op>
 void unary_kernel(const KernelCall& c) {
-  constexpr const char* name = un_name(Op);
-  const bp_dtype dt = check_elementwise(c, name, 1, 0, false);
+  const bp_dtype dt = Op == Un::clamp ? (check::clamp(c), c.input(0).dtype())
+                                       : check::elementwise(c, 1, false);
   bp::sdk::visit_dtype(dt, [&](auto tag) {
     using T = decltype(tag);
     constexpr bool float_only =
         Op == Un::exp || Op == Un::log || Op == Un::sqrt || Op == Un::sigmoid || Op == Un::tanh;
     if constexpr (std::is_same_v<T, bool> || (float_only && !std::is_floating_point_v<T>)) {
-      throw bp::sdk::Unsupported(std::string("[") + name + "] not implemented for " +
-                                 bp::sdk::dtype_name(dt));
+      bp::sdk::unsupported(c, dt);
     } else {
       unary_typed<T, Op>(c, c.output(0), c.input(0));
     }
@@ -172,7 +131,7 @@ void unary_kernel(const KernelCall& c) {
 }
 
 void logical_not_kernel(const KernelCall& c) {
-  const bp_dtype dt = check_elementwise(c, "logical_not", 1, 0, true);
+  const bp_dtype dt = check::elementwise(c, 1, true);
   if (c.output(0).numel() == 0) return;
   bp::sdk::visit_dtype(dt, [&](auto tag) {
     using T = decltype(tag);

@@ -114,23 +114,9 @@ struct NegativeCheck {
   }
 };
 
-// Checks the inputs against the output's shape and the given dtype.
-void check_inputs(const KernelCall& c, int num_inputs, int first, bp_dtype dtype) {
-  BP_CHECK(c.num_inputs() == num_inputs && c.num_outputs() == 1,
-           "expected " << num_inputs << " inputs and 1 output, got " << c.num_inputs() << " and "
-                       << c.num_outputs());
-  for (int i = first; i < num_inputs; ++i) {
-    const TensorRef in = c.input(i);
-    check_same_shape(in, c.output(0), i == 0 ? "input 0" : i == 1 ? "input 1" : "input 2");
-    BP_CHECK(in.dtype() == dtype, "input " << i << " is " << bp::sdk::dtype_name(in.dtype())
-                                           << ", expected " << bp::sdk::dtype_name(dtype));
-  }
-}
-
 void arith_kernel(const KernelCall& c) {
-  const TensorRef out = c.output(0);
-  check_inputs(c, 2, 0, out.dtype());
-  const TensorRef a = c.input(0), b = c.input(1);
+  check::elementwise(c, 2, false);
+  const TensorRef out = c.output(0), a = c.input(0), b = c.input(1);
   const int kind = c.op() == BP_OP_ADD       ? kAdd
                    : c.op() == BP_OP_SUB     ? kSub
                    : c.op() == BP_OP_MUL     ? kMul
@@ -160,10 +146,8 @@ void arith_kernel(const KernelCall& c) {
 }
 
 void compare_kernel(const KernelCall& c) {
-  check_inputs(c, 2, 0, c.input(0).dtype());
+  check::elementwise(c, 2, true);
   const TensorRef out = c.output(0), a = c.input(0), b = c.input(1);
-  BP_CHECK(out.dtype() == BP_DTYPE_BOOL,
-           "the output must be bool, got " << bp::sdk::dtype_name(out.dtype()));
   const cudaStream_t s = prepare(out);
   const bp_op op = c.op();
   bp::sdk::visit_dtype(a.dtype(), [&](auto tag) {
@@ -184,10 +168,8 @@ void compare_kernel(const KernelCall& c) {
 }
 
 void where_kernel(const KernelCall& c) {
-  const TensorRef out = c.output(0);
-  check_inputs(c, 3, 1, out.dtype());
-  const TensorRef cond = c.input(0);
-  check_same_shape(cond, out, "the condition");
+  check::elementwise(c, 3, false, /*dispatch=*/1, /*skip=*/0);
+  const TensorRef out = c.output(0), cond = c.input(0);
   BP_CHECK(cond.dtype() == BP_DTYPE_BOOL,
            "the condition must be bool, got " << bp::sdk::dtype_name(cond.dtype()));
   const cudaStream_t s = prepare(out);

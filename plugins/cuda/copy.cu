@@ -94,8 +94,7 @@ void fill_typed(cudaStream_t s, const TensorRef& out, T value) {
 }
 
 void fill_kernel(const KernelCall& c) {
-  BP_CHECK(c.num_outputs() == 1, "expected 1 output, got " << c.num_outputs());
-  BP_CHECK(c.attrs().num_scalars >= 1, "the fill value (scalars[0]) is missing");
+  check::fill(c);
   const TensorRef out = c.output(0);
   const cudaStream_t s = prepare(out);
   bp::sdk::visit_dtype(out.dtype(), [&](auto tag) {
@@ -122,8 +121,7 @@ void copy_typed(cudaStream_t s, const TensorRef& out, const TensorRef& in) {
 }
 
 void copy_kernel(const KernelCall& c) {
-  BP_CHECK(c.num_inputs() == 1 && c.num_outputs() == 1,
-           "expected 1 input and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
+  check::copy(c);
   copy_tensor(prepare(c.output(0)), c.output(0).raw(), c.input(0).raw());
 }
 

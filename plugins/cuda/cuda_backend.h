@@ -6,6 +6,7 @@
 #include <backplane/plugin.h>
 #include <cuda_runtime_api.h>
 
+#include <backplane/sdk/checks.hpp>
 #include <backplane/sdk/plugin.hpp>
 #include <backplane/sdk/tensor.hpp>
 #include <cstddef>
@@ -167,8 +168,6 @@ using bp::sdk::is_dense;
 using bp::sdk::same_strides;
 // Throws unless `t` has `out`'s shape.
 void check_same_shape(const TensorRef& t, const TensorRef& out, const char* what);
-// The dim `d` (negative counts from the end) checked against rank `ndim`.
-int normalize_dim(int64_t d, int ndim);
 
 // out = cast(in) for any dtypes and strides (the COPY kernel), on `s`.
 void copy_tensor(cudaStream_t s, const bp_tensor& out, const bp_tensor& in);
@@ -178,6 +177,8 @@ void fill_zero(cudaStream_t s, const bp_tensor& out);
 // ---------------------------------------------------------------------------
 // Registration
 // ---------------------------------------------------------------------------
+
+namespace check = bp::sdk::check;  // the contract of each op (backplane/sdk/checks.hpp)
 
 inline constexpr uint32_t kAllDtypes = BP_DTYPE_MASK_ALL;
 inline constexpr uint32_t kFloatDtypes =

@@ -82,17 +82,6 @@ void check_indices(cudaStream_t s, const TensorRef& index, int64_t limit, int di
                                << limit << " (valid range: [0, " << limit << "))");
 }
 
-void check_index_dtype(const TensorRef& index) {
-  BP_CHECK(index.dtype() == BP_DTYPE_INT64,
-           "the index must be int64, got " << bp::sdk::dtype_name(index.dtype()));
-}
-
-void check_counts(const KernelCall& c) {
-  BP_CHECK(c.num_inputs() == 2 && c.num_outputs() == 1,
-           "expected 2 inputs and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
-  BP_CHECK(c.attrs().num_ints >= 1, "the dim (ints[0]) is missing");
-}
-
 // `t`'s strides with the one along `dim` zeroed (when t has dims at all).
 std::array<int64_t, BP_MAX_DIMS> without_dim(const TensorRef& t, int dim) {
   std::array<int64_t, BP_MAX_DIMS> s{};
@@ -101,20 +90,9 @@ std::array<int64_t, BP_MAX_DIMS> without_dim(const TensorRef& t, int dim) {
 }
 
 void gather_kernel(const KernelCall& c) {
-  check_counts(c);
+  const int dim = check::gather(c);
   const TensorRef src = c.input(0), index = c.input(1), out = c.output(0);
   const int nd = out.ndim();
-  const int dim = normalize_dim(c.attrs().ints[0], nd);
-  check_index_dtype(index);
-  check_same_shape(index, out, "the index");
-  BP_CHECK(src.ndim() == nd, "the input has rank " << src.ndim() << ", the index " << nd);
-  BP_CHECK(src.dtype() == out.dtype(), "the input is " << bp::sdk::dtype_name(src.dtype())
-                                                       << " but the output is "
-                                                       << bp::sdk::dtype_name(out.dtype()));
-  for (int d = 0; d < nd; ++d)
-    BP_CHECK(d == dim || out.size(d) <= src.size(d), "index size " << out.size(d) << " in dim " << d
-                                                                   << " exceeds the input's "
-                                                                   << src.size(d));
   if (out.numel() == 0) return;
   const cudaStream_t s = prepare(out);
   const int64_t esize = static_cast<int64_t>(bp::sdk::dtype_size(out.dtype()));
@@ -132,23 +110,11 @@ void gather_kernel(const KernelCall& c) {
 }
 
 void scatter_kernel(const KernelCall& c) {
-  check_counts(c);
+  const check::ScatterArgs args = check::scatter(c);
+  const int dim = args.dim;
+  const int64_t reduction = args.reduction;
   const TensorRef index = c.input(0), src = c.input(1), self = c.output(0);
   const int nd = self.ndim();
-  const int dim = normalize_dim(c.attrs().ints[0], nd);
-  const int64_t reduction = c.attrs().num_ints >= 2 ? c.attrs().ints[1] : 0;
-  if (reduction != 0 && reduction != 1)
-    BP_UNSUPPORTED("reduction " << reduction << " is not supported");
-  check_index_dtype(index);
-  BP_CHECK(index.ndim() == nd, "the index has rank " << index.ndim() << ", self " << nd);
-  check_same_shape(src, index, "the source");
-  BP_CHECK(src.dtype() == self.dtype(), "the source is " << bp::sdk::dtype_name(src.dtype())
-                                                         << " but self is "
-                                                         << bp::sdk::dtype_name(self.dtype()));
-  for (int d = 0; d < nd; ++d)
-    BP_CHECK(d == dim || index.size(d) <= self.size(d),
-             "the index has size " << index.size(d) << " in dim " << d
-                                   << ", more than the output's " << self.size(d));
   if (index.numel() == 0) return;
   const cudaStream_t s = prepare(self);
   const int64_t esize = static_cast<int64_t>(bp::sdk::dtype_size(self.dtype()));
@@ -171,21 +137,9 @@ void scatter_kernel(const KernelCall& c) {
 }
 
 void index_select_kernel(const KernelCall& c) {
-  check_counts(c);
+  const int dim = check::index_select(c);
   const TensorRef src = c.input(0), index = c.input(1), out = c.output(0);
   const int nd = out.ndim();
-  const int dim = normalize_dim(c.attrs().ints[0], nd);
-  check_index_dtype(index);
-  BP_CHECK(index.ndim() <= 1, "the index must be 1-D, got rank " << index.ndim());
-  BP_CHECK(src.ndim() == nd, "the input has rank " << src.ndim() << ", the output " << nd);
-  BP_CHECK(src.dtype() == out.dtype(), "the input is " << bp::sdk::dtype_name(src.dtype())
-                                                       << " but the output is "
-                                                       << bp::sdk::dtype_name(out.dtype()));
-  const int64_t count = index.numel();
-  for (int d = 0; d < nd; ++d)
-    BP_CHECK(out.size(d) == (d == dim ? count : src.size(d)),
-             "output dim " << d << " must be " << (d == dim ? count : src.size(d)) << ", got "
-                           << out.size(d));
   if (out.numel() == 0) return;
   const cudaStream_t s = prepare(out);
   const int64_t esize = static_cast<int64_t>(bp::sdk::dtype_size(out.dtype()));

@@ -11,12 +11,6 @@ void check_same_shape(const TensorRef& t, const TensorRef& out, const char* what
                                             << ", the output " << out.size(d));
 }
 
-int normalize_dim(int64_t d, int ndim) {
-  const int64_t n = ndim == 0 ? 1 : ndim;  // a 0-d tensor takes dim 0 or -1
-  BP_CHECK(d >= -n && d < n, "dim " << d << " is out of range [" << -n << ", " << n - 1 << "]");
-  return static_cast<int>(d < 0 ? d + n : d);
-}
-
 ErrorFlag::ErrorFlag(int device, cudaStream_t stream)
     : stream_(stream), scratch_(device, sizeof(DeviceError)) {
   BP_CUDA_CHECK(cudaMemsetAsync(scratch_.get(), 0, sizeof(DeviceError), stream_));

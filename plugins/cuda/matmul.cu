@@ -160,23 +160,10 @@ void matmul_typed(cudaStream_t s, const TensorRef& out, const TensorRef& a_in,
 }
 
 void matmul_kernel(const KernelCall& c) {
-  BP_CHECK(c.num_inputs() == 2 && c.num_outputs() == 1,
-           "expected 2 inputs and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
+  check::matmul(c);
   const TensorRef a = c.input(0), b = c.input(1), out = c.output(0);
   const int nd = out.ndim();
-  BP_CHECK(nd >= 2 && a.ndim() == nd && b.ndim() == nd,
-           "operands must share a rank >= 2, got " << a.ndim() << ", " << b.ndim() << " -> " << nd);
-  BP_CHECK(a.dtype() == out.dtype() && b.dtype() == out.dtype(),
-           "operands must share one dtype, got " << bp::sdk::dtype_name(a.dtype()) << ", "
-                                                 << bp::sdk::dtype_name(b.dtype()) << " -> "
-                                                 << bp::sdk::dtype_name(out.dtype()));
-  const int64_t m = out.size(nd - 2), n = out.size(nd - 1), k = a.size(nd - 1);
-  BP_CHECK(a.size(nd - 2) == m && b.size(nd - 2) == k && b.size(nd - 1) == n,
-           "shapes do not chain: [" << a.size(nd - 2) << ", " << k << "] @ [" << b.size(nd - 2)
-                                    << ", " << b.size(nd - 1) << "] -> [" << m << ", " << n << "]");
-  for (int d = 0; d < nd - 2; ++d)
-    BP_CHECK(a.size(d) == out.size(d) && b.size(d) == out.size(d),
-             "batch dim " << d << " is not broadcast to the output's " << out.size(d));
+  const int64_t k = a.size(nd - 1);
   if (out.numel() == 0) return;
   const cudaStream_t s = prepare(out);
   if (k == 0) return fill_zero(s, out.raw());

@@ -9,13 +9,6 @@ namespace bp::cuda {
 namespace {
 thread_local const char* t_current_op = "cuda";
 
-constexpr const char* kOpNames[BP_OP_COUNT] = {
-    "fill",       "copy",        "add",    "sub",         "mul",          "div",     "relu",
-    "sum",        "matmul",      "neg",    "abs",         "exp",          "log",     "sqrt",
-    "sigmoid",    "tanh",        "clamp",  "logical_not", "maximum",      "minimum", "pow",
-    "eq",         "ne",          "lt",     "le",          "gt",           "ge",      "logical_and",
-    "logical_or", "where",       "prod",   "max",         "min",          "argmax",  "argmin",
-    "softmax",    "log_softmax", "gather", "scatter",     "index_select", "random"};
 }  // namespace
 
 const char* current_op() {
@@ -23,7 +16,7 @@ const char* current_op() {
 }
 
 const char* op_name(int op) {
-  return op >= 0 && op < BP_OP_COUNT ? kOpNames[op] : "op?";
+  return bp::sdk::op_name(op);
 }
 
 OpScope::OpScope(const char* name) : previous_(t_current_op) {

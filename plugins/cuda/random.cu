@@ -53,20 +53,14 @@ __global__ void __launch_bounds__(kBlock) random_kernel(T* out, RandomArgs a) {
 }
 
 void random_kernel_entry(const KernelCall& c) {
-  BP_CHECK(c.num_inputs() == 0 && c.num_outputs() == 1,
-           "expected no input and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
-  const bp_attrs& attrs = c.attrs();
-  BP_CHECK(attrs.num_ints >= 3,
-           "expected ints = {distribution, seed, offset}, got " << attrs.num_ints << " values");
-  BP_CHECK(attrs.ints[0] == 0 || attrs.ints[0] == 1,
-           "distribution " << attrs.ints[0] << " is neither 0 (uniform) nor 1 (normal)");
+  const check::RandomArgs args = check::random(c);
   const TensorRef out = c.output(0);
   RandomArgs a{};
   a.n = out.numel();
   if (a.n == 0) return;
-  a.normal = static_cast<int>(attrs.ints[0]);
-  a.seed = static_cast<uint64_t>(attrs.ints[1]);
-  a.offset = static_cast<uint64_t>(attrs.ints[2]);
+  a.normal = static_cast<int>(args.distribution);
+  a.seed = args.seed;
+  a.offset = args.offset;
   // Order-preserving merge: dim d joins the next inner one when d's stride
   // is exactly the inner block's extent.
   int64_t sizes[BP_MAX_DIMS], strides[BP_MAX_DIMS];

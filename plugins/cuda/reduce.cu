@@ -250,46 +250,29 @@ void launch_reduce(cudaStream_t s, int device, ReduceArgs a) {
 }
 
 void reduce_kernel_entry(const KernelCall& c) {
-  BP_CHECK(c.num_inputs() == 1 && c.num_outputs() == 1,
-           "expected 1 input and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
+  const bp_op op = c.op();
+  const bool arg = op == BP_OP_ARGMAX || op == BP_OP_ARGMIN;
+  int dim = -1;
+  if (arg)
+    dim = check::arg_reduce(c);
+  else
+    check::reduce(c);
   const TensorRef in = c.input(0), out = c.output(0);
   const int nd = in.ndim();
-  BP_CHECK(out.ndim() == nd,
-           "the output must keep the input's rank " << nd << ", got " << out.ndim());
-  const bp_op op = c.op();
   const int kind = op == BP_OP_SUM      ? kSum
                    : op == BP_OP_PROD   ? kProd
                    : op == BP_OP_MAX    ? kMax
                    : op == BP_OP_MIN    ? kMin
                    : op == BP_OP_ARGMAX ? kArgMax
                                         : kArgMin;
-  const bool arg = kind == kArgMax || kind == kArgMin;
-  int dim = -1;
-  if (arg) {
-    BP_CHECK(c.attrs().num_ints >= 1, "the dim (ints[0]) is missing");
-    dim = normalize_dim(c.attrs().ints[0], nd);
-  }
   std::array<bool, BP_MAX_DIMS> reduced{};
-  for (int d = 0; d < nd; ++d) {
-    reduced[d] = arg ? d == dim : out.size(d) == 1 && in.size(d) != 1;
-    BP_CHECK(out.size(d) == (reduced[d] ? 1 : in.size(d)),
-             "output dim " << d << " must be " << (reduced[d] ? 1 : in.size(d)) << ", got "
-                           << out.size(d));
-  }
-  const bool floating = in.dtype() == BP_DTYPE_FLOAT32 || in.dtype() == BP_DTYPE_FLOAT64;
-  const bp_dtype want = arg                                            ? BP_DTYPE_INT64
-                        : (kind == kSum || kind == kProd) && !floating ? BP_DTYPE_INT64
-                                                                       : in.dtype();
-  BP_CHECK(out.dtype() == want, "the output must be " << bp::sdk::dtype_name(want) << ", got "
-                                                      << bp::sdk::dtype_name(out.dtype()));
+  for (int d = 0; d < nd; ++d) reduced[d] = arg ? d == dim : out.size(d) == 1 && in.size(d) != 1;
   ReduceArgs a{};
   a.outputs = out.numel();
   if (a.outputs == 0) return;
   a.reduced = 1;
   for (int d = 0; d < nd; ++d)
     if (reduced[d]) a.reduced *= in.size(d);
-  BP_CHECK(a.reduced > 0 || kind == kSum || kind == kProd,
-           "cannot reduce over an empty dimension: there is no identity");
   // Kept and reduced dims, each coalesced; make_layout puts the fastest last.
   const int64_t out_size = static_cast<int64_t>(bp::sdk::dtype_size(out.dtype()));
   int64_t ks[BP_MAX_DIMS], ki[BP_MAX_DIMS], ko[BP_MAX_DIMS], rs[BP_MAX_DIMS], ri[BP_MAX_DIMS];

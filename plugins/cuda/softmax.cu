@@ -92,16 +92,9 @@ int pow2_at_least(int64_t n, int cap) {
 }
 
 void softmax_kernel_entry(const KernelCall& c) {
-  BP_CHECK(c.num_inputs() == 1 && c.num_outputs() == 1,
-           "expected 1 input and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
+  const int dim = check::softmax(c);
   const TensorRef in = c.input(0), out = c.output(0);
-  check_same_shape(in, out, "the input");
-  BP_CHECK(in.dtype() == out.dtype(), "the input is " << bp::sdk::dtype_name(in.dtype())
-                                                      << " but the output is "
-                                                      << bp::sdk::dtype_name(out.dtype()));
-  BP_CHECK(c.attrs().num_ints >= 1, "the dim (ints[0]) is missing");
   const int nd = in.ndim();
-  const int dim = normalize_dim(c.attrs().ints[0], nd);
   if (in.numel() == 0) return;
   SoftmaxArgs a{};
   a.n = nd == 0 ? 1 : in.size(dim);

@@ -89,39 +89,10 @@ struct LogicalNotFn {
   __device__ bool operator()(T x) const { return x == T(0); }
 };
 
-// A CLAMP bound as T, as the reference takes it: for an integer T a
-// fractional bound rounds inwards (ceil for lo, floor for hi) and every bound
-// saturates to T's range, which clamps each integer as the real bound would.
-template <class T>
-T clamp_bound(const bp_scalar& s, bool lower) {
-  using lim = std::numeric_limits<T>;
-  const bool is_float = s.dtype == BP_DTYPE_FLOAT32 || s.dtype == BP_DTYPE_FLOAT64;
-  if constexpr (std::is_floating_point_v<T>) {
-    return is_float ? static_cast<T>(s.value.f) : static_cast<T>(s.value.i);
-  } else {
-    if (is_float) {
-      double v = s.value.f;
-      BP_CHECK(v == v, "a NaN bound cannot clamp an integer tensor");
-      v = lower ? std::ceil(v) : std::floor(v);
-      if (v <= static_cast<double>(lim::lowest())) return lim::lowest();
-      if (v >= static_cast<double>(lim::max())) return lim::max();
-      return static_cast<T>(v);
-    }
-    const int64_t i = s.value.i;
-    if (i <= static_cast<int64_t>(lim::lowest())) return lim::lowest();
-    if (i >= static_cast<int64_t>(lim::max())) return lim::max();
-    return static_cast<T>(i);
-  }
-}
-
 void unary_kernel(const KernelCall& c) {
-  BP_CHECK(c.num_inputs() == 1 && c.num_outputs() == 1,
-           "expected 1 input and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
+  const int64_t given = c.op() == BP_OP_CLAMP ? check::clamp(c) : 0;
+  if (c.op() != BP_OP_CLAMP) check::elementwise(c, 1, false);
   const TensorRef in = c.input(0), out = c.output(0);
-  check_same_shape(in, out, "the input");
-  BP_CHECK(in.dtype() == out.dtype(), "the input is " << bp::sdk::dtype_name(in.dtype())
-                                                      << " but the output is "
-                                                      << bp::sdk::dtype_name(out.dtype()));
   const UnaryKind kind = unary_kind(c.op());
   const cudaStream_t s = prepare(out);
   bp::sdk::visit_dtype(out.dtype(), [&](auto tag) {
@@ -129,32 +100,16 @@ void unary_kernel(const KernelCall& c) {
     if constexpr (std::is_same_v<T, bool>) {
       BP_UNSUPPORTED("not implemented for bool");
     } else {
-      using lim = std::numeric_limits<T>;
       UnaryFn<T> f{kind, T(0), T(0)};
-      if (kind == kClamp) {
-        const bp_attrs& a = c.attrs();
-        BP_CHECK(a.num_ints >= 1, "the bound flags (ints[0]) are missing");
-        const int64_t given = a.ints[0];
-        const int needed = (given & 2) ? 2 : (given & 1) ? 1 : 0;
-        BP_CHECK(a.num_scalars >= needed,
-                 "ints[0] = " << given << " needs " << needed << " scalars, got " << a.num_scalars);
-        f.lo = (given & 1) ? clamp_bound<T>(c.scalar(0), true)
-                           : (lim::has_infinity ? -lim::infinity() : lim::lowest());
-        f.hi = (given & 2) ? clamp_bound<T>(c.scalar(1), false)
-                           : (lim::has_infinity ? lim::infinity() : lim::max());
-      }
+      if (kind == kClamp) bp::sdk::clamp_bounds<T>(c, given, &f.lo, &f.hi);
       launch_elementwise<T, T>(s, out, {&in.raw(), nullptr, nullptr}, f);
     }
   });
 }
 
 void logical_not_kernel(const KernelCall& c) {
-  BP_CHECK(c.num_inputs() == 1 && c.num_outputs() == 1,
-           "expected 1 input and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
+  check::elementwise(c, 1, true);
   const TensorRef in = c.input(0), out = c.output(0);
-  check_same_shape(in, out, "the input");
-  BP_CHECK(out.dtype() == BP_DTYPE_BOOL,
-           "the output must be bool, got " << bp::sdk::dtype_name(out.dtype()));
   const cudaStream_t s = prepare(out);
   bp::sdk::visit_dtype(in.dtype(), [&](auto tag) {
     using T = decltype(tag);

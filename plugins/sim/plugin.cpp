@@ -39,7 +39,7 @@ class SimPlugin final : public bp::sdk::Plugin {
   int32_t dl_device_type() const override { return kDLExtDev; }
 
   void device_props(int32_t device, bp_device_props& props) const override {
-    HOSTREF_CHECK(device == 0, "device_props", "sim has one device (0), got " << device);
+    BP_SDK_CHECK(device == 0, "device_props", "sim has one device (0), got " << device);
     std::snprintf(props.name, sizeof(props.name), "%s",
                   "simulated device (memory the host cannot address)");
     props.total_memory = arena_.capacity();

@@ -51,6 +51,7 @@ if(STEP STREQUAL "install")
   run("install" EXPECT 0 COMMAND ${CMAKE_CMD} --install ${BUILD_DIR} --prefix ${prefix})
   foreach(f bin/backplane lib/libbackplane.so include/backplane/plugin.h
             include/backplane/sdk/plugin.hpp include/backplane/sdk/philox.hpp
+            include/backplane/sdk/checks.hpp include/backplane/sdk/loops.hpp
             include/backplane/tensor.h include/backplane/backplane.h
             lib/backplane/libbackplane_cpu_onednn.so lib/backplane/libbackplane_sim.so
             lib/cmake/Backplane/BackplaneConfig.cmake

@@ -11,14 +11,9 @@ namespace {
 
 enum class Bin { add, sub, mul, div };
 
-constexpr const char* bin_name(Bin op) {
-  return op == Bin::add ? "add" : op == Bin::sub ? "sub" : op == Bin::mul ? "mul" : "div";
-}
-
 template <Bin Op>
 void binary_kernel(const KernelCall& c) {
-  constexpr const char* name = bin_name(Op);
-  const bp_dtype dt = check_elementwise(c, name, 2, false);
+  const bp_dtype dt = check::elementwise(c, 2, false);
   bp::sdk::visit_dtype(dt, [&](auto tag) {
     using T = decltype(tag);
     using W = Wrapping<T>;
@@ -26,7 +21,7 @@ void binary_kernel(const KernelCall& c) {
       map2<T, T>(c.output(0), c.input(0), c.input(1), [](T x, T y) { return x && y; });
     } else if constexpr (std::is_same_v<T, bool> ||
                          (Op == Bin::div && !std::is_floating_point_v<T>)) {
-      unsupported(name, dt);
+      bp::sdk::unsupported(c, dt);
     } else if constexpr (Op == Bin::add || Op == Bin::sub) {
       // scalars[0] = alpha, the multiplier of the second operand.
       const W alpha =
@@ -46,7 +41,7 @@ void binary_kernel(const KernelCall& c) {
 
 template <bool kMax>
 void minmax_kernel(const KernelCall& c) {
-  const bp_dtype dt = check_elementwise(c, kMax ? "maximum" : "minimum", 2, false);
+  const bp_dtype dt = check::elementwise(c, 2, false);
   bp::sdk::visit_dtype(dt, [&](auto tag) {
     using T = decltype(tag);
     map2<T, T>(c.output(0), c.input(0), c.input(1), [](T x, T y) {
@@ -73,7 +68,7 @@ T int_pow(T base, T exponent) {
 }
 
 void pow_kernel(const KernelCall& c) {
-  const bp_dtype dt = check_elementwise(c, "pow", 2, false);
+  const bp_dtype dt = check::elementwise(c, 2, false);
   const TensorRef out = c.output(0), a = c.input(0), b = c.input(1);
   bp::sdk::visit_dtype(dt, [&](auto tag) {
     using T = decltype(tag);
@@ -85,10 +80,10 @@ void pow_kernel(const KernelCall& c) {
       bp::sdk::for_each_row<1>({b}, [&](auto p, auto s, int64_t n) {
         for (int64_t i = 0; i < n; ++i) negative |= at<T>(p[0], s[0], i) < 0;
       });
-      HOSTREF_CHECK(!negative, "pow", "integers to negative integer powers are not allowed");
+      BP_SDK_CHECK(!negative, "pow", "integers to negative integer powers are not allowed");
       map2<T, T>(out, a, b, [](T x, T y) { return int_pow(x, y); });
     } else {
-      unsupported("pow", dt);
+      bp::sdk::unsupported(c, dt);
     }
   });
 }

@@ -8,12 +8,9 @@ namespace {
 
 enum class Cmp { eq, ne, lt, le, gt, ge, logical_and, logical_or };
 
-constexpr const char* kCmpNames[] = {"eq", "ne", "lt",          "le",
-                                     "gt", "ge", "logical_and", "logical_or"};
-
 template <Cmp Op>
 void compare_kernel(const KernelCall& c) {
-  const bp_dtype dt = check_elementwise(c, kCmpNames[static_cast<int>(Op)], 2, true);
+  const bp_dtype dt = check::elementwise(c, 2, true);
   bp::sdk::visit_dtype(dt, [&](auto tag) {
     using T = decltype(tag);
     map2<bool, T>(c.output(0), c.input(0), c.input(1), [](T x, T y) {
@@ -42,9 +39,9 @@ void compare_kernel(const KernelCall& c) {
 
 // out = in0 ? in1 : in2; the condition is bool, the dispatch dtype in1's.
 void where_kernel(const KernelCall& c) {
-  const bp_dtype dt = check_elementwise(c, "where", 3, false, /*dispatch=*/1, /*skip=*/0);
-  HOSTREF_CHECK(c.input(0).dtype() == BP_DTYPE_BOOL, "where",
-                "the condition must be bool, got " << bp::sdk::dtype_name(c.input(0).dtype()));
+  const bp_dtype dt = check::elementwise(c, 3, false, /*dispatch=*/1, /*skip=*/0);
+  BP_SDK_CHECK(c.input(0).dtype() == BP_DTYPE_BOOL, "where",
+               "the condition must be bool, got " << bp::sdk::dtype_name(c.input(0).dtype()));
   bp::sdk::visit_dtype(dt, [&](auto tag) {
     using T = decltype(tag);
     bp::sdk::for_each_row<4>(

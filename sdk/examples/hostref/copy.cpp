@@ -8,10 +8,7 @@ namespace hostref {
 namespace {
 
 void fill_kernel(const KernelCall& c) {
-  HOSTREF_CHECK(
-      c.num_inputs() == 0 && c.num_outputs() == 1, "fill",
-      "expected no input and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
-  HOSTREF_CHECK(c.attrs().num_scalars >= 1, "fill", "the value (scalars[0]) is missing");
+  check::fill(c);
   bp::sdk::visit_dtype(c.output(0).dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T v = bp::sdk::scalar_as<T>(c.scalar(0));
@@ -22,16 +19,8 @@ void fill_kernel(const KernelCall& c) {
 }
 
 void copy_kernel(const KernelCall& c) {
-  HOSTREF_CHECK(
-      c.num_inputs() == 1 && c.num_outputs() == 1, "copy",
-      "expected 1 input and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
+  check::copy(c);
   const TensorRef in = c.input(0), out = c.output(0);
-  HOSTREF_CHECK(in.ndim() == out.ndim(), "copy",
-                "input rank " << in.ndim() << " differs from output rank " << out.ndim());
-  for (int d = 0; d < in.ndim(); ++d)
-    HOSTREF_CHECK(
-        in.size(d) == out.size(d), "copy",
-        "input and output differ in dim " << d << ": " << in.size(d) << " vs " << out.size(d));
   bp::sdk::visit_dtype(out.dtype(), [&](auto to_tag) {
     using To = decltype(to_tag);
     bp::sdk::visit_dtype(in.dtype(), [&](auto from_tag) {

@@ -8,20 +8,6 @@ namespace hostref {
 
 namespace {
 
-// Throws unless every element of `index` (int64) lies in [0, size).
-void check_indices(const char* op, const TensorRef& index, int dim, int64_t size) {
-  HOSTREF_CHECK(index.dtype() == BP_DTYPE_INT64, op,
-                "the index must be int64, got " << bp::sdk::dtype_name(index.dtype()));
-  bp::sdk::for_each_row<1>({index}, [&](auto p, auto s, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t v = at<int64_t>(p[0], s[0], i);
-      HOSTREF_CHECK(v >= 0 && v < size, op,
-                    "index " << v << " is out of range for dim " << dim << " of size " << size
-                             << " (valid range: [0, " << size << "))");
-    }
-  });
-}
-
 // out[e] = src_line(e)[index[e] * sd] for every element e of out; the three
 // views share out's shape and src has stride 0 on the indexed dim.
 template <class T>
@@ -34,28 +20,11 @@ void lookup(const TensorRef& out, const TensorRef& index, const TensorRef& src, 
 
 // out[i][j] = in0[in1[i][j]][j] (dim 0; likewise for the others).
 void gather_kernel(const KernelCall& c) {
-  HOSTREF_CHECK(
-      c.num_inputs() == 2 && c.num_outputs() == 1, "gather",
-      "expected 2 inputs and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
+  const int d = check::gather(c);
   const TensorRef self = c.input(0), index = c.input(1), out = c.output(0);
-  HOSTREF_CHECK(out.dtype() == self.dtype(), "gather",
-                "the output is " << bp::sdk::dtype_name(out.dtype()) << ", the input "
-                                 << bp::sdk::dtype_name(self.dtype()));
-  HOSTREF_CHECK(self.ndim() == out.ndim() && index.ndim() == out.ndim(), "gather",
-                "input, index and output must share one rank, got "
-                    << self.ndim() << ", " << index.ndim() << ", " << out.ndim());
-  const int d = dim_attr(c, "gather", 0, self.ndim());
   TensorDesc x(self), o(out), idx(index);
-  for (int k = 0; k < o.ndim(); ++k) {
-    HOSTREF_CHECK(
-        idx.size(k) == o.size(k), "gather",
-        "the index has size " << idx.size(k) << " in dim " << k << ", the output " << o.size(k));
-    HOSTREF_CHECK(k == d || o.size(k) <= x.size(k), "gather",
-                  "the index has size " << o.size(k) << " in dim " << k
-                                        << ", more than the input's " << x.size(k));
-  }
   if (out.numel() == 0) return;
-  check_indices("gather", idx.ref(), d, x.size(d));
+  check::index_range(c, idx.ref(), d, x.size(d));
   const int64_t sd = x.stride(d);
   for (int k = 0; k < o.ndim(); ++k) x.size(k) = o.size(k);
   x.stride(d) = 0;
@@ -65,26 +34,12 @@ void gather_kernel(const KernelCall& c) {
 
 // out = in0 with positions in1 (1-D) along dim ints[0].
 void index_select_kernel(const KernelCall& c) {
-  HOSTREF_CHECK(
-      c.num_inputs() == 2 && c.num_outputs() == 1, "index_select",
-      "expected 2 inputs and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
+  const int d = check::index_select(c);
   const TensorRef self = c.input(0), index = c.input(1), out = c.output(0);
-  HOSTREF_CHECK(index.ndim() <= 1, "index_select",
-                "the index must be 1-D, got rank " << index.ndim());
-  HOSTREF_CHECK(out.dtype() == self.dtype(), "index_select",
-                "the output is " << bp::sdk::dtype_name(out.dtype()) << ", the input "
-                                 << bp::sdk::dtype_name(self.dtype()));
-  HOSTREF_CHECK(self.ndim() == out.ndim(), "index_select",
-                "the output must keep the input's rank " << self.ndim() << ", got " << out.ndim());
-  const int d = dim_attr(c, "index_select", 0, self.ndim());
   TensorDesc x(self), o(out), flat(index);
   const int64_t m = flat.size(0);
-  for (int k = 0; k < o.ndim(); ++k)
-    HOSTREF_CHECK(
-        o.size(k) == (k == d ? m : x.size(k)), "index_select",
-        "output dim " << k << " must be " << (k == d ? m : x.size(k)) << ", got " << o.size(k));
   if (out.numel() == 0) return;
-  check_indices("index_select", flat.ref(), d, x.size(d));
+  check::index_range(c, flat.ref(), d, x.size(d));
   // The index seen with out's shape: stride 0 everywhere but along d.
   TensorDesc idx(index, o.ref());
   idx.stride(d) = flat.stride(0);
@@ -98,32 +53,13 @@ void index_select_kernel(const KernelCall& c) {
 // out[in0[i] along d] = in1[i] (reduction 0) or += in1[i] (reduction 1);
 // out is self, updated in place; in1 has in0's shape (stride 0 for a value).
 void scatter_kernel(const KernelCall& c) {
-  HOSTREF_CHECK(
-      c.num_inputs() == 2 && c.num_outputs() == 1, "scatter",
-      "expected 2 inputs and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
-  const TensorRef index = c.input(0), src = c.input(1), out = c.output(0);
-  const int64_t reduction = c.attrs().num_ints > 1 ? c.attrs().ints[1] : 0;
-  if (reduction != 0 && reduction != 1)
-    throw bp::sdk::Unsupported("[scatter] reduction " + std::to_string(reduction) +
-                               " is not supported (0 none, 1 add)");
-  HOSTREF_CHECK(src.dtype() == out.dtype(), "scatter",
-                "the source is " << bp::sdk::dtype_name(src.dtype()) << ", the output "
-                                 << bp::sdk::dtype_name(out.dtype()));
-  HOSTREF_CHECK(index.ndim() == out.ndim() && src.ndim() == out.ndim(), "scatter",
-                "index, source and output must share one rank, got "
-                    << index.ndim() << ", " << src.ndim() << ", " << out.ndim());
-  const int d = dim_attr(c, "scatter", 0, out.ndim());
-  TensorDesc o(out), idx(index), s(src);
-  for (int k = 0; k < o.ndim(); ++k) {
-    HOSTREF_CHECK(
-        s.size(k) == idx.size(k), "scatter",
-        "the source has size " << s.size(k) << " in dim " << k << ", the index " << idx.size(k));
-    HOSTREF_CHECK(k == d || idx.size(k) <= o.size(k), "scatter",
-                  "the index has size " << idx.size(k) << " in dim " << k
-                                        << ", more than the output's " << o.size(k));
-  }
+  const bp::sdk::check::ScatterArgs args = check::scatter(c);
+  const int d = args.dim;
+  const int64_t reduction = args.reduction;
+  const TensorRef index = c.input(0), out = c.output(0);
+  TensorDesc o(out), idx(index), s(c.input(1));
   if (index.numel() == 0) return;
-  check_indices("scatter", idx.ref(), d, o.size(d));
+  check::index_range(c, idx.ref(), d, o.size(d));
   // Walk the first element of each line along d; within a line, positions
   // go in order, so with duplicates the last write wins.
   const int64_t n = idx.size(d), sdi = idx.stride(d), sds = s.stride(d), sdo = o.stride(d);

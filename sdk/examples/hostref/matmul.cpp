@@ -37,36 +37,17 @@ void matmul_typed(const TensorRef& out, const TensorRef& a, const TensorRef& b, 
 }
 
 void matmul_kernel(const KernelCall& c) {
-  HOSTREF_CHECK(
-      c.num_inputs() == 2 && c.num_outputs() == 1, "matmul",
-      "expected 2 inputs and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
+  const int64_t batch = check::matmul(c);
   const TensorRef a = c.input(0), b = c.input(1), out = c.output(0);
   const int nd = out.ndim();
-  HOSTREF_CHECK(
-      nd >= 2 && a.ndim() == nd && b.ndim() == nd, "matmul",
-      "operands must share a rank >= 2, got " << a.ndim() << ", " << b.ndim() << " -> " << nd);
-  HOSTREF_CHECK(a.dtype() == out.dtype() && b.dtype() == out.dtype(), "matmul",
-                "operands must share one dtype, got " << bp::sdk::dtype_name(a.dtype()) << ", "
-                                                      << bp::sdk::dtype_name(b.dtype()) << " -> "
-                                                      << bp::sdk::dtype_name(out.dtype()));
-  const int64_t m = out.size(nd - 2), n = out.size(nd - 1), k = a.size(nd - 1);
-  HOSTREF_CHECK(a.size(nd - 2) == m && b.size(nd - 2) == k && b.size(nd - 1) == n, "matmul",
-                "shapes do not chain: [" << a.size(nd - 2) << ", " << k << "] @ [" << b.size(nd - 2)
-                                         << ", " << b.size(nd - 1) << "] -> [" << m << ", " << n
-                                         << "]");
-  int64_t batch = 1;
-  for (int d = 0; d < nd - 2; ++d) {
-    HOSTREF_CHECK(a.size(d) == out.size(d) && b.size(d) == out.size(d), "matmul",
-                  "batch dim " << d << " is not broadcast to the output's " << out.size(d));
-    batch *= out.size(d);
-  }
+  const int64_t m = out.size(nd - 2), n = out.size(nd - 1);
   if (batch * m * n == 0) return;
   bp::sdk::visit_dtype(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_floating_point_v<T>)
       matmul_typed<T>(out, a, b, batch);
     else
-      unsupported("matmul", out.dtype());
+      bp::sdk::unsupported(c, out.dtype());
   });
 }
 

@@ -13,7 +13,7 @@ class HostrefPlugin final : public bp::sdk::Plugin {
   const char* version() const override { return "0.1.0"; }
 
   void device_props(int32_t device, bp_device_props& props) const override {
-    HOSTREF_CHECK(device == 0, "device_props", "hostref has one device (0), got " << device);
+    BP_SDK_CHECK(device == 0, "device_props", "hostref has one device (0), got " << device);
     std::snprintf(props.name, sizeof(props.name), "%s", "host memory, reference loops");
     props.host_addressable = 1;
   }

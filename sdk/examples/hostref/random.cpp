@@ -21,17 +21,9 @@ T value(int64_t dist, uint64_t seed, uint64_t n) {
 }
 
 void random_kernel(const KernelCall& c) {
-  HOSTREF_CHECK(
-      c.num_inputs() == 0 && c.num_outputs() == 1, "random",
-      "expected no input and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
-  HOSTREF_CHECK(
-      c.attrs().num_ints >= 3, "random",
-      "expected ints[0..2] = distribution, seed, offset; got " << c.attrs().num_ints << " ints");
-  const int64_t dist = c.attrs().ints[0];
-  HOSTREF_CHECK(dist == 0 || dist == 1, "random",
-                "unknown distribution " << dist << " (0 uniform, 1 normal)");
-  const uint64_t seed = static_cast<uint64_t>(c.attrs().ints[1]);
-  const uint64_t offset = static_cast<uint64_t>(c.attrs().ints[2]);
+  const bp::sdk::check::RandomArgs args = check::random(c);
+  const int64_t dist = args.distribution;
+  const uint64_t seed = args.seed, offset = args.offset;
   const TensorRef out = c.output(0);
   const int nd = out.ndim();
   const int64_t numel = out.numel();
@@ -52,7 +44,7 @@ void random_kernel(const KernelCall& c) {
         }
       }
     } else {
-      unsupported("random", out.dtype());
+      bp::sdk::unsupported(c, out.dtype());
     }
   });
 }

@@ -14,8 +14,6 @@ namespace {
 
 enum class Red { sum, prod, max, min };
 
-constexpr const char* kRedNames[] = {"sum", "prod", "max", "min"};
-
 template <Red R, class Acc>
 Acc identity() {
   using lim = std::numeric_limits<Acc>;
@@ -88,27 +86,13 @@ void reduce_typed(const TensorRef& out, const TensorRef& in) {
 
 template <Red R>
 void reduce_kernel(const KernelCall& c) {
-  constexpr const char* name = kRedNames[static_cast<int>(R)];
-  HOSTREF_CHECK(
-      c.num_inputs() == 1 && c.num_outputs() == 1, name,
-      "expected 1 input and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
+  check::reduce(c);
   const TensorRef in = c.input(0), out = c.output(0);
-  HOSTREF_CHECK(in.ndim() == out.ndim(), name,
-                "the output must keep the input's rank " << in.ndim() << ", got " << out.ndim());
-  for (int d = 0; d < in.ndim(); ++d)
-    HOSTREF_CHECK(out.size(d) == in.size(d) || out.size(d) == 1, name,
-                  "output dim " << d << " must be " << in.size(d) << " or 1, got " << out.size(d));
-  if constexpr (R == Red::max || R == Red::min)
-    HOSTREF_CHECK(in.numel() > 0 || out.numel() == 0, name, "cannot reduce an empty tensor");
   bp::sdk::visit_dtype(in.dtype(), [&](auto tag) {
     using T = decltype(tag);
     constexpr bool widen = R == Red::sum || R == Red::prod;
     using Out = std::conditional_t<std::is_floating_point_v<T> || !widen, T, int64_t>;
     using Acc = std::conditional_t<std::is_floating_point_v<T> && widen, double, Out>;
-    HOSTREF_CHECK(out.dtype() == bp::sdk::dtype_of<Out>::value, name,
-                  "a " << bp::sdk::dtype_name(in.dtype()) << " " << name << " is "
-                       << bp::sdk::dtype_name(bp::sdk::dtype_of<Out>::value) << ", the output is "
-                       << bp::sdk::dtype_name(out.dtype()));
     reduce_typed<R, T, Out, Acc>(out, in);
   });
 }
@@ -126,24 +110,11 @@ bool better(T v, T best) {
 
 template <bool kMax>
 void arg_kernel(const KernelCall& c) {
-  constexpr const char* name = kMax ? "argmax" : "argmin";
-  HOSTREF_CHECK(
-      c.num_inputs() == 1 && c.num_outputs() == 1, name,
-      "expected 1 input and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
+  const int d = check::arg_reduce(c);
   const TensorRef in = c.input(0), out = c.output(0);
-  const int d = dim_attr(c, name, 0, in.ndim());
-  HOSTREF_CHECK(out.dtype() == BP_DTYPE_INT64, name,
-                "the output must be int64, got " << bp::sdk::dtype_name(out.dtype()));
-  HOSTREF_CHECK(out.ndim() == in.ndim(), name,
-                "the output must keep the input's rank " << in.ndim() << ", got " << out.ndim());
-  for (int k = 0; k < in.ndim(); ++k)
-    HOSTREF_CHECK(
-        out.size(k) == (k == d ? 1 : in.size(k)), name,
-        "output dim " << k << " must be " << (k == d ? 1 : in.size(k)) << ", got " << out.size(k));
   TensorDesc o(out), x(in);
   const int64_t n = x.size(d), sd = x.stride(d);
   if (out.numel() == 0) return;
-  HOSTREF_CHECK(n > 0, name, "cannot reduce over dim " << d << " of size 0");
   x.size(d) = 1;  // x now walks the first element of each line, like out
   bp::sdk::visit_dtype(in.dtype(), [&](auto tag) {
     using T = decltype(tag);

@@ -33,9 +33,8 @@ void softmax_line(T* o, int64_t so, const T* x, int64_t sx, int64_t n) {
 
 template <bool kLog>
 void softmax_kernel(const KernelCall& c) {
-  constexpr const char* name = kLog ? "log_softmax" : "softmax";
-  const bp_dtype dt = check_elementwise(c, name, 1, false);
-  const int d = dim_attr(c, name, 0, c.input(0).ndim());
+  const int d = check::softmax(c);
+  const bp_dtype dt = c.input(0).dtype();
   if (c.output(0).numel() == 0) return;
   // Both operands walk the first element of each line; the line itself is
   // the dim d of size n.
@@ -50,7 +49,7 @@ void softmax_kernel(const KernelCall& c) {
           softmax_line<kLog>(&at<T>(p[0], s[0], j), so, &at<T>(p[1], s[1], j), sx, n);
       });
     } else {
-      unsupported(name, dt);
+      bp::sdk::unsupported(c, dt);
     }
   });
 }

@@ -2,7 +2,6 @@
 // (floating dtypes) and LOGICAL_NOT (every dtype, bool out). Integer NEG and
 // ABS wrap; NaN passes through RELU and CLAMP unchanged.
 #include <cmath>
-#include <limits>
 
 #include "hostref.h"
 
@@ -11,8 +10,6 @@ namespace hostref {
 namespace {
 
 enum class Un { relu, neg, abs, exp, log, sqrt, sigmoid, tanh };
-
-constexpr const char* kUnNames[] = {"relu", "neg", "abs", "exp", "log", "sqrt", "sigmoid", "tanh"};
 
 template <Un Op, class T>
 T apply(T x) {
@@ -39,60 +36,28 @@ T apply(T x) {
 
 template <Un Op>
 void unary_kernel(const KernelCall& c) {
-  constexpr const char* name = kUnNames[static_cast<int>(Op)];
   constexpr bool floating_only = Op != Un::relu && Op != Un::neg && Op != Un::abs;
-  const bp_dtype dt = check_elementwise(c, name, 1, false);
+  const bp_dtype dt = check::elementwise(c, 1, false);
   bp::sdk::visit_dtype(dt, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, bool> || (floating_only && !std::is_floating_point_v<T>))
-      unsupported(name, dt);
+      bp::sdk::unsupported(c, dt);
     else
       map1<T, T>(c.output(0), c.input(0), [](T x) { return apply<Op>(x); });
   });
 }
 
-// A clamp bound as T. For an integer T a fractional bound rounds inwards
-// (ceil for lo, floor for hi) and saturates to T's range, which clamps every
-// integer exactly as the real-valued bound would.
-template <class T>
-T clamp_bound(const bp_scalar& s, bool lower) {
-  using lim = std::numeric_limits<T>;
-  const bool is_float = s.dtype == BP_DTYPE_FLOAT32 || s.dtype == BP_DTYPE_FLOAT64;
-  if constexpr (std::is_floating_point_v<T>) {
-    return is_float ? static_cast<T>(s.value.f) : static_cast<T>(s.value.i);
-  } else {
-    if (is_float) {
-      HOSTREF_CHECK(s.value.f == s.value.f, "clamp", "a NaN bound cannot clamp an integer tensor");
-      const double v = lower ? std::ceil(s.value.f) : std::floor(s.value.f);
-      if (v <= static_cast<double>(lim::lowest())) return lim::lowest();
-      if (v >= static_cast<double>(lim::max())) return lim::max();
-      return static_cast<T>(v);
-    }
-    if (s.value.i <= static_cast<int64_t>(lim::lowest())) return lim::lowest();
-    if (s.value.i >= static_cast<int64_t>(lim::max())) return lim::max();
-    return static_cast<T>(s.value.i);
-  }
-}
-
 // min(max(x, lo), hi); ints[0] bit 0: lo given (scalars[0]), bit 1: hi given (scalars[1]).
 void clamp_kernel(const KernelCall& c) {
-  const bp_dtype dt = check_elementwise(c, "clamp", 1, false);
-  HOSTREF_CHECK(c.attrs().num_ints >= 1, "clamp", "the bound flags (ints[0]) are missing");
-  const int64_t given = c.attrs().ints[0];
-  const int needed = (given & 2) ? 2 : (given & 1) ? 1 : 0;
-  HOSTREF_CHECK(
-      c.attrs().num_scalars >= needed, "clamp",
-      "ints[0] = " << given << " needs " << needed << " scalars, got " << c.attrs().num_scalars);
+  const int64_t given = check::clamp(c);
+  const bp_dtype dt = c.input(0).dtype();
   bp::sdk::visit_dtype(dt, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, bool>) {
-      unsupported("clamp", dt);
+      bp::sdk::unsupported(c, dt);
     } else {
-      using lim = std::numeric_limits<T>;
-      const T lo = (given & 1) ? clamp_bound<T>(c.scalar(0), true)
-                               : (lim::has_infinity ? -lim::infinity() : lim::lowest());
-      const T hi = (given & 2) ? clamp_bound<T>(c.scalar(1), false)
-                               : (lim::has_infinity ? lim::infinity() : lim::max());
+      T lo, hi;
+      bp::sdk::clamp_bounds<T>(c, given, &lo, &hi);
       map1<T, T>(c.output(0), c.input(0), [lo, hi](T x) {
         T r = x;  // comparisons with NaN are false: NaN stays NaN
         if (r < lo) r = lo;
@@ -104,7 +69,7 @@ void clamp_kernel(const KernelCall& c) {
 }
 
 void logical_not_kernel(const KernelCall& c) {
-  const bp_dtype dt = check_elementwise(c, "logical_not", 1, true);
+  const bp_dtype dt = check::elementwise(c, 1, true);
   bp::sdk::visit_dtype(dt, [&](auto tag) {
     using T = decltype(tag);
     map1<bool, T>(c.output(0), c.input(0), [](T x) { return x == T(0); });
