@@ -342,6 +342,21 @@ TEST(Loader, LoadingTheSameFileTwiceGivesTheSameBackend) {
   EXPECT_EQ(&loader().load("old_minor"), &a);  // by name once loaded
 }
 
+TEST(Loader, TheSameFileUnderAHardLinkGivesTheSameBackend) {
+  // The link lives beside the fakes: a hard link cannot cross file systems.
+  const fs::path dir = fs::path(kFakes) / ("hardlink_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path twin = dir / "libbackplane_partial.so";
+  fs::create_hard_link(fake("partial"), twin);
+  bp::Backend& a = loader().load(fake("partial"));
+  bp::Backend& b = loader().load(twin.string());
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  EXPECT_EQ(&a, &b);
+  EXPECT_EQ(b.path(), fs::canonical(fake("partial")).string());
+  EXPECT_EQ(&loader().load("partial"), &a);
+}
+
 TEST(Loader, DiscoverReportsEveryCandidateAndWhyItWasRejected) {
   TempDir dir("discover");
   for (const char* name : {"no_entry", "wrong_major", "zero_devices"})

@@ -27,6 +27,10 @@ struct Backend::Library {
   boost::dll::shared_library lib;
 };
 
+bool Backend::made_from(const Library& lib) const {
+  return lib_->lib.native() == lib.lib.native();
+}
+
 void forget_default_backend();  // below: the default's id after an unload
 
 namespace {
@@ -267,6 +271,12 @@ Backend& PluginLoader::load_file(const std::string& path_in) {
   } catch (const std::exception& e) {
     throw reject(std::string("could not be loaded: ") + e.what());
   }
+  // The same file under another path (a hard link, a second mount): the
+  // dynamic loader handed back the library already open, and the backend
+  // made from it is the answer. A second bp_plugin_init runs only for a
+  // library whose backend was unloaded while its tensors live.
+  for (auto& b : backends_)
+    if (b->made_from(*lib)) return *b;
   if (!lib->lib.has(BP_PLUGIN_ENTRY_SYMBOL))
     throw reject(std::string("entry symbol '") + BP_PLUGIN_ENTRY_SYMBOL +
                  "' is missing; the file exports: " + exported_symbols(path) +

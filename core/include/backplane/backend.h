@@ -42,6 +42,9 @@ class Backend : public RefCounted {
   uint32_t abi_minor() const { return api_->abi_minor; }
   int32_t dl_device_type() const { return api_->dl_device_type; }
   const bp_plugin& api() const { return *api_; }
+  // True when `lib` is the library this backend was made from: the dynamic
+  // loader hands back one handle per file, whatever path opened it.
+  bool made_from(const Library& lib) const;
 
   // Devices, as counted when the plugin was loaded.
   int device_count() const { return device_count_; }

@@ -26,10 +26,11 @@
  * Instances
  *   The entry point may be called more than once in one process, each call
  *   making an independent instance with its own `ctx`: a backend unloaded
- *   while its tensors live and loaded again, or the same library opened
- *   under a second path (the dynamic loader hands back the library already
- *   mapped), whose instance the core then refuses and destroys. Instances
- *   may live at the same time, on any threads. `destroy(ctx)` releases only
+ *   while its tensors live and loaded again runs beside the first instance
+ *   until that one's tensors go. Loading a library that is already loaded,
+ *   by its name, its path or another path to the same file, gives back the
+ *   backend made from it and calls nothing. Instances may live at the same
+ *   time, on any threads. `destroy(ctx)` releases only
  *   what that instance owns: state shared by the instances of a library
  *   (a process-wide driver context, a memory pool) is reference-counted and
  *   released by the last instance, never by the first to go.
