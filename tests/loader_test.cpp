@@ -3,15 +3,18 @@
 // The loader is process-wide, so every fake has its own name and each test
 // works whether it runs alone or after the others.
 #include <backplane/backplane.h>
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <numeric>
 #include <regex>
 #include <set>
 #include <string>
@@ -276,6 +279,59 @@ TEST(Loader, TensorsOnTwoBackendsDoNotMix) {
   }
   // An explicit transfer works.
   EXPECT_EQ((here.to(cpu.device()) + cpu).to_vector<float>(), (std::vector<float>{2, 2}));
+}
+
+// The copy counters of the two_devices fake (tests/plugins/two_devices.cpp):
+// copy_to_host calls, copy_from_host calls, copy_on_device calls, and the
+// largest copy_from_host in bytes.
+std::array<long, 4> two_devices_counts() {
+  void* h = ::dlopen(fake("two_devices").c_str(), RTLD_NOW | RTLD_NOLOAD);
+  if (h == nullptr) {
+    ADD_FAILURE() << "two_devices is not loaded";
+    return {};
+  }
+  auto fn = reinterpret_cast<void (*)(long*)>(::dlsym(h, "two_devices_copy_counts"));
+  std::array<long, 4> c{};
+  if (fn != nullptr) fn(c.data());
+  else ADD_FAILURE() << "two_devices_copy_counts is not exported";
+  ::dlclose(h);
+  return c;
+}
+
+TEST(Loader, CopiesBetweenDevicesOfOnePluginStayInThePlugin) {
+  bp::Backend& b = loader().load(fake("two_devices"));
+  ASSERT_EQ(b.device_count(), 2);
+  const bp::Device d0{static_cast<int16_t>(b.id()), 0}, d1{static_cast<int16_t>(b.id()), 1};
+  std::vector<int32_t> v(1000);
+  std::iota(v.begin(), v.end(), 0);
+  const bp::Tensor a = bp::from_vector(v, {10, 100}, bp::TensorOptions(bp::DType::Int32).device(d0));
+  const std::array<long, 4> before = two_devices_counts();
+  // A transposed source and a dtype change: the bytes move once, device to
+  // device, and the conversion runs on the destination.
+  const bp::Tensor moved = a.t().to(d1, bp::DType::Float64);
+  const std::array<long, 4> after = two_devices_counts();
+  EXPECT_EQ(after[2] - before[2], 1) << "copy_on_device calls";
+  EXPECT_EQ(after[0] - before[0], 0) << "copy_to_host calls";
+  EXPECT_EQ(after[1] - before[1], 0) << "copy_from_host calls";
+  EXPECT_EQ(moved.device(), d1);
+  EXPECT_EQ(moved.dtype(), bp::DType::Float64);
+  const std::vector<double> got = moved.to_vector<double>();
+  ASSERT_EQ(got.size(), 1000u);
+  for (int i = 0; i < 100; ++i)
+    for (int j = 0; j < 10; ++j) ASSERT_EQ(got[i * 10 + j], j * 100 + i) << i << ", " << j;
+}
+
+TEST(Loader, CopiesBetweenPluginsGoThroughABoundedHostBuffer) {
+  bp::Backend& b = loader().load(fake("two_devices"));
+  const bp::Device d0{static_cast<int16_t>(b.id()), 0};
+  const int64_t n = 3 * (int64_t{4} << 20) / 4 + 123;  // float32: three 4 MiB chunks and a bit
+  const bp::Tensor a = bp::arange(n, bp::TensorOptions(bp::DType::Float32));
+  const std::array<long, 4> before = two_devices_counts();
+  const bp::Tensor there = a.to(d0);
+  const std::array<long, 4> after = two_devices_counts();
+  EXPECT_EQ(after[1] - before[1], 4) << "copy_from_host calls";
+  EXPECT_LE(after[3], long{4} << 20) << "largest copy_from_host";
+  EXPECT_EQ(there.to(a.device()).to_vector<float>(), a.to_vector<float>());
 }
 
 // --- finding plugins ---------------------------------------------------------------

@@ -4,24 +4,46 @@
 #include "../autograd/graph.h"
 #include "../internal.h"
 
+#include <algorithm>
 #include <vector>
 
 namespace bp {
 
 namespace detail {
 
+// Bytes of host memory a copy between two plugins passes through at a time.
+constexpr std::size_t kStagingBytes = std::size_t{4} << 20;
+
+// `n` bytes from `from` (on src's device) to `to` (on dst's device), with
+// each backend's own copy functions (DV-3). Between devices of one plugin
+// the plugin copies itself; between plugins the bytes go through a host
+// buffer of at most kStagingBytes, chunk by chunk. Either backend may be one
+// that was unloaded while its tensors live.
+void copy_bytes(const Tensor& dst, void* to, const Tensor& src, const void* from, std::size_t n) {
+  Backend& db = backend_of(dst);
+  Backend& sb = backend_of(src);
+  if (&db == &sb) {
+    db.copy_on_device(dst.device().index, to, src.device().index, from, n);
+    return;
+  }
+  std::vector<char> host(std::min(n, kStagingBytes));
+  for (std::size_t done = 0; done < n; done += host.size()) {
+    const std::size_t k = std::min(host.size(), n - done);
+    sb.copy_to_host(src.device().index, host.data(), static_cast<const char*>(from) + done, k);
+    db.copy_from_host(dst.device().index, static_cast<char*>(to) + done, host.data(), k);
+  }
+}
+
 void copy_into(const Tensor& dst, const Tensor& src) {
   if (dst.numel() == 0) return;
   Backend& db = backend_of(dst);
   Tensor s = src;
   if (src.device() != dst.device()) {
-    // Through the host, with each backend's own copy functions (DV-3);
-    // either backend may be one that was unloaded while its tensors live.
+    // The bytes move first, in the source's dtype; the kernel below then
+    // converts and writes dst's layout on dst's device.
     Tensor c = src.contiguous();
-    std::vector<char> host(c.numel() * c.itemsize());
-    backend_of(c).copy_to_host(c.device().index, host.data(), c.data_ptr(), host.size());
     s = make_empty(c.sizes(), c.dtype(), dst);
-    db.copy_from_host(dst.device().index, s.impl()->storage->data(), host.data(), host.size());
+    copy_bytes(s, s.impl()->storage->data(), c, c.data_ptr(), c.numel() * c.itemsize());
   }
   const DimVector shape(dst.sizes());
   const DimVector strides = broadcast_strides(s.sizes(), s.strides(), shape);

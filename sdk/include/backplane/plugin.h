@@ -350,7 +350,10 @@ typedef struct bp_plugin {
   /* Frees memory from allocate(); `nbytes` is the size that was asked for. */
   void (*deallocate)(void* ctx, int32_t device, void* ptr, size_t nbytes);
 
-  /* Byte copies. `device` is the plugin's device index. */
+  /* Byte copies. `device` is the plugin's device index. A tensor moved
+   * between two devices of this plugin goes through copy_on_device (one
+   * call, `dst_device` != `src_device`); between plugins the core copies
+   * through a host buffer of at most 4 MiB, one chunk at a time. */
   bp_status (*copy_from_host)(void* ctx, int32_t device, void* dst, const void* src,
                               size_t nbytes, bp_error* error);
   bp_status (*copy_to_host)(void* ctx, int32_t device, void* dst, const void* src,
