@@ -25,12 +25,9 @@ bool has(const Backend& b, Op op, DType d) {
   return KernelRegistry::instance().lookup(op, b.id(), d).fn != nullptr;
 }
 
-// The dtypes `b` registers for `op`: "all", "numeric" (no bool), "float",
+// A dtype mask (BP_DTYPE_BIT()s) as "all", "numeric" (no bool), "float",
 // "-" (none), or the list.
-std::string dtype_summary(const Backend& b, Op op) {
-  unsigned mask = 0;
-  for (int d = 0; d < kNumDTypes; ++d)
-    if (has(b, op, kDTypes[d])) mask |= 1u << d;
+std::string mask_summary(unsigned mask) {
   if (mask == 0x1f) return "all";
   if (mask == 0x1e) return "numeric";
   if (mask == 0x18) return "float";
@@ -39,6 +36,14 @@ std::string dtype_summary(const Backend& b, Op op) {
   for (int d = 0; d < kNumDTypes; ++d)
     if (mask & (1u << d)) s.append(s.empty() ? "" : " ").append(kShort[d]);
   return s;
+}
+
+// The dtypes `b` registers for `op`, as mask_summary says them.
+std::string dtype_summary(const Backend& b, Op op) {
+  unsigned mask = 0;
+  for (int d = 0; d < kNumDTypes; ++d)
+    if (has(b, op, kDTypes[d])) mask |= 1u << d;
+  return mask_summary(mask);
 }
 
 // "yes" when `b` registers every op in `uses` for some dtype, else what it lacks.
@@ -70,6 +75,8 @@ class OpsCommand : public Command {
            "registers kernels for, each with the contract written beside it in the header.\n"
            "For every loaded backend the table shows the dtypes it registers: all, numeric\n"
            "(every dtype but bool), float (float32 and float64), a list, or - for none.\n"
+           "Named ops are a plugin's own ops (\"vendor::name\", ABI 1.2), each with a schema\n"
+           "of its operands; programs call them with bp::call_op.\n"
            "Composite ops are core functions built from primitives (mean, softmax's\n"
            "backward, clone, factories, views, ...): a plugin never implements them, and\n"
            "one runs on a backend when the backend has the primitives it uses.\n\n"
@@ -86,6 +93,7 @@ class OpsCommand : public Command {
     own.add_options()("primitive", po::bool_switch(&primitive_only_),
                       "print only the primitive ops")(
         "composite", po::bool_switch(&composite_only_), "print only the composite ops")(
+        "named", po::bool_switch(&named_only_), "print only the named ops")(
         "only-backend", po::bool_switch(&only_backend_),
         "show only the --backend backend, not every plugin found");
     return own;
@@ -106,9 +114,19 @@ class OpsCommand : public Command {
             std::find(backends.begin(), backends.end(), c.backend.get()) == backends.end())
           backends.push_back(c.backend.get());
     }
-    if (!composite_only_) print_primitives(backends);
-    if (!primitive_only_) {
-      if (!composite_only_) std::cout << "\n";
+    const bool all = !primitive_only_ && !composite_only_ && !named_only_;
+    const char* gap = "";
+    if (all || primitive_only_) {
+      print_primitives(backends);
+      gap = "\n";
+    }
+    if (all || named_only_) {
+      std::cout << gap;
+      print_named(backends);
+      gap = "\n";
+    }
+    if (all || composite_only_) {
+      std::cout << gap;
       print_composites(backends);
     }
     return kExitOk;
@@ -139,6 +157,22 @@ class OpsCommand : public Command {
                  "   'unsupported', not failed; 'backplane devices --verbose' shows the matrix)\n";
   }
 
+  static void print_named(const std::vector<const Backend*>& backends) {
+    std::vector<NamedOpInfo> shown;
+    for (const NamedOpInfo& op : named_ops())
+      for (const Backend* b : backends)
+        if (b->name() == op.backend) shown.push_back(op);
+    std::cout << "Named ops (a plugin's own, called with bp::call_op), " << shown.size() << ":\n";
+    if (shown.empty()) std::cout << "  (none registered by these backends)\n";
+    std::string last;
+    for (const NamedOpInfo& op : shown) {  // sorted by name
+      if (op.name != last) std::cout << "  " << op.name << "  " << op.schema << "\n";
+      last = op.name;
+      std::cout << "      " << op.backend << ": " << mask_summary(op.dtype_mask) << "  ("
+                << op.origin << ")\n";
+    }
+  }
+
   static void print_composites(const std::vector<const Backend*>& backends) {
     const auto& table = composite_ops();
     std::cout << "Composite ops (built by the core from primitives; no plugin implements them), "
@@ -153,7 +187,8 @@ class OpsCommand : public Command {
     }
   }
 
-  bool primitive_only_ = false, composite_only_ = false, only_backend_ = false;
+  bool primitive_only_ = false, composite_only_ = false, named_only_ = false,
+       only_backend_ = false;
 };
 
 }  // namespace

@@ -35,7 +35,8 @@ inline const std::vector<CompositeOp>& composite_ops() {
       {"clone, contiguous, to(dtype), copy_, new_tensor", {Op::Copy}, "allocate + copy"},
       {"to(device)",
        {Op::Copy},
-       "copy_to_host on one backend + copy_from_host on the other (+ copy for a view)"},
+       "the plugin's copy_on_device between its own devices; between plugins "
+       "copy_to_host + copy_from_host through a 4 MiB host buffer (+ copy for a view)"},
       {"fill_, zero_", {Op::Fill}, "fill in place"},
       {"detach", {}, "a new handle on the same storage"},
       // Arithmetic with promotion and scalars.

@@ -101,7 +101,7 @@ TEST(CudaPlugin, RegistersAKernelForEveryOp) {
   const bp_plugin* p = l.plugin;
   char buf[512] = {0};
   bp_error err{sizeof(bp_error), buf, sizeof(buf)};
-  bp_registrar reg{sizeof(bp_registrar), &l, &count_kernel};
+  bp_registrar reg{sizeof(bp_registrar), &l, &count_kernel, nullptr};
   ASSERT_EQ(p->register_kernels(p->ctx, &reg, &err), BP_STATUS_OK) << buf;
   EXPECT_GE(l.registrations, BP_OP_COUNT);
   for (int op = 0; op < BP_OP_COUNT; ++op) {
@@ -172,7 +172,7 @@ TEST(CudaPlugin, DeviceMemoryRoundTripAndReuse) {
 
   // One kernel: dev = dev + 2 * dev through ADD with alpha.
   Loaded& l = loaded();
-  bp_registrar reg{sizeof(bp_registrar), &l, &count_kernel};
+  bp_registrar reg{sizeof(bp_registrar), &l, &count_kernel, nullptr};
   if (l.fn[BP_OP_ADD][BP_DTYPE_FLOAT32] == nullptr) {
     ASSERT_EQ(p->register_kernels(p->ctx, &reg, &err), BP_STATUS_OK) << buf;
   }

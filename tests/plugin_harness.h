@@ -60,7 +60,7 @@ inline const LoadedPlugin& plugin() {
       p.error = std::string("init failed: ") + buf;
       return p;
     }
-    bp_registrar reg{sizeof(bp_registrar), &p, &register_kernel};
+    bp_registrar reg{sizeof(bp_registrar), &p, &register_kernel, nullptr};
     if (p.plugin->register_kernels(p.plugin->ctx, &reg, &err) != BP_STATUS_OK)
       p.error = std::string("register_kernels failed: ") + buf;
     return p;

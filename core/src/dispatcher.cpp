@@ -128,15 +128,8 @@ void call_kernel(Op op, DType dtype, Device device, std::span<const bp_tensor> i
     if (detail::try_fallback(op, dtype, device, inputs, outputs, attrs)) return;
     missing_kernel(op, dtype, device);
   }
-  bp_kernel_call call;
-  call.struct_size = sizeof(call);
-  call.op = static_cast<int32_t>(op);
-  call.dtype = static_cast<int32_t>(dtype);
-  call.num_inputs = static_cast<int32_t>(inputs.size());
-  call.num_outputs = static_cast<int32_t>(outputs.size());
-  call.inputs = inputs.data();
-  call.outputs = outputs.data();
-  call.attrs = &attrs;
+  const bp_kernel_call call =
+      detail::make_call(static_cast<int32_t>(op), dtype, inputs, outputs, attrs);
   char buf[512];
   buf[0] = '\0';
   bp_error err{sizeof(bp_error), buf, sizeof(buf)};

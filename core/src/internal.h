@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -124,6 +125,22 @@ inline bp_tensor describe_as(const Tensor& t, const DimVector& shape, const DimV
   return d;
 }
 
+// The ABI's description of one kernel call (pointers into the spans and
+// `attrs`, which must outlive it).
+inline bp_kernel_call make_call(int32_t op, DType dtype, std::span<const bp_tensor> inputs,
+                                std::span<const bp_tensor> outputs, const bp_attrs& attrs) {
+  bp_kernel_call call;
+  call.struct_size = sizeof(call);
+  call.op = op;
+  call.dtype = static_cast<int32_t>(dtype);
+  call.num_inputs = static_cast<int32_t>(inputs.size());
+  call.num_outputs = static_cast<int32_t>(outputs.size());
+  call.inputs = inputs.data();
+  call.outputs = outputs.data();
+  call.attrs = &attrs;
+  return call;
+}
+
 inline bp_attrs make_attrs() {
   bp_attrs a;
   a.struct_size = sizeof(bp_attrs);
@@ -163,6 +180,13 @@ inline Tensor full_on(IntArrayRef shape, const Scalar& value, DType dtype, const
 // Copies `src` into `dst` (same shape after broadcasting `src`), converting
 // dtype and crossing devices through the backends' copy functions.
 void copy_into(const Tensor& dst, const Tensor& src);
+
+// Named ops (named_ops.cpp): a plugin's registration, checked (name, schema,
+// a name it registered already, another backend's schema for the name), and
+// the removal of every named kernel of a backend when it is destroyed.
+void register_named_kernel(int backend, const std::string& backend_name,
+                           const bp_named_kernel_registration& reg, std::string origin);
+void remove_named_kernels(int backend);
 
 // The functions and objects a shared library exports (its ELF dynamic
 // symbols); raises bp::Error when the file cannot be read as ELF.

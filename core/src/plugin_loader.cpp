@@ -57,21 +57,47 @@ struct RegistrarState {
   std::string plugin_name;
 };
 
-bp_status register_kernel_c(void* ctx, const bp_kernel_registration* reg,
-                            bp_error* error) noexcept {
+// One registration from the plugin: checks the struct, builds the origin
+// ("plugin at file:line"), and turns an exception into a status.
+template <class Reg, class Add>
+bp_status register_with(void* ctx, const Reg* reg, const char* what, bp_error* error,
+                        Add add) noexcept {
   auto* st = static_cast<RegistrarState*>(ctx);
   try {
-    BP_CHECK(reg != nullptr && reg->struct_size >= offsetof(bp_kernel_registration, origin),
-             "[register_kernel] registration struct is missing or too small");
+    BP_CHECK(reg != nullptr && reg->struct_size >= offsetof(Reg, origin), "[", what,
+             "] registration struct is missing or too small");
     std::string origin = st->plugin_name;
-    if (BP_HAS_FIELD(reg, bp_kernel_registration, origin) && reg->origin != nullptr)
+    if (BP_HAS_FIELD(reg, Reg, origin) && reg->origin != nullptr)
       origin += std::string(" at ") + reg->origin;
-    KernelRegistry::instance().add(st->backend, *reg, std::move(origin));
+    add(*st, *reg, std::move(origin));
     return BP_STATUS_OK;
   } catch (const std::exception& e) {
     detail::write_error(error, e.what());
     return BP_STATUS_INVALID_ARGUMENT;
   }
+}
+
+bp_status register_kernel_c(void* ctx, const bp_kernel_registration* reg,
+                            bp_error* error) noexcept {
+  return register_with(ctx, reg, "register_kernel", error,
+                       [](RegistrarState& st, const bp_kernel_registration& r, std::string o) {
+                         KernelRegistry::instance().add(st.backend, r, std::move(o));
+                       });
+}
+
+bp_status register_named_kernel_c(void* ctx, const bp_named_kernel_registration* reg,
+                                  bp_error* error) noexcept {
+  return register_with(
+      ctx, reg, "register_named_kernel", error,
+      [](RegistrarState& st, const bp_named_kernel_registration& r, std::string o) {
+        detail::register_named_kernel(st.backend, st.plugin_name, r, std::move(o));
+      });
+}
+
+// Every kernel of a backend, primitive and named.
+void remove_kernels(int backend) {
+  KernelRegistry::instance().remove_backend(backend);
+  detail::remove_named_kernels(backend);
 }
 
 std::string exported_symbols(const std::string& path) {
@@ -337,10 +363,11 @@ Backend& PluginLoader::load_file(const std::string& path_in) {
   generation_[slot] = static_cast<uint16_t>((generation_[slot] + 1) % 1024);
   const int id = slot + kMaxBackends * generation_[slot];
   RegistrarState state{id, name};
-  bp_registrar registrar{sizeof(bp_registrar), &state, &register_kernel_c};
+  bp_registrar registrar{sizeof(bp_registrar), &state, &register_kernel_c,
+                         &register_named_kernel_c};
   detail::ErrorBuffer reg_err;
   if (api->register_kernels(api->ctx, &registrar, reg_err.get()) != BP_STATUS_OK) {
-    KernelRegistry::instance().remove_backend(id);
+    remove_kernels(id);
     throw destroy_and_reject("registering kernels failed: " + reg_err.message());
   }
   auto backend = make_intrusive<Backend>(id, std::move(lib), api, path);
@@ -361,7 +388,7 @@ int PluginLoader::free_slot() {
   for (int i = 0; i < kMaxBackends; ++i) {
     if (by_id_[i].load(std::memory_order_relaxed) != nullptr || slots_[i]->use_count() != 1)
       continue;
-    KernelRegistry::instance().remove_backend(i);
+    remove_kernels(i);
     slots_[i].reset();
     if (found < 0) found = i;
   }
@@ -441,7 +468,7 @@ void PluginLoader::unload(std::string_view name) {
       std::unique_lock slots_lock(slots_mu_);
       by_id_[slot].store(nullptr, std::memory_order_release);
       if (slots_[slot]->use_count() == 2) {  // this list and the slot table only
-        KernelRegistry::instance().remove_backend(slot);
+        remove_kernels(slot);
         slots_[slot].reset();
       }
     }

@@ -6,6 +6,7 @@
 // writes a sim tensor's memory directly faults, which is what this backend
 // is for: proving the core and the conformance suite go through the ABI's
 // copies.
+#include <backplane/sdk/checks.hpp>
 #include <backplane/sdk/plugin.hpp>
 #include <cstdlib>
 #include <deque>
@@ -50,7 +51,8 @@ class SimPlugin final : public bp::sdk::Plugin {
   // a registrar of our own receives them and forwards a wrapped copy.
   void register_kernels(bp::sdk::Registrar& core) override {
     Forward forward{&core, this};
-    const bp_registrar inner{sizeof(bp_registrar), &forward, &forward_registration};
+    const bp_registrar inner{sizeof(bp_registrar), &forward, &forward_registration,
+                             &forward_named_registration};
     bp::sdk::Registrar wrapped(inner);
     hostref::register_all_kernels(wrapped);
   }
@@ -95,13 +97,29 @@ class SimPlugin final : public bp::sdk::Plugin {
     SimPlugin* self;
   };
 
-  static bp_status forward_registration(void* ctx, const bp_kernel_registration* reg,
-                                        bp_error* error) noexcept {
+  // Keeps a guarded copy of the registration's kernel and hands the copy
+  // to the core with `add(kernel_ctx)`.
+  template <class Reg, class Add>
+  static bp_status forward(void* ctx, const Reg* reg, bp_error* error, Add add) noexcept {
     auto* f = static_cast<Forward*>(ctx);
     return bp::sdk::guarded(error, [&] {
       GuardedKernel& k =
           f->self->kernels_.emplace_back(GuardedKernel{reg->fn, reg->kernel_ctx, f->self});
-      f->core->add_raw(static_cast<bp_op>(reg->op), reg->dtype_mask, &run_guarded, &k, reg->origin);
+      add(*f->core, &k);
+    });
+  }
+
+  static bp_status forward_registration(void* ctx, const bp_kernel_registration* reg,
+                                        bp_error* error) noexcept {
+    return forward(ctx, reg, error, [reg](bp::sdk::Registrar& core, GuardedKernel* k) {
+      core.add_raw(static_cast<bp_op>(reg->op), reg->dtype_mask, &run_guarded, k, reg->origin);
+    });
+  }
+
+  static bp_status forward_named_registration(void* ctx, const bp_named_kernel_registration* reg,
+                                              bp_error* error) noexcept {
+    return forward(ctx, reg, error, [reg](bp::sdk::Registrar& core, GuardedKernel* k) {
+      core.add_named_raw(reg->name, reg->schema, reg->dtype_mask, &run_guarded, k, reg->origin);
     });
   }
 
@@ -121,18 +139,18 @@ class SimPlugin final : public bp::sdk::Plugin {
     auto* k = static_cast<GuardedKernel*>(ctx);
     bp_status status = BP_STATUS_OK;
     const bp_status checked = bp::sdk::guarded(error, [&] {
-      // The core names ops; the plugin knows their bp_op number.
-      const std::string op = "kernel of bp_op " + std::to_string(call->op);
-      constexpr int kMaxOperands = 8;
+      const char* op = bp::sdk::op_name(call->op);
+      constexpr int kMaxOperands = 16;  // a named op's 8 inputs and 8 outputs
       Arena::Range ranges[kMaxOperands];
       const int n = call->num_inputs + call->num_outputs;
       if (n > kMaxOperands)
-        throw bp::sdk::InvalidArgument("[" + op + "] " + std::to_string(n) + " operands");
+        throw bp::sdk::InvalidArgument(std::string("[") + op + "] " + std::to_string(n) +
+                                       " operands");
       for (int i = 0; i < n; ++i) {
         const bp::sdk::TensorRef t(i < call->num_inputs ? call->inputs[i]
                                                         : call->outputs[i - call->num_inputs]);
         ranges[i] = extent(t);
-        if (ranges[i].nbytes > 0) k->self->arena_.check(ranges[i].ptr, ranges[i].nbytes, op.c_str());
+        if (ranges[i].nbytes > 0) k->self->arena_.check(ranges[i].ptr, ranges[i].nbytes, op);
       }
       Arena::Access open(k->self->arena_, ranges, static_cast<std::size_t>(n));
       status = k->fn(k->ctx, call, error);

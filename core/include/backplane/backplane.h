@@ -8,6 +8,7 @@
 #include <backplane/dtype.h>
 #include <backplane/error.h>
 #include <backplane/fallback.h>
+#include <backplane/named_ops.h>
 #include <backplane/ops.h>
 #include <backplane/options.h>
 #include <backplane/shape.h>

@@ -43,8 +43,9 @@ void register_matmul_kernels(Registrar& r);   // matmul.cpp: MATMUL
 void register_softmax_kernels(Registrar& r);  // softmax.cpp: SOFTMAX, LOG_SOFTMAX
 void register_index_kernels(Registrar& r);    // index.cpp: GATHER, SCATTER, INDEX_SELECT
 void register_random_kernels(Registrar& r);   // random.cpp: RANDOM
+void register_named_kernels(Registrar& r);    // named.cpp: hostref::lerp, a named op
 
-// Every primitive op of plugin.h.
+// Every primitive op of plugin.h, and the named op.
 inline void register_all_kernels(Registrar& r) {
   register_copy_kernels(r);
   register_binary_kernels(r);
@@ -55,6 +56,7 @@ inline void register_all_kernels(Registrar& r) {
   register_softmax_kernels(r);
   register_index_kernels(r);
   register_random_kernels(r);
+  register_named_kernels(r);
 }
 
 }  // namespace hostref

@@ -46,7 +46,7 @@ extern "C" {
 #endif
 
 #define BP_ABI_MAJOR 1
-#define BP_ABI_MINOR 1
+#define BP_ABI_MINOR 2
 
 #define BP_PLUGIN_ENTRY_SYMBOL "bp_plugin_init"
 
@@ -218,6 +218,10 @@ typedef enum bp_op {
   BP_OP_COUNT = 41
 } bp_op;
 
+/* The `op` of a call to a named kernel (since 1.2, see
+ * bp_named_kernel_registration): not a bp_op. */
+#define BP_OP_NAMED 4096
+
 /* A scalar operand, tagged with the dtype it was given in. */
 typedef struct bp_scalar {
   int32_t dtype; /* bp_dtype: BOOL and INT* use `i`, FLOAT* use `f` */
@@ -269,6 +273,34 @@ typedef struct bp_kernel_registration {
   const char* origin;  /* "file:line" of the registration, shown in errors (optional) */
 } bp_kernel_registration;
 
+/*
+ * A named op of the plugin's own (since 1.2): "vendor::name", which users
+ * call through the core with bp::call_op, beside the primitive ops.
+ *
+ * `schema` declares the operands, in order, and the outputs:
+ *     "(Tensor x, Tensor y, float alpha, int n, bool exact) -> Tensor"
+ *     "(Tensor x) -> (Tensor, Tensor)"
+ * Tensors become the call's inputs in their order, int and bool attributes
+ * its ints[] (bool as 0 or 1), float attributes its scalars[] (as float64);
+ * at most 8 tensors, BP_MAX_INTS ints and BP_MAX_SCALARS floats. The core
+ * checks every call against the schema before the kernel runs: operand
+ * counts and kinds, one device for all tensors, and the dispatch dtype (the
+ * first input's) in `dtype_mask`. Outputs are allocated by the caller, or by
+ * the core with the first input's shape, dtype and device. A named kernel
+ * receives `op` = BP_OP_NAMED; declining a call (UNSUPPORTED) is an error
+ * for it, as there is no reference to fall back on. Named ops have no
+ * gradient: the core refuses a call whose inputs require one.
+ */
+typedef struct bp_named_kernel_registration {
+  size_t struct_size;
+  const char* name;    /* "<namespace>::<op>", both [a-z0-9_]+; not "core::" */
+  const char* schema;  /* as above */
+  uint32_t dtype_mask; /* BP_DTYPE_BIT()s of the first input it accepts */
+  bp_kernel_fn fn;
+  void* kernel_ctx;    /* passed back to fn (optional) */
+  const char* origin;  /* "file:line" of the registration (optional) */
+} bp_named_kernel_registration;
+
 /* Handed to the plugin by the core; the plugin calls it once per kernel. */
 typedef struct bp_registrar {
   size_t struct_size;
@@ -277,6 +309,11 @@ typedef struct bp_registrar {
    * error whose message names both origins. */
   bp_status (*register_kernel)(void* ctx, const bp_kernel_registration* reg,
                                bp_error* error);
+  /* Registers a named op (since 1.2: test BP_HAS_FIELD(registrar,
+   * bp_registrar, register_named_kernel) first). A malformed name or
+   * schema, or a name this plugin registered already, is an error. */
+  bp_status (*register_named_kernel)(void* ctx, const bp_named_kernel_registration* reg,
+                                     bp_error* error);
 } bp_registrar;
 
 /* ------------------------------------------------------------------------ */

@@ -52,6 +52,7 @@ inline const char* op_name(int op) {
       "eq",         "ne",          "lt",     "le",          "gt",           "ge",      "logical_and",
       "logical_or", "where",       "prod",   "max",         "min",          "argmax",  "argmin",
       "softmax",    "log_softmax", "gather", "scatter",     "index_select", "random"};
+  if (op == BP_OP_NAMED) return "named op";
   return op >= 0 && op < BP_OP_COUNT ? kNames[op] : "op?";
 }
 

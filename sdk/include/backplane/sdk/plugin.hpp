@@ -83,25 +83,65 @@ class Registrar {
   // Registers Fn for `op` and the listed dtypes; `origin` is "file:line".
   template <KernelFn Fn>
   void add(bp_op op, std::initializer_list<bp_dtype> dtypes, const char* origin = nullptr) {
-    uint32_t mask = 0;
-    for (bp_dtype d : dtypes) mask |= BP_DTYPE_BIT(d);
-    add_raw(op, mask, &kernel_thunk<Fn>, nullptr, origin);
+    add_raw(op, mask_of(dtypes), &kernel_thunk<Fn>, nullptr, origin);
+  }
+
+  // Registers Fn as the named op `name` ("vendor::op") with its `schema`
+  // (see bp_named_kernel_registration) for the listed dtypes of its first
+  // input. Throws when the core is older than ABI 1.2 (no named ops).
+  template <KernelFn Fn>
+  void add_named(const char* name, const char* schema, std::initializer_list<bp_dtype> dtypes,
+                 const char* origin = nullptr) {
+    add_named_raw(name, schema, mask_of(dtypes), &kernel_thunk<Fn>, nullptr, origin);
+  }
+
+  // True when the core takes named ops (ABI 1.2 and later).
+  bool has_named_ops() const {
+    return BP_HAS_FIELD(&r_, bp_registrar, register_named_kernel) &&
+           r_.register_named_kernel != nullptr;
   }
 
   // Registers a C kernel directly.
   void add_raw(bp_op op, uint32_t dtype_mask, bp_kernel_fn fn, void* kernel_ctx,
                const char* origin) {
     bp_kernel_registration reg{};
-    reg.struct_size = sizeof(reg);
     reg.op = op;
+    submit(reg, dtype_mask, fn, kernel_ctx, origin, r_.register_kernel, "kernel");
+  }
+
+  // Registers a C kernel as a named op directly.
+  void add_named_raw(const char* name, const char* schema, uint32_t dtype_mask, bp_kernel_fn fn,
+                     void* kernel_ctx, const char* origin) {
+    if (!has_named_ops())
+      throw std::runtime_error(std::string("named op ") + name +
+                               ": this core predates named ops (ABI 1.2)");
+    bp_named_kernel_registration reg{};
+    reg.name = name;
+    reg.schema = schema;
+    submit(reg, dtype_mask, fn, kernel_ctx, origin, r_.register_named_kernel, "named kernel");
+  }
+
+ private:
+  static uint32_t mask_of(std::initializer_list<bp_dtype> dtypes) {
+    uint32_t mask = 0;
+    for (bp_dtype d : dtypes) mask |= BP_DTYPE_BIT(d);
+    return mask;
+  }
+
+  // Fills the fields both registrations share and hands `reg` to the core.
+  template <class Reg>
+  void submit(Reg& reg, uint32_t dtype_mask, bp_kernel_fn fn, void* kernel_ctx,
+              const char* origin, bp_status (*to)(void*, const Reg*, bp_error*),
+              const char* what) {
+    reg.struct_size = sizeof(reg);
     reg.dtype_mask = dtype_mask;
     reg.fn = fn;
     reg.kernel_ctx = kernel_ctx;
     reg.origin = origin;
     char buf[512] = {0};
     bp_error err{sizeof(bp_error), buf, sizeof(buf)};
-    if (r_.register_kernel(r_.ctx, &reg, &err) != BP_STATUS_OK)
-      throw std::runtime_error(buf[0] ? buf : "kernel registration refused");
+    if (to(r_.ctx, &reg, &err) != BP_STATUS_OK)
+      throw std::runtime_error(buf[0] ? buf : std::string(what) + " registration refused");
   }
 
  private:

@@ -1,0 +1,50 @@
+// Named ops: ops a plugin adds beside the primitive ones ("vendor::name",
+// with a schema; see bp_named_kernel_registration in backplane/plugin.h),
+// called through the core:
+//
+//   bp::Tensor y = bp::call_op("fake::axpby", {x, z}, {2.0, 0.5})[0];
+//
+// The call runs on the backend of the inputs' device, which must have
+// registered the op. The core checks it against the op's schema first.
+#pragma once
+
+#include <backplane/tensor.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace bp {
+
+// One attribute of a named op call, matched to the schema's int, float and
+// bool parameters in order (an int is accepted for a float parameter).
+using OpAttr = std::variant<int64_t, double, bool>;
+
+// Calls `name` on `inputs` (its Tensor parameters, in order) and `attrs`
+// (its other parameters, in order). Each output is allocated with the first
+// input's shape, dtype and device. Throws NotImplementedError when the
+// inputs' backend lacks the op or the dtype, ValueError for a call that does
+// not match the schema, and Error when an input requires a gradient while
+// grad mode is on (named ops have none).
+std::vector<Tensor> call_op(std::string_view name, const std::vector<Tensor>& inputs,
+                            const std::vector<OpAttr>& attrs = {});
+
+// Same, writing into outputs the caller allocated (any shape the op
+// expects, on the inputs' device). An output may be one of the inputs.
+void call_op_out(std::string_view name, const std::vector<Tensor>& inputs,
+                 const std::vector<Tensor>& outputs, const std::vector<OpAttr>& attrs = {});
+
+// A named op as a loaded backend registered it, for listings (`backplane ops`).
+struct NamedOpInfo {
+  std::string name;
+  std::string schema;   // as registered
+  std::string backend;  // the backend's name
+  uint32_t dtype_mask;  // BP_DTYPE_BIT()s of the first input
+  std::string origin;   // plugin name, and "file:line" when given
+};
+std::vector<NamedOpInfo> named_ops();
+
+}  // namespace bp

@@ -1,0 +1,348 @@
+// Named ops: the kernels plugins register under names of their own, the
+// parser of their schemas, and bp::call_op, which checks a call against the
+// schema before the kernel runs.
+#include <backplane/autograd.h>
+#include <backplane/backend.h>
+#include <backplane/error.h>
+#include <backplane/named_ops.h>
+#include <backplane/ops.h>
+
+#include <array>
+#include <cctype>
+#include <map>
+#include <shared_mutex>
+#include <sstream>
+
+#include "internal.h"
+
+namespace bp {
+
+namespace {
+
+enum class Param { Tensor, Int, Float, Bool };
+
+constexpr int kMaxNamedTensors = 8;
+
+struct Schema {
+  std::string text;
+  std::vector<Param> params;
+  int tensors = 0, ints = 0, floats = 0, outputs = 0;
+};
+
+struct Impl {
+  bp_kernel_fn fn = nullptr;
+  void* ctx = nullptr;
+  uint32_t mask = 0;
+  int backend = -1;  // the full id: a later backend in the slot is another
+  std::string backend_name, origin;
+};
+
+struct Entry {
+  Schema schema;
+  std::array<Impl, kMaxBackends> impl;
+};
+
+std::shared_mutex g_mu;
+std::map<std::string, Entry, std::less<>> g_ops;
+
+bool is_ident_char(char c) {
+  return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) ||
+         c == '_';
+}
+
+bool is_ident(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (!is_ident_char(c)) return false;
+  return true;
+}
+
+// "<namespace>::<op>", both [a-z0-9_]+, the namespace not "core".
+std::string check_name(const char* name) {
+  BP_CHECK(name != nullptr, "[register_named_kernel] the name is missing");
+  const std::string_view n(name);
+  const auto sep = n.find("::");
+  BP_CHECK(sep != std::string_view::npos && is_ident(n.substr(0, sep)) &&
+               is_ident(n.substr(sep + 2)),
+           "[register_named_kernel] '", n, "' is not a named op name: <namespace>::<op>, each [a-z0-9_]+");
+  BP_CHECK(n.substr(0, sep) != "core", "[register_named_kernel] '", n,
+           "': the namespace 'core' is the core's own");
+  return std::string(n);
+}
+
+// A small tokenizer over the schema text: identifiers and punctuation.
+class Tokens {
+ public:
+  explicit Tokens(std::string_view s) : s_(s) {}
+  std::string_view next() {
+    while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
+    if (i_ >= s_.size()) return {};
+    const std::size_t b = i_;
+    if (std::isalpha(static_cast<unsigned char>(s_[i_])) || s_[i_] == '_') {
+      while (i_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[i_])) || s_[i_] == '_'))
+        ++i_;
+    } else if (s_.compare(i_, 2, "->") == 0) {
+      i_ += 2;
+    } else {
+      ++i_;
+    }
+    return s_.substr(b, i_ - b);
+  }
+  std::string_view peek() {
+    const std::size_t keep = i_;
+    std::string_view t = next();
+    i_ = keep;
+    return t;
+  }
+
+ private:
+  std::string_view s_;
+  std::size_t i_ = 0;
+};
+
+// "(Tensor x, float alpha, int n, bool b) -> Tensor" or "... -> (Tensor, Tensor)".
+Schema parse_schema(const std::string& op, const char* text) {
+  BP_CHECK(text != nullptr, "[register_named_kernel] ", op, ": the schema is missing");
+  Schema s;
+  s.text = text;
+  auto bad = [&](const std::string& why) {
+    return ValueError("[register_named_kernel] " + op + ": schema '" + s.text + "': " + why +
+                      " (expected e.g. '(Tensor x, float alpha) -> Tensor')");
+  };
+  Tokens t(s.text);
+  if (t.next() != "(") throw bad("it must start with '('");
+  if (t.peek() == ")") {
+    t.next();
+  } else {
+    for (;;) {
+      const std::string_view type = t.next();
+      const std::string_view name = t.next();
+      Param p;
+      if (type == "Tensor") p = Param::Tensor;
+      else if (type == "int") p = Param::Int;
+      else if (type == "float") p = Param::Float;
+      else if (type == "bool") p = Param::Bool;
+      else throw bad("unknown parameter type '" + std::string(type) + "' (Tensor, int, float, bool)");
+      if (name.empty() || !(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_'))
+        throw bad("parameter " + std::to_string(s.params.size()) + " has no name");
+      s.params.push_back(p);
+      const std::string_view sep = t.next();
+      if (sep == ")") break;
+      if (sep != ",") throw bad("expected ',' or ')' after '" + std::string(name) + "'");
+    }
+  }
+  for (Param p : s.params) {
+    s.tensors += p == Param::Tensor;
+    s.ints += p == Param::Int || p == Param::Bool;
+    s.floats += p == Param::Float;
+  }
+  if (t.next() != "->") throw bad("expected '->' after the parameters");
+  std::string_view tok = t.next();
+  if (tok == "Tensor") {
+    s.outputs = 1;
+  } else if (tok == "(") {
+    for (;;) {
+      if (t.next() != "Tensor") throw bad("outputs are Tensors");
+      ++s.outputs;
+      tok = t.next();
+      if (tok == ")") break;
+      if (tok != ",") throw bad("expected ',' or ')' in the outputs");
+    }
+  } else {
+    throw bad("expected 'Tensor' or '(Tensor, ...)' after '->'");
+  }
+  if (!t.next().empty()) throw bad("unexpected text after the outputs");
+  if (s.tensors == 0) throw bad("a named op takes at least one Tensor (its device and dtype)");
+  if (s.tensors > kMaxNamedTensors || s.outputs > kMaxNamedTensors)
+    throw bad("at most " + std::to_string(kMaxNamedTensors) + " input and " +
+              std::to_string(kMaxNamedTensors) + " output tensors");
+  if (s.ints > BP_MAX_INTS) throw bad("at most " + std::to_string(BP_MAX_INTS) + " int and bool parameters");
+  if (s.floats > BP_MAX_SCALARS) throw bad("at most " + std::to_string(BP_MAX_SCALARS) + " float parameters");
+  return s;
+}
+
+std::string dtype_list(uint32_t mask) {
+  std::string out;
+  for (int d = 0; d < kNumDTypes; ++d)
+    if (mask & BP_DTYPE_BIT(d)) out.append(out.empty() ? "" : ", ").append(name(static_cast<DType>(d)));
+  return out.empty() ? "none" : out;
+}
+
+const char* kind_name(Param p) {
+  switch (p) {
+    case Param::Tensor: return "Tensor";
+    case Param::Int: return "int";
+    case Param::Float: return "float";
+    case Param::Bool: return "bool";
+  }
+  return "?";
+}
+
+// The schema and kernel for (name, backend), or an error saying what is missing.
+std::pair<Schema, Impl> lookup(std::string_view name, const Backend& b) {
+  std::shared_lock lock(g_mu);
+  const auto it = g_ops.find(name);
+  std::string have;
+  if (it != g_ops.end()) {
+    const Impl& impl = it->second.impl[backend_slot(b.id())];
+    if (impl.fn != nullptr && impl.backend == b.id()) return {it->second.schema, impl};
+    for (const Impl& i : it->second.impl)
+      if (i.fn != nullptr) have.append(have.empty() ? "" : ", ").append(i.backend_name);
+  }
+  std::ostringstream os;
+  os << "[" << name << "] is not a named op of backend '" << b.name() << "'";
+  if (have.empty())
+    os << "; no loaded backend registered it ('backplane ops' lists the named ops)";
+  else
+    os << "; backends that have it: " << have;
+  throw NotImplementedError(os.str());
+}
+
+// The call against the schema: tensor and attribute counts and kinds.
+bp_attrs make_named_attrs(std::string_view name, const Schema& s, std::size_t num_inputs,
+                          std::size_t num_outputs, const std::vector<OpAttr>& attrs) {
+  auto mismatch = [&](const std::string& why) {
+    return ValueError("[" + std::string(name) + "] " + why + " (schema: " + s.text + ")");
+  };
+  if (num_inputs != static_cast<std::size_t>(s.tensors))
+    throw mismatch("expects " + std::to_string(s.tensors) + " tensor(s), got " +
+                   std::to_string(num_inputs));
+  if (num_outputs != static_cast<std::size_t>(s.outputs))
+    throw mismatch("writes " + std::to_string(s.outputs) + " output(s), got " +
+                   std::to_string(num_outputs));
+  const std::size_t num_attrs = static_cast<std::size_t>(s.ints + s.floats);
+  if (attrs.size() != num_attrs)
+    throw mismatch("expects " + std::to_string(num_attrs) + " attribute(s), got " +
+                   std::to_string(attrs.size()));
+  bp_attrs a = detail::make_attrs();
+  std::size_t k = 0;
+  for (Param p : s.params) {
+    if (p == Param::Tensor) continue;
+    const OpAttr& v = attrs[k];
+    const bool ok = (p == Param::Int && std::holds_alternative<int64_t>(v)) ||
+                    (p == Param::Bool && std::holds_alternative<bool>(v)) ||
+                    (p == Param::Float && !std::holds_alternative<bool>(v));
+    if (!ok)
+      throw mismatch("attribute " + std::to_string(k) + " must be " + kind_name(p) + ", got " +
+                     (std::holds_alternative<bool>(v)      ? "bool"
+                      : std::holds_alternative<double>(v) ? "float"
+                                                           : "int"));
+    if (p == Param::Float) {
+      bp_scalar& sc = a.scalars[a.num_scalars++];
+      sc.dtype = BP_DTYPE_FLOAT64;
+      sc.reserved = 0;
+      sc.value.f = std::holds_alternative<double>(v) ? std::get<double>(v)
+                                                     : static_cast<double>(std::get<int64_t>(v));
+    } else {
+      a.ints[a.num_ints++] = std::holds_alternative<bool>(v) ? (std::get<bool>(v) ? 1 : 0)
+                                                             : std::get<int64_t>(v);
+    }
+    ++k;
+  }
+  return a;
+}
+
+}  // namespace
+
+namespace detail {
+
+void register_named_kernel(int backend, const std::string& backend_name,
+                           const bp_named_kernel_registration& reg, std::string origin) {
+  const std::string name = check_name(reg.name);
+  Schema schema = parse_schema(name, reg.schema);
+  BP_CHECK(reg.fn != nullptr, "[register_named_kernel] ", name, ": the kernel is NULL");
+  std::unique_lock lock(g_mu);
+  Entry& e = g_ops[name];
+  bool known = false;
+  for (const Impl& i : e.impl) known = known || i.fn != nullptr;
+  if (known && e.schema.text != schema.text) {
+    std::string by;
+    for (const Impl& i : e.impl)
+      if (i.fn != nullptr) by = i.backend_name;
+    throw ValueError("[register_named_kernel] " + name + " is registered by '" + by +
+                     "' with schema '" + e.schema.text + "', not '" + schema.text + "'");
+  }
+  Impl& impl = e.impl[backend_slot(backend)];
+  if (impl.fn != nullptr && impl.backend == backend)
+    throw ValueError("[register_named_kernel] " + name + " is registered twice: first by " +
+                     impl.origin + ", again by " + origin);
+  if (!known) e.schema = std::move(schema);
+  impl = Impl{reg.fn, reg.kernel_ctx, reg.dtype_mask, backend, backend_name, std::move(origin)};
+}
+
+void remove_named_kernels(int backend) {
+  std::unique_lock lock(g_mu);
+  for (auto it = g_ops.begin(); it != g_ops.end();) {
+    it->second.impl[backend_slot(backend)] = Impl{};
+    bool any = false;
+    for (const Impl& i : it->second.impl) any = any || i.fn != nullptr;
+    it = any ? std::next(it) : g_ops.erase(it);
+  }
+}
+
+}  // namespace detail
+
+std::vector<NamedOpInfo> named_ops() {
+  std::shared_lock lock(g_mu);
+  std::vector<NamedOpInfo> out;
+  for (const auto& [name, e] : g_ops)
+    for (const Impl& i : e.impl)
+      if (i.fn != nullptr && PluginLoader::instance().by_id(i.backend) != nullptr)
+        out.push_back({name, e.schema.text, i.backend_name, i.mask, i.origin});
+  return out;
+}
+
+void call_op_out(std::string_view name, const std::vector<Tensor>& inputs,
+                 const std::vector<Tensor>& outputs, const std::vector<OpAttr>& attrs) {
+  const std::string op(name);
+  BP_CHECK(!inputs.empty(), "[", op, "] a named op needs its Tensor inputs");
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    BP_CHECK(inputs[i].defined(), "[", op, "] input ", i, " is an undefined tensor");
+  for (std::size_t i = 0; i < outputs.size(); ++i)
+    BP_CHECK(outputs[i].defined(), "[", op, "] output ", i, " is an undefined tensor");
+  const Tensor& first = inputs[0];
+  // The storage's backend: it works for a backend unloaded while its tensors live.
+  const Backend& b = detail::backend_of(first);
+  const auto [schema, impl] = lookup(name, b);
+  bp_attrs a = make_named_attrs(name, schema, inputs.size(), outputs.size(), attrs);
+  for (const Tensor& t : inputs) detail::check_same_device(op.c_str(), first, t);
+  for (const Tensor& t : outputs) detail::check_same_device(op.c_str(), first, t);
+  const DType dtype = first.dtype();
+  if (!(impl.mask & BP_DTYPE_BIT(static_cast<int>(dtype))))
+    throw NotImplementedError("[" + op + "] not implemented for dtype " + std::string(bp::name(dtype)) +
+                              " on backend '" + b.name() + "' (it takes " + dtype_list(impl.mask) + ")");
+  if (GradMode::is_enabled()) {
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+      BP_CHECK_T(Error, !inputs[i].requires_grad(), "[", op, "] has no gradient, and input ", i,
+                 " requires one: call it on detached inputs or under bp::NoGradGuard");
+    for (std::size_t i = 0; i < outputs.size(); ++i)
+      BP_CHECK_T(Error, !outputs[i].requires_grad(), "[", op, "] has no gradient, and output ", i,
+                 " requires one: call it under bp::NoGradGuard");
+  }
+  for (const Tensor& t : outputs) detail::check_writable(op.c_str(), t);
+
+  const int32_t dl = b.dl_device_type();
+  std::vector<bp_tensor> in, out;
+  for (const Tensor& t : inputs) in.push_back(detail::describe(t, dl));
+  for (const Tensor& t : outputs) out.push_back(detail::describe(t, dl));
+  const bp_kernel_call call = detail::make_call(BP_OP_NAMED, dtype, in, out, a);
+  detail::ErrorBuffer err;
+  const bp_status st = impl.fn(impl.ctx, &call, err.get());
+  detail::check_status(st, op, b.name(), err);
+  for (const Tensor& t : outputs) t.impl()->version->bump();
+}
+
+std::vector<Tensor> call_op(std::string_view name, const std::vector<Tensor>& inputs,
+                            const std::vector<OpAttr>& attrs) {
+  BP_CHECK(!inputs.empty(), "[", name, "] a named op needs its Tensor inputs");
+  BP_CHECK(inputs[0].defined(), "[", name, "] input 0 is an undefined tensor");
+  const Tensor& first = inputs[0];
+  const int outputs = lookup(name, detail::backend_of(first)).first.outputs;
+  std::vector<Tensor> out;
+  for (int i = 0; i < outputs; ++i)
+    out.push_back(detail::make_empty(first.sizes(), first.dtype(), first));
+  call_op_out(name, inputs, out, attrs);
+  return out;
+}
+
+}  // namespace bp

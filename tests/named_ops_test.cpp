@@ -1,0 +1,188 @@
+// Named ops (bp::call_op) against the vendor_ops fake: what a call computes,
+// how the core checks it against the op's schema before the kernel runs, and
+// what a plugin with a malformed schema is told.
+#include <backplane/backplane.h>
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace {
+
+const std::string kFakes = BACKPLANE_TEST_PLUGIN_DIR;
+
+bp::Backend& vendor() {
+  return bp::PluginLoader::instance().load(kFakes + "/libbackplane_vendor_ops.so");
+}
+
+bp::TensorOptions on_vendor(bp::DType dt) {
+  return bp::TensorOptions(dt).device(bp::Device{static_cast<int16_t>(vendor().id()), 0});
+}
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+template <class E, class F>
+std::string error_of(F&& f) {
+  return bp::testing::message_of<E>(std::forward<F>(f));
+}
+
+TEST(NamedOps, CallRunsTheKernelWithItsAttributes) {
+  const bp::Tensor x = bp::from_vector(std::vector<float>{1, 2, 3}, {3}, on_vendor(bp::DType::Float32));
+  const bp::Tensor y = bp::from_vector(std::vector<float>{10, 20, 30}, {3}, on_vendor(bp::DType::Float32));
+  const std::vector<bp::Tensor> out = bp::call_op("fake::axpby", {x, y}, {2.0, 0.5});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].device(), x.device());
+  EXPECT_EQ(out[0].to_vector<float>(), (std::vector<float>{7, 14, 21}));
+  // An int is taken for a float parameter.
+  EXPECT_EQ(bp::call_op("fake::axpby", {x, y}, {int64_t{1}, int64_t{0}})[0].to_vector<float>(),
+            (std::vector<float>{1, 2, 3}));
+}
+
+TEST(NamedOps, HostrefsLerpRunsOnSimBehindItsMemoryGuard) {
+  bp::Backend& sim = bp::PluginLoader::instance().load("sim");
+  const bp::TensorOptions opts =
+      bp::TensorOptions(bp::DType::Float64).device(bp::Device{static_cast<int16_t>(sim.id()), 0});
+  const bp::Tensor a = bp::from_vector(std::vector<double>{0, 10, -4}, {3}, opts);
+  const bp::Tensor b = bp::from_vector(std::vector<double>{8, 20, 4}, {3}, opts);
+  EXPECT_EQ(bp::call_op("hostref::lerp", {a, b}, {0.25})[0].to_vector<double>(),
+            (std::vector<double>{2, 12.5, -2}));
+  // A transposed view reaches the kernel as strides (no copy).
+  const bp::Tensor m = bp::from_vector(std::vector<double>{1, 2, 3, 4}, {2, 2}, opts);
+  EXPECT_EQ(bp::call_op("hostref::lerp", {m.t(), m}, {1.0})[0].to_vector<double>(),
+            (std::vector<double>{1, 2, 3, 4}));
+  EXPECT_EQ(bp::call_op("hostref::lerp", {m.t(), m}, {0.0})[0].to_vector<double>(),
+            (std::vector<double>{1, 3, 2, 4}));
+}
+
+TEST(NamedOps, TwoOutputsAndABoolAttribute) {
+  const bp::Tensor x =
+      bp::from_vector(std::vector<float>{-2, 3, 0, -1}, {2, 2}, on_vendor(bp::DType::Float32));
+  const std::vector<bp::Tensor> parts = bp::call_op("fake::split_sign", {x}, {true});
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(parts[1].size(0), 2);
+  EXPECT_EQ(parts[1].size(1), 2);
+  EXPECT_EQ(parts[0].to_vector<float>(), (std::vector<float>{0, 3, 0, 0}));
+  EXPECT_EQ(parts[1].to_vector<float>(), (std::vector<float>{2, 0, 0, 1}));
+  EXPECT_EQ(bp::call_op("fake::split_sign", {x}, {false})[1].to_vector<float>(),
+            (std::vector<float>{-2, 0, 0, -1}));
+}
+
+TEST(NamedOps, CallOutWritesInPlaceAndBumpsTheVersion) {
+  bp::Tensor x = bp::from_vector(std::vector<int64_t>{1, 2, 3}, {3}, on_vendor(bp::DType::Int64));
+  const auto before = x.version();
+  bp::call_op_out("fake::shift", {x}, {x}, {int64_t{40}});
+  EXPECT_EQ(x.to_vector<int64_t>(), (std::vector<int64_t>{41, 42, 43}));
+  EXPECT_GT(x.version(), before);
+}
+
+TEST(NamedOps, CallsThatDoNotMatchTheSchemaAreRefusedNamingIt) {
+  const bp::Tensor x = bp::from_vector(std::vector<float>{1, 2}, {2}, on_vendor(bp::DType::Float32));
+  std::string m = error_of<bp::ValueError>([&] { bp::call_op("fake::axpby", {x}, {1.0, 2.0}); });
+  EXPECT_TRUE(contains(m, "[fake::axpby] expects 2 tensor(s), got 1")) << m;
+  EXPECT_TRUE(contains(m, "(schema: (Tensor x, Tensor y, float a, float b) -> Tensor)")) << m;
+  m = error_of<bp::ValueError>([&] { bp::call_op("fake::axpby", {x, x}, {1.0}); });
+  EXPECT_TRUE(contains(m, "expects 2 attribute(s), got 1")) << m;
+  m = error_of<bp::ValueError>([&] { bp::call_op("fake::axpby", {x, x}, {1.0, true}); });
+  EXPECT_TRUE(contains(m, "attribute 1 must be float, got bool")) << m;
+  m = error_of<bp::ValueError>([&] { bp::call_op("fake::split_sign", {x}, {int64_t{1}}); });
+  EXPECT_TRUE(contains(m, "attribute 0 must be bool, got int")) << m;
+  m = error_of<bp::ValueError>([&] { bp::call_op_out("fake::split_sign", {x}, {x}, {true}); });
+  EXPECT_TRUE(contains(m, "writes 2 output(s), got 1")) << m;
+  // The kernel's own checks still run: shapes the schema cannot state.
+  const bp::Tensor y = bp::from_vector(std::vector<float>{1, 2, 3}, {3}, on_vendor(bp::DType::Float32));
+  m = error_of<bp::ValueError>([&] { bp::call_op("fake::axpby", {x, y}, {1.0, 1.0}); });
+  EXPECT_TRUE(contains(m, "[fake::axpby] backend 'vendor_ops'")) << m;
+}
+
+TEST(NamedOps, DtypeOutsideTheRegistrationIsNotImplemented) {
+  const bp::Tensor x = bp::from_vector(std::vector<int32_t>{1, 2}, {2}, on_vendor(bp::DType::Int32));
+  const std::string m =
+      error_of<bp::NotImplementedError>([&] { bp::call_op("fake::axpby", {x, x}, {1.0, 1.0}); });
+  EXPECT_TRUE(contains(m, "not implemented for dtype int32 on backend 'vendor_ops'")) << m;
+  EXPECT_TRUE(contains(m, "it takes float32, float64")) << m;
+}
+
+TEST(NamedOps, ABackendWithoutTheOpNamesTheOnesThatHaveIt) {
+  vendor();
+  const bp::Tensor x = bp::ones({2});  // the default backend
+  std::string m =
+      error_of<bp::NotImplementedError>([&] { bp::call_op("fake::axpby", {x, x}, {1.0, 1.0}); });
+  EXPECT_TRUE(contains(m, "is not a named op of backend 'cpu_onednn'")) << m;
+  EXPECT_TRUE(contains(m, "backends that have it: vendor_ops")) << m;
+  m = error_of<bp::NotImplementedError>([&] { bp::call_op("fake::nothing", {x}); });
+  EXPECT_TRUE(contains(m, "no loaded backend registered it")) << m;
+}
+
+TEST(NamedOps, MixedDevicesAndGradientsAreRefused) {
+  const bp::Tensor x = bp::from_vector(std::vector<float>{1, 2}, {2}, on_vendor(bp::DType::Float32));
+  const bp::Tensor cpu = bp::ones({2});
+  std::string m = error_of<bp::ValueError>([&] { bp::call_op("fake::axpby", {x, cpu}, {1.0, 1.0}); });
+  EXPECT_TRUE(contains(m, "fake::axpby")) << m;
+  EXPECT_TRUE(contains(m, "cpu_onednn:0")) << m;
+  bp::Tensor w = bp::from_vector(std::vector<float>{1, 2}, {2}, on_vendor(bp::DType::Float32));
+  w.requires_grad_(true);
+  m = error_of<bp::Error>([&] { bp::call_op("fake::axpby", {x, w}, {1.0, 1.0}); });
+  EXPECT_TRUE(contains(m, "has no gradient, and input 1 requires one")) << m;
+  bp::NoGradGuard no_grad;
+  EXPECT_EQ(bp::call_op("fake::axpby", {x, w}, {1.0, 1.0})[0].to_vector<float>(),
+            (std::vector<float>{2, 4}));
+}
+
+TEST(NamedOps, TheListingShowsEachOpWithItsSchemaAndOrigin) {
+  vendor();
+  int seen = 0;
+  for (const bp::NamedOpInfo& op : bp::named_ops()) {
+    if (op.backend != "vendor_ops") continue;
+    ++seen;
+    EXPECT_TRUE(contains(op.origin, "vendor_ops.cpp:")) << op.origin;
+    if (op.name == "fake::shift") {
+      EXPECT_EQ(op.schema, "(Tensor x, int k) -> Tensor");
+      EXPECT_EQ(op.dtype_mask, BP_DTYPE_BIT(BP_DTYPE_INT32) | BP_DTYPE_BIT(BP_DTYPE_INT64));
+    }
+  }
+  EXPECT_EQ(seen, 3);
+}
+
+int listed_for(const std::string& backend) {
+  int n = 0;
+  for (const bp::NamedOpInfo& op : bp::named_ops()) n += op.backend == backend;
+  return n;
+}
+
+TEST(NamedOps, UnloadingTheBackendTakesItsOpsAway) {
+  bp::Tensor keep = bp::from_vector(std::vector<int64_t>{5}, {1}, on_vendor(bp::DType::Int64));
+  ASSERT_EQ(listed_for("vendor_ops"), 3);
+  bp::PluginLoader::instance().unload("vendor_ops");
+  EXPECT_EQ(listed_for("vendor_ops"), 0);
+  // Its tensors keep working (DV-4), named ops included.
+  EXPECT_EQ(bp::call_op("fake::shift", {keep}, {int64_t{1}})[0].to_vector<int64_t>(),
+            (std::vector<int64_t>{6}));
+  keep = bp::Tensor();
+  // Loaded again: a new instance with its own registrations.
+  bp::Backend& again = vendor();
+  EXPECT_EQ(listed_for("vendor_ops"), 3);
+  const bp::Tensor x = bp::from_vector(std::vector<int64_t>{1}, {1}, on_vendor(bp::DType::Int64));
+  EXPECT_EQ(x.device().backend, again.id());
+  EXPECT_EQ(bp::call_op("fake::shift", {x}, {int64_t{1}})[0].to_vector<int64_t>(),
+            (std::vector<int64_t>{2}));
+}
+
+TEST(NamedOps, AMalformedSchemaRefusesTheLoadSayingWhy) {
+  const std::string m = error_of<bp::PluginError>(
+      [&] { bp::PluginLoader::instance().load(kFakes + "/libbackplane_bad_schema.so"); });
+  EXPECT_TRUE(contains(m, "registering kernels failed")) << m;
+  EXPECT_TRUE(contains(m, "unknown parameter type 'double'")) << m;
+  // What it registered before the bad schema went with it.
+  EXPECT_EQ(listed_for("bad_schema"), 0);
+  const bp::Tensor x = bp::zeros({1}, bp::TensorOptions(bp::DType::Int64));
+  const std::string gone =
+      error_of<bp::NotImplementedError>([&] { bp::call_op("fake::shift", {x}, {int64_t{1}}); });
+  EXPECT_TRUE(contains(gone, "no loaded backend registered it")) << gone;
+}
+
+}  // namespace
