@@ -57,6 +57,12 @@ inline const std::vector<CompositeOp>& composite_ops() {
       {"argmax(), argmin() over every element",
        {Op::Argmax, Op::Argmin, Op::Copy},
        "the flattened tensor (a copy when it is not viewable)"},
+      // Composites a backend may fuse (the named op core::<name>; DV-6).
+      {"silu", {Op::Sigmoid, Op::Mul}, "x * sigmoid(x); a backend may fuse it as core::silu"},
+      {"layer_norm",
+       {Op::Sum, Op::Div, Op::Sub, Op::Mul, Op::Sqrt, Op::Add, Op::Fill},
+       "mean, centre, biased variance, sqrt, scale and shift; a backend may fuse it as "
+       "core::layer_norm"},
       // Along a dim and indexing.
       {"softmax backward", {Op::Mul, Op::Sub, Op::Sum}, "y * (g - sum(g * y))"},
       {"log_softmax backward", {Op::Exp, Op::Mul, Op::Sub, Op::Sum}, "g - exp(y) * sum(g)"},

@@ -145,7 +145,7 @@ TEST(NamedOps, TheListingShowsEachOpWithItsSchemaAndOrigin) {
       EXPECT_EQ(op.dtype_mask, BP_DTYPE_BIT(BP_DTYPE_INT32) | BP_DTYPE_BIT(BP_DTYPE_INT64));
     }
   }
-  EXPECT_EQ(seen, 3);
+  EXPECT_EQ(seen, 4);
 }
 
 int listed_for(const std::string& backend) {
@@ -156,7 +156,7 @@ int listed_for(const std::string& backend) {
 
 TEST(NamedOps, UnloadingTheBackendTakesItsOpsAway) {
   bp::Tensor keep = bp::from_vector(std::vector<int64_t>{5}, {1}, on_vendor(bp::DType::Int64));
-  ASSERT_EQ(listed_for("vendor_ops"), 3);
+  ASSERT_EQ(listed_for("vendor_ops"), 4);
   bp::PluginLoader::instance().unload("vendor_ops");
   EXPECT_EQ(listed_for("vendor_ops"), 0);
   // Its tensors keep working (DV-4), named ops included.
@@ -165,11 +165,33 @@ TEST(NamedOps, UnloadingTheBackendTakesItsOpsAway) {
   keep = bp::Tensor();
   // Loaded again: a new instance with its own registrations.
   bp::Backend& again = vendor();
-  EXPECT_EQ(listed_for("vendor_ops"), 3);
+  EXPECT_EQ(listed_for("vendor_ops"), 4);
   const bp::Tensor x = bp::from_vector(std::vector<int64_t>{1}, {1}, on_vendor(bp::DType::Int64));
   EXPECT_EQ(x.device().backend, again.id());
   EXPECT_EQ(bp::call_op("fake::shift", {x}, {int64_t{1}})[0].to_vector<int64_t>(),
             (std::vector<int64_t>{2}));
+}
+
+TEST(NamedOps, AnOverrideRunsOnlyWhenNoGradientIsRecorded) {
+  // vendor_ops overrides silu with x + 1000 and has no sigmoid: the
+  // composite cannot run there, which shows which path a call took.
+  const bp::Tensor x = bp::from_vector(std::vector<float>{1, 2}, {2}, on_vendor(bp::DType::Float32));
+  EXPECT_TRUE(bp::has_override("core::silu", x));
+  EXPECT_FALSE(bp::has_override("core::silu", x.to(bp::DType::Float64)));
+  EXPECT_EQ(bp::silu(x).to_vector<float>(), (std::vector<float>{1001, 1002}));
+  {
+    bp::NoGradGuard no_grad;
+    EXPECT_EQ(bp::silu(x).to_vector<float>(), (std::vector<float>{1001, 1002}));
+  }
+  {
+    bp::CompositeOnlyGuard composite;
+    EXPECT_THROW(bp::silu(x), bp::NotImplementedError);
+  }
+  bp::Tensor w = x.clone();
+  w.requires_grad_(true);
+  EXPECT_THROW(bp::silu(w), bp::NotImplementedError);  // a gradient to record: the composite
+  bp::NoGradGuard no_grad;
+  EXPECT_EQ(bp::silu(w).to_vector<float>(), (std::vector<float>{1001, 1002}));
 }
 
 TEST(NamedOps, AMalformedSchemaRefusesTheLoadSayingWhy) {

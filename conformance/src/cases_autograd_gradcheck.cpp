@@ -154,6 +154,13 @@ const std::vector<GradcheckSpec>& specs() {
       {"sqrt", {{{2, 3}, V::Positive}}, [](const In& x) { return sqrt(x[0]); }},
       {"sigmoid", {{{2, 3}}}, [](const In& x) { return sigmoid(x[0]); }},
       {"tanh", {{{2, 3}}}, [](const In& x) { return tanh(x[0]); }},
+      // --- composite ops a backend may override (DV-6): the gradient is the composite's
+      {"silu", {{{2, 3}}}, [](const In& x) { return silu(x[0]); }, {"AG-10", "DV-6"}},
+      {"layer_norm", {{{2, 3, 4}}, {{4}}, {{4}}},
+       [](const In& x) { return layer_norm(x[0], {4}, x[1], x[2]); }, {"AG-10", "DV-6"}},
+      {"layer_norm_two_dims", {{{2, 3, 4}}},
+       [](const In& x) { return layer_norm(x[0], {3, 4}, Tensor(), Tensor(), 0.01); },
+       {"AG-10", "DV-6"}},
       {"relu", {{{2, 3}}}, [](const In& x) { return relu(x[0]); }},
       {"clamp", {{{3, 4}}}, [](const In& x) { return clamp(x[0], -0.55, 0.45); }},
       {"clamp_min", {{{3, 4}}}, [](const In& x) { return clamp(x[0], 0.35, std::nullopt); }},

@@ -33,6 +33,7 @@ std::optional<Op> primitive(OpKind k) {
       return Op::Sqrt;
     case K::Sigmoid:
     case K::SigmoidI:
+    case K::Silu:  // sigmoid then a product: sigmoid's tolerance
       return Op::Sigmoid;
     case K::Tanh:
     case K::TanhI:

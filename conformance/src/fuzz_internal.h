@@ -106,6 +106,7 @@ enum class OpKind : uint8_t {
   Relu,
   LogicalNot,
   Clamp,
+  Silu,  // a composite op a backend may override (DV-6)
   // binary: a tensor or a scalar other
   Add,
   Sub,

@@ -31,6 +31,7 @@ const OpInfo kOps[kNumOpKinds] = {
     {K::Relu, "relu", C::Unary, kNum, true},
     {K::LogicalNot, "logical_not", C::Unary, kAll, false},
     {K::Clamp, "clamp", C::Unary, kNum, true},
+    {K::Silu, "silu", C::Unary, kFloat, true},
     {K::Add, "add", C::Binary, kNum, true},
     {K::Sub, "sub", C::Binary, kNum, true},
     {K::Mul, "mul", C::Binary, kAll, true},

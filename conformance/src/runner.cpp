@@ -82,6 +82,7 @@ Suite default_suite() {
   add_autograd_cases(suite);
   add_limit_cases(suite);
   add_lifecycle_cases(suite);
+  add_composite_cases(suite);
   return suite;
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <backplane/dispatcher.h>
+#include <backplane/named_ops.h>
 #include <backplane/error.h>
 #include <backplane/plugin.h>
 #include <backplane/tensor.h>
@@ -187,6 +188,13 @@ void copy_into(const Tensor& dst, const Tensor& src);
 void register_named_kernel(int backend, const std::string& backend_name,
                            const bp_named_kernel_registration& reg, std::string origin);
 void remove_named_kernels(int backend);
+// Runs the backend's override of the composite `name` ("core::silu") when
+// there is one for the first input's dtype, no gradient is being recorded
+// and no CompositeOnlyGuard is alive, into a new tensor like the first
+// input; an undefined tensor when the composite must run (also when the
+// kernel declined the call).
+Tensor run_override(std::string_view name, const std::vector<Tensor>& inputs,
+                    const std::vector<OpAttr>& attrs);
 
 // The functions and objects a shared library exports (its ELF dynamic
 // symbols); raises bp::Error when the file cannot be read as ELF.

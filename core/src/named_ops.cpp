@@ -57,7 +57,17 @@ bool is_ident(std::string_view s) {
   return true;
 }
 
-// "<namespace>::<op>", both [a-z0-9_]+, the namespace not "core".
+thread_local bool t_composite_only = false;
+
+// The composite ops a backend may override, with the schema its kernel gets.
+const CompositeOverride* find_overridable(std::string_view name) {
+  for (const CompositeOverride& c : overridable_composites())
+    if (name == c.name) return &c;
+  return nullptr;
+}
+
+// "<namespace>::<op>", both [a-z0-9_]+; in the namespace "core", only a
+// composite op the core lets a backend override.
 std::string check_name(const char* name) {
   BP_CHECK(name != nullptr, "[register_named_kernel] the name is missing");
   const std::string_view n(name);
@@ -65,8 +75,13 @@ std::string check_name(const char* name) {
   BP_CHECK(sep != std::string_view::npos && is_ident(n.substr(0, sep)) &&
                is_ident(n.substr(sep + 2)),
            "[register_named_kernel] '", n, "' is not a named op name: <namespace>::<op>, each [a-z0-9_]+");
-  BP_CHECK(n.substr(0, sep) != "core", "[register_named_kernel] '", n,
-           "': the namespace 'core' is the core's own");
+  if (n.substr(0, sep) == "core" && find_overridable(n) == nullptr) {
+    std::string known;
+    for (const CompositeOverride& c : overridable_composites())
+      known.append(known.empty() ? "" : ", ").append(c.name);
+    throw ValueError("[register_named_kernel] '" + std::string(n) +
+                     "': the namespace 'core' is the core's own; a backend may override " + known);
+  }
   return std::string(n);
 }
 
@@ -250,6 +265,9 @@ void register_named_kernel(int backend, const std::string& backend_name,
                            const bp_named_kernel_registration& reg, std::string origin) {
   const std::string name = check_name(reg.name);
   Schema schema = parse_schema(name, reg.schema);
+  if (const CompositeOverride* c = find_overridable(name))
+    BP_CHECK(schema.text == c->schema, "[register_named_kernel] ", name, " overrides a core op: its schema is '",
+             c->schema, "', not '", schema.text, "'");
   BP_CHECK(reg.fn != nullptr, "[register_named_kernel] ", name, ": the kernel is NULL");
   std::unique_lock lock(g_mu);
   Entry& e = g_ops[name];
@@ -292,8 +310,14 @@ std::vector<NamedOpInfo> named_ops() {
   return out;
 }
 
-void call_op_out(std::string_view name, const std::vector<Tensor>& inputs,
-                 const std::vector<Tensor>& outputs, const std::vector<OpAttr>& attrs) {
+namespace {
+
+// Runs the named kernel of the inputs' backend on the call. With
+// `may_decline` (a composite's override), a kernel that declines returns
+// false instead of raising.
+bool run_named(std::string_view name, const std::vector<Tensor>& inputs,
+               const std::vector<Tensor>& outputs, const std::vector<OpAttr>& attrs,
+               bool may_decline) {
   const std::string op(name);
   BP_CHECK(!inputs.empty(), "[", op, "] a named op needs its Tensor inputs");
   for (std::size_t i = 0; i < inputs.size(); ++i)
@@ -328,8 +352,17 @@ void call_op_out(std::string_view name, const std::vector<Tensor>& inputs,
   const bp_kernel_call call = detail::make_call(BP_OP_NAMED, dtype, in, out, a);
   detail::ErrorBuffer err;
   const bp_status st = impl.fn(impl.ctx, &call, err.get());
+  if (st == BP_STATUS_UNSUPPORTED && may_decline) return false;
   detail::check_status(st, op, b.name(), err);
   for (const Tensor& t : outputs) t.impl()->version->bump();
+  return true;
+}
+
+}  // namespace
+
+void call_op_out(std::string_view name, const std::vector<Tensor>& inputs,
+                 const std::vector<Tensor>& outputs, const std::vector<OpAttr>& attrs) {
+  run_named(name, inputs, outputs, attrs, false);
 }
 
 std::vector<Tensor> call_op(std::string_view name, const std::vector<Tensor>& inputs,
@@ -344,5 +377,43 @@ std::vector<Tensor> call_op(std::string_view name, const std::vector<Tensor>& in
   call_op_out(name, inputs, out, attrs);
   return out;
 }
+
+const std::vector<CompositeOverride>& overridable_composites() {
+  static const std::vector<CompositeOverride> table = {
+      {"core::silu", "(Tensor x) -> Tensor", "out = x * sigmoid(x)"},
+      {"core::layer_norm", "(Tensor x, Tensor weight, Tensor bias, int normalized_dims, float eps) -> Tensor",
+       "layer_norm over the last normalized_dims dims of x, weight and bias given (of those dims)"},
+  };
+  return table;
+}
+
+CompositeOnlyGuard::CompositeOnlyGuard() : prev_(t_composite_only) { t_composite_only = true; }
+CompositeOnlyGuard::~CompositeOnlyGuard() { t_composite_only = prev_; }
+
+bool has_override(std::string_view name, const Tensor& t) {
+  if (!t.defined()) return false;
+  const Backend& b = detail::backend_of(t);
+  std::shared_lock lock(g_mu);
+  const auto it = g_ops.find(name);
+  if (it == g_ops.end()) return false;
+  const Impl& impl = it->second.impl[backend_slot(b.id())];
+  return impl.fn != nullptr && impl.backend == b.id() &&
+         (impl.mask & BP_DTYPE_BIT(static_cast<int>(t.dtype())));
+}
+
+namespace detail {
+
+Tensor run_override(std::string_view name, const std::vector<Tensor>& inputs,
+                    const std::vector<OpAttr>& attrs) {
+  if (t_composite_only || !has_override(name, inputs[0])) return Tensor();
+  if (GradMode::is_enabled())
+    for (const Tensor& t : inputs)
+      if (t.requires_grad()) return Tensor();
+  const Tensor& x = inputs[0];
+  Tensor out = make_empty(x.sizes(), x.dtype(), x);
+  return run_named(name, inputs, {out}, attrs, true) ? out : Tensor();
+}
+
+}  // namespace detail
 
 }  // namespace bp

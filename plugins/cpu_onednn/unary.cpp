@@ -76,19 +76,21 @@ struct UnaryFn {
   }
 };
 
-bool try_dnnl_eltwise(dnnl::algorithm alg, const TensorRef& out, const TensorRef& in) {
+bool try_dnnl_eltwise(dnnl::algorithm alg, const TensorRef& out, const TensorRef& in,
+                      float alpha = 0.0f) {
   if (!is_dense(out) || !same_strides(out, in)) return false;
   const int64_t n = out.numel();
   PrimitiveKey key{};
   key.kind = 2;
   key.alg = static_cast<int32_t>(alg);
+  key.scale0 = alpha;
   key.dtype = BP_DTYPE_FLOAT32;
   key.ndim = 1;
   key.dims[0][0] = n;
   const dnnl::memory::desc md({n}, dnnl::memory::data_type::f32, dnnl::memory::dims{1});
   dnnl::primitive prim = cached_primitive(key, [&]() -> dnnl::primitive {
     dnnl::eltwise_forward::primitive_desc pd(
-        dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, alg, md, 0.0f, 0.0f),
+        dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, alg, md, alpha, 0.0f),
         dnnl_engine());
     if (is_reference_impl(pd)) return {};
     return dnnl::eltwise_forward(pd);
@@ -139,6 +141,27 @@ void logical_not_kernel(const KernelCall& c) {
   });
 }
 
+// core::silu, the core's composite x * sigmoid(x) fused: oneDNN's swish
+// (alpha 1) for large dense float32, one loop otherwise.
+void silu_kernel(const KernelCall& c) {
+  const bp_dtype dt = check::elementwise(c, 1, false);
+  const TensorRef out = c.output(0), in = c.input(0);
+  if (out.numel() == 0) return;
+  bp::sdk::visit_dtype(dt, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<T>) {
+      if constexpr (std::is_same_v<T, float>) {
+        if (out.numel() >= kDnnlMinElements &&
+            try_dnnl_eltwise(dnnl::algorithm::eltwise_swish, out, in, 1.0f))
+          return;
+      }
+      unary_map<T, T>(out, in, [](T x) { return x / (T(1) + std::exp(-x)); });
+    } else {
+      bp::sdk::unsupported(c, dt);
+    }
+  });
+}
+
 }  // namespace
 
 void register_unary_kernels(Registrar& r) {
@@ -152,6 +175,8 @@ void register_unary_kernels(Registrar& r) {
   r.add<&unary_kernel<Un::tanh>>(BP_OP_TANH, kFloatDtypes, BP_ORIGIN);
   r.add<&unary_kernel<Un::clamp>>(BP_OP_CLAMP, kNumericDtypes, BP_ORIGIN);
   r.add<&logical_not_kernel>(BP_OP_LOGICAL_NOT, kAllDtypes, BP_ORIGIN);
+  if (r.has_named_ops())
+    r.add_named<&silu_kernel>("core::silu", "(Tensor x) -> Tensor", kFloatDtypes, BP_ORIGIN);
 }
 
 }  // namespace bp::cpu

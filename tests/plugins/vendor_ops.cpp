@@ -1,5 +1,5 @@
 // Named ops of a plugin's own (ABI 1.2), for named_ops_test: host memory,
-// fill and copy, and three vendor ops. Built twice: as `vendor_ops`, and
+// fill and copy, three vendor ops and an override of the core's silu. Built twice: as `vendor_ops`, and
 // with VENDOR_OPS_BAD_SCHEMA as `bad_schema`, whose registration the core
 // must refuse.
 #include <algorithm>
@@ -53,6 +53,15 @@ void split_sign(const bp::sdk::KernelCall& c) {
 }
 #endif
 
+#ifndef VENDOR_OPS_BAD_SCHEMA
+// A deliberately wrong override of the core's composite silu: x + 1000, so
+// that a test sees which path ran.
+void silu_plus_1000(const bp::sdk::KernelCall& c) {
+  check::elementwise(c, 1, false);
+  bp::sdk::map1<float, float>(c.output(0), c.input(0), [](float x) { return x + 1000.0f; });
+}
+#endif
+
 class VendorOpsPlugin final : public bp::sdk::Plugin {
  public:
 #ifdef VENDOR_OPS_BAD_SCHEMA
@@ -74,6 +83,8 @@ class VendorOpsPlugin final : public bp::sdk::Plugin {
                         {BP_DTYPE_INT32, BP_DTYPE_INT64}, BP_ORIGIN);
     r.add_named<&split_sign>("fake::split_sign", "(Tensor x, bool magnitude) -> (Tensor, Tensor)",
                              {BP_DTYPE_FLOAT32}, BP_ORIGIN);
+    r.add_named<&silu_plus_1000>("core::silu", "(Tensor x) -> Tensor", {BP_DTYPE_FLOAT32},
+                                 BP_ORIGIN);
 #endif
   }
 };

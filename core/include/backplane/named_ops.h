@@ -37,6 +37,35 @@ std::vector<Tensor> call_op(std::string_view name, const std::vector<Tensor>& in
 void call_op_out(std::string_view name, const std::vector<Tensor>& inputs,
                  const std::vector<Tensor>& outputs, const std::vector<OpAttr>& attrs = {});
 
+// The core's composite ops that a backend may replace with a fused kernel,
+// registered as the named op "core::<name>" with exactly this schema. The
+// core runs the kernel in place of the composite when no gradient is being
+// recorded (grad mode off, or no input requiring one); otherwise, or when
+// the kernel declines the call (BP_STATUS_UNSUPPORTED), the composite runs.
+struct CompositeOverride {
+  const char* name;    // "core::silu"
+  const char* schema;  // what the kernel receives
+  const char* meaning;  // one line
+};
+const std::vector<CompositeOverride>& overridable_composites();
+
+// While alive, composite ops on this thread ignore overrides and run their
+// composite: what the conformance suite compares an override with.
+class CompositeOnlyGuard {
+ public:
+  CompositeOnlyGuard();
+  ~CompositeOnlyGuard();
+  CompositeOnlyGuard(const CompositeOnlyGuard&) = delete;
+  CompositeOnlyGuard& operator=(const CompositeOnlyGuard&) = delete;
+
+ private:
+  bool prev_;
+};
+
+// Whether the backend of `t` overrides the composite `name` ("core::silu")
+// for t's dtype.
+bool has_override(std::string_view name, const Tensor& t);
+
 // A named op as a loaded backend registered it, for listings (`backplane ops`).
 struct NamedOpInfo {
   std::string name;

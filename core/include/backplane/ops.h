@@ -187,6 +187,18 @@ inline Tensor operator-(const Tensor& a, const Scalar& b) { return sub(a, b); }
 inline Tensor operator*(const Tensor& a, const Scalar& b) { return mul(a, b); }
 inline Tensor operator/(const Tensor& a, const Scalar& b) { return div(a, b); }
 
+// --- composite ops a backend may override (named op "core::<name>") --------
+// They are built from primitives, so they run and differentiate on every
+// backend; where a backend registers a fused kernel for one, the core runs
+// that kernel whenever no gradient is being recorded (see named_ops.h).
+// x * sigmoid(x) (PyTorch's silu); floating dtypes.
+Tensor silu(const Tensor& x);
+// Layer normalisation over the last normalized_shape.size() dims, which
+// must be normalized_shape: (x - mean) / sqrt(var + eps), var biased, then
+// * weight + bias when given (each of normalized_shape); floating dtypes.
+Tensor layer_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& weight = Tensor(),
+                  const Tensor& bias = Tensor(), double eps = 1e-5);
+
 // --- reductions ------------------------------------------------------------
 // Sum of every element (0-d); integers and bool sum to int64.
 Tensor sum(const Tensor& a);

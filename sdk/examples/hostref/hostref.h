@@ -43,7 +43,7 @@ void register_matmul_kernels(Registrar& r);   // matmul.cpp: MATMUL
 void register_softmax_kernels(Registrar& r);  // softmax.cpp: SOFTMAX, LOG_SOFTMAX
 void register_index_kernels(Registrar& r);    // index.cpp: GATHER, SCATTER, INDEX_SELECT
 void register_random_kernels(Registrar& r);   // random.cpp: RANDOM
-void register_named_kernels(Registrar& r);    // named.cpp: hostref::lerp, a named op
+void register_named_kernels(Registrar& r);    // named.cpp: hostref::lerp, core::layer_norm
 
 // Every primitive op of plugin.h, and the named op.
 inline void register_all_kernels(Registrar& r) {
