@@ -93,6 +93,12 @@ TEST(NamedOps, CallsThatDoNotMatchTheSchemaAreRefusedNamingIt) {
   EXPECT_TRUE(contains(m, "attribute 0 must be bool, got int")) << m;
   m = error_of<bp::ValueError>([&] { bp::call_op_out("fake::split_sign", {x}, {x}, {true}); });
   EXPECT_TRUE(contains(m, "writes 2 output(s), got 1")) << m;
+  // An output that partly overlaps an input (IP-6).
+  const bp::Tensor z = bp::from_vector(std::vector<int64_t>{1, 2, 3}, {3}, on_vendor(bp::DType::Int64));
+  m = error_of<bp::ValueError>(
+      [&] { bp::call_op_out("fake::shift", {z.narrow(0, 0, 2)}, {z.narrow(0, 1, 2)}, {int64_t{1}}); });
+  EXPECT_TRUE(contains(m, "fake::shift")) << m;
+  EXPECT_EQ(z.to_vector<int64_t>(), (std::vector<int64_t>{1, 2, 3}));
   // The kernel's own checks still run: shapes the schema cannot state.
   const bp::Tensor y = bp::from_vector(std::vector<float>{1, 2, 3}, {3}, on_vendor(bp::DType::Float32));
   m = error_of<bp::ValueError>([&] { bp::call_op("fake::axpby", {x, y}, {1.0, 1.0}); });
@@ -187,6 +193,9 @@ TEST(NamedOps, AnOverrideRunsOnlyWhenNoGradientIsRecorded) {
     bp::CompositeOnlyGuard composite;
     EXPECT_THROW(bp::silu(x), bp::NotImplementedError);
   }
+  // Never by name: the composite checks what the schema cannot say.
+  const std::string m = error_of<bp::ValueError>([&] { bp::call_op("core::silu", {x}); });
+  EXPECT_TRUE(contains(m, "call silu()")) << m;
   bp::Tensor w = x.clone();
   w.requires_grad_(true);
   EXPECT_THROW(bp::silu(w), bp::NotImplementedError);  // a gradient to record: the composite

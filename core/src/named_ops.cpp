@@ -27,6 +27,9 @@ struct Schema {
   std::string text;
   std::vector<Param> params;
   int tensors = 0, ints = 0, floats = 0, outputs = 0;
+  // The types alone: two schemas with the same types are the same schema,
+  // whatever their parameter names and spacing.
+  bool same_as(const Schema& o) const { return params == o.params && outputs == o.outputs; }
 };
 
 struct Impl {
@@ -266,14 +269,14 @@ void register_named_kernel(int backend, const std::string& backend_name,
   const std::string name = check_name(reg.name);
   Schema schema = parse_schema(name, reg.schema);
   if (const CompositeOverride* c = find_overridable(name))
-    BP_CHECK(schema.text == c->schema, "[register_named_kernel] ", name, " overrides a core op: its schema is '",
-             c->schema, "', not '", schema.text, "'");
+    BP_CHECK(schema.same_as(parse_schema(name, c->schema)), "[register_named_kernel] ", name,
+             " overrides a core op: its schema is '", c->schema, "', not '", schema.text, "'");
   BP_CHECK(reg.fn != nullptr, "[register_named_kernel] ", name, ": the kernel is NULL");
   std::unique_lock lock(g_mu);
   Entry& e = g_ops[name];
   bool known = false;
   for (const Impl& i : e.impl) known = known || i.fn != nullptr;
-  if (known && e.schema.text != schema.text) {
+  if (known && !e.schema.same_as(schema)) {
     std::string by;
     for (const Impl& i : e.impl)
       if (i.fn != nullptr) by = i.backend_name;
@@ -343,7 +346,10 @@ bool run_named(std::string_view name, const std::vector<Tensor>& inputs,
       BP_CHECK_T(Error, !outputs[i].requires_grad(), "[", op, "] has no gradient, and output ", i,
                  " requires one: call it under bp::NoGradGuard");
   }
-  for (const Tensor& t : outputs) detail::check_writable(op.c_str(), t);
+  for (const Tensor& t : outputs) {
+    detail::check_writable(op.c_str(), t);
+    for (const Tensor& in : inputs) detail::check_no_partial_overlap(op.c_str(), t, in);
+  }
 
   const int32_t dl = b.dl_device_type();
   std::vector<bp_tensor> in, out;
@@ -358,15 +364,25 @@ bool run_named(std::string_view name, const std::vector<Tensor>& inputs,
   return true;
 }
 
+// A composite's override runs only through its composite (which checks
+// what the schema cannot say), never by name.
+void check_callable(std::string_view name) {
+  if (name.substr(0, 6) == "core::")
+    throw ValueError("[" + std::string(name) + "] overrides a composite op of the core: call " +
+                     std::string(name.substr(6)) + "(), which runs it where it applies");
+}
+
 }  // namespace
 
 void call_op_out(std::string_view name, const std::vector<Tensor>& inputs,
                  const std::vector<Tensor>& outputs, const std::vector<OpAttr>& attrs) {
+  check_callable(name);
   run_named(name, inputs, outputs, attrs, false);
 }
 
 std::vector<Tensor> call_op(std::string_view name, const std::vector<Tensor>& inputs,
                             const std::vector<OpAttr>& attrs) {
+  check_callable(name);
   BP_CHECK(!inputs.empty(), "[", name, "] a named op needs its Tensor inputs");
   BP_CHECK(inputs[0].defined(), "[", name, "] input 0 is an undefined tensor");
   const Tensor& first = inputs[0];

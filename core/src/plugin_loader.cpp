@@ -439,9 +439,14 @@ std::vector<PluginCandidate> PluginLoader::discover() {
                             fname.size() - std::strlen(kFilePrefix) - 3);
       try {
         Backend& b = load_file(p);
-        c.loaded = true;
-        c.name = b.name();
-        c.backend = IntrusivePtr<Backend>(&b);
+        if (b.path() == p) {
+          c.loaded = true;
+          c.name = b.name();
+          c.backend = IntrusivePtr<Backend>(&b);
+        } else {  // another path to a library loaded from b.path(): listed there
+          c.name = b.name();
+          c.reason = "the same file as " + b.path() + ", which is loaded";
+        }
       } catch (const PluginError& e) {
         c.reason = e.what();
         const std::string prefix = "[plugin] " + p + " rejected: ";

@@ -51,8 +51,10 @@ class SimPlugin final : public bp::sdk::Plugin {
   // a registrar of our own receives them and forwards a wrapped copy.
   void register_kernels(bp::sdk::Registrar& core) override {
     Forward forward{&core, this};
+    // Named registrations are forwarded only to a core that takes them
+    // (ABI 1.2), so that hostref's kernels see what the core can do.
     const bp_registrar inner{sizeof(bp_registrar), &forward, &forward_registration,
-                             &forward_named_registration};
+                             core.has_named_ops() ? &forward_named_registration : nullptr};
     bp::sdk::Registrar wrapped(inner);
     hostref::register_all_kernels(wrapped);
   }

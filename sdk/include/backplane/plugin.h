@@ -215,12 +215,12 @@ typedef enum bp_op {
                          order = Philox4x32-10 stream value (seed, offset + k):
                          ints[0] = 0 uniform [0,1), 1 standard normal;
                          ints[1] = seed, ints[2] = offset (see docs/random.md) */
-  BP_OP_COUNT = 41
+  BP_OP_COUNT = 41,
+  /* The `op` of a call to a named kernel (since 1.2, see
+   * bp_named_kernel_registration): not an op a plugin registers with
+   * register_kernel. */
+  BP_OP_NAMED = 4096
 } bp_op;
-
-/* The `op` of a call to a named kernel (since 1.2, see
- * bp_named_kernel_registration): not a bp_op. */
-#define BP_OP_NAMED 4096
 
 /* A scalar operand, tagged with the dtype it was given in. */
 typedef struct bp_scalar {
@@ -282,7 +282,9 @@ typedef struct bp_kernel_registration {
  *     "(Tensor x) -> (Tensor, Tensor)"
  * Tensors become the call's inputs in their order, int and bool attributes
  * its ints[] (bool as 0 or 1), float attributes its scalars[] (as float64);
- * at most 8 tensors, BP_MAX_INTS ints and BP_MAX_SCALARS floats. The core
+ * at most 8 input and 8 output tensors, BP_MAX_INTS ints and BP_MAX_SCALARS
+ * floats. Two schemas are the same when their types are (names and spaces
+ * aside). The core
  * checks every call against the schema before the kernel runs: operand
  * counts and kinds, one device for all tensors, and the dispatch dtype (the
  * first input's) in `dtype_mask`. Outputs are allocated by the caller, or by
@@ -290,10 +292,17 @@ typedef struct bp_kernel_registration {
  * receives `op` = BP_OP_NAMED; declining a call (UNSUPPORTED) is an error
  * for it, as there is no reference to fall back on. Named ops have no
  * gradient: the core refuses a call whose inputs require one.
+ *
+ * The namespace "core" is the core's: a backend may register there only an
+ * override of one of the core's composite ops ("core::silu",
+ * "core::layer_norm"), with the schema the core gives it
+ * (bp::overridable_composites()). The core runs such a kernel in place of
+ * the composite when no gradient is being recorded; when it declines a
+ * call, the composite runs.
  */
 typedef struct bp_named_kernel_registration {
   size_t struct_size;
-  const char* name;    /* "<namespace>::<op>", both [a-z0-9_]+; not "core::" */
+  const char* name;    /* "<namespace>::<op>", both [a-z0-9_]+ ("core::": see above) */
   const char* schema;  /* as above */
   uint32_t dtype_mask; /* BP_DTYPE_BIT()s of the first input it accepts */
   bp_kernel_fn fn;
@@ -387,7 +396,9 @@ typedef struct bp_plugin {
   /* Frees memory from allocate(); `nbytes` is the size that was asked for. */
   void (*deallocate)(void* ctx, int32_t device, void* ptr, size_t nbytes);
 
-  /* Byte copies. `device` is the plugin's device index. A tensor moved
+  /* Byte copies. `device` is the plugin's device index. When a copy returns,
+   * the plugin has read all of `src` if it is host memory (the core reuses
+   * a staging buffer for the next chunk). A tensor moved
    * between two devices of this plugin goes through copy_on_device (one
    * call, `dst_device` != `src_device`); between plugins the core copies
    * through a host buffer of at most 4 MiB, one chunk at a time. */
