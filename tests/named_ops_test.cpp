@@ -7,7 +7,6 @@
 #include "test_util.h"
 
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace {
@@ -26,10 +25,7 @@ bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
 }
 
-template <class E, class F>
-std::string error_of(F&& f) {
-  return bp::testing::message_of<E>(std::forward<F>(f));
-}
+using bp::testing::message_of;
 
 TEST(NamedOps, CallRunsTheKernelWithItsAttributes) {
   const bp::Tensor x = bp::from_vector(std::vector<float>{1, 2, 3}, {3}, on_vendor(bp::DType::Float32));
@@ -82,33 +78,33 @@ TEST(NamedOps, CallOutWritesInPlaceAndBumpsTheVersion) {
 
 TEST(NamedOps, CallsThatDoNotMatchTheSchemaAreRefusedNamingIt) {
   const bp::Tensor x = bp::from_vector(std::vector<float>{1, 2}, {2}, on_vendor(bp::DType::Float32));
-  std::string m = error_of<bp::ValueError>([&] { bp::call_op("fake::axpby", {x}, {1.0, 2.0}); });
+  std::string m = message_of<bp::ValueError>([&] { bp::call_op("fake::axpby", {x}, {1.0, 2.0}); });
   EXPECT_TRUE(contains(m, "[fake::axpby] expects 2 tensor(s), got 1")) << m;
   EXPECT_TRUE(contains(m, "(schema: (Tensor x, Tensor y, float a, float b) -> Tensor)")) << m;
-  m = error_of<bp::ValueError>([&] { bp::call_op("fake::axpby", {x, x}, {1.0}); });
+  m = message_of<bp::ValueError>([&] { bp::call_op("fake::axpby", {x, x}, {1.0}); });
   EXPECT_TRUE(contains(m, "expects 2 attribute(s), got 1")) << m;
-  m = error_of<bp::ValueError>([&] { bp::call_op("fake::axpby", {x, x}, {1.0, true}); });
+  m = message_of<bp::ValueError>([&] { bp::call_op("fake::axpby", {x, x}, {1.0, true}); });
   EXPECT_TRUE(contains(m, "attribute 1 must be float, got bool")) << m;
-  m = error_of<bp::ValueError>([&] { bp::call_op("fake::split_sign", {x}, {int64_t{1}}); });
+  m = message_of<bp::ValueError>([&] { bp::call_op("fake::split_sign", {x}, {int64_t{1}}); });
   EXPECT_TRUE(contains(m, "attribute 0 must be bool, got int")) << m;
-  m = error_of<bp::ValueError>([&] { bp::call_op_out("fake::split_sign", {x}, {x}, {true}); });
+  m = message_of<bp::ValueError>([&] { bp::call_op_out("fake::split_sign", {x}, {x}, {true}); });
   EXPECT_TRUE(contains(m, "writes 2 output(s), got 1")) << m;
   // An output that partly overlaps an input (IP-6).
   const bp::Tensor z = bp::from_vector(std::vector<int64_t>{1, 2, 3}, {3}, on_vendor(bp::DType::Int64));
-  m = error_of<bp::ValueError>(
+  m = message_of<bp::ValueError>(
       [&] { bp::call_op_out("fake::shift", {z.narrow(0, 0, 2)}, {z.narrow(0, 1, 2)}, {int64_t{1}}); });
   EXPECT_TRUE(contains(m, "fake::shift")) << m;
   EXPECT_EQ(z.to_vector<int64_t>(), (std::vector<int64_t>{1, 2, 3}));
   // The kernel's own checks still run: shapes the schema cannot state.
   const bp::Tensor y = bp::from_vector(std::vector<float>{1, 2, 3}, {3}, on_vendor(bp::DType::Float32));
-  m = error_of<bp::ValueError>([&] { bp::call_op("fake::axpby", {x, y}, {1.0, 1.0}); });
+  m = message_of<bp::ValueError>([&] { bp::call_op("fake::axpby", {x, y}, {1.0, 1.0}); });
   EXPECT_TRUE(contains(m, "[fake::axpby] backend 'vendor_ops'")) << m;
 }
 
 TEST(NamedOps, DtypeOutsideTheRegistrationIsNotImplemented) {
   const bp::Tensor x = bp::from_vector(std::vector<int32_t>{1, 2}, {2}, on_vendor(bp::DType::Int32));
   const std::string m =
-      error_of<bp::NotImplementedError>([&] { bp::call_op("fake::axpby", {x, x}, {1.0, 1.0}); });
+      message_of<bp::NotImplementedError>([&] { bp::call_op("fake::axpby", {x, x}, {1.0, 1.0}); });
   EXPECT_TRUE(contains(m, "not implemented for dtype int32 on backend 'vendor_ops'")) << m;
   EXPECT_TRUE(contains(m, "it takes float32, float64")) << m;
 }
@@ -117,22 +113,22 @@ TEST(NamedOps, ABackendWithoutTheOpNamesTheOnesThatHaveIt) {
   vendor();
   const bp::Tensor x = bp::ones({2});  // the default backend
   std::string m =
-      error_of<bp::NotImplementedError>([&] { bp::call_op("fake::axpby", {x, x}, {1.0, 1.0}); });
+      message_of<bp::NotImplementedError>([&] { bp::call_op("fake::axpby", {x, x}, {1.0, 1.0}); });
   EXPECT_TRUE(contains(m, "is not a named op of backend 'cpu_onednn'")) << m;
   EXPECT_TRUE(contains(m, "backends that have it: vendor_ops")) << m;
-  m = error_of<bp::NotImplementedError>([&] { bp::call_op("fake::nothing", {x}); });
+  m = message_of<bp::NotImplementedError>([&] { bp::call_op("fake::nothing", {x}); });
   EXPECT_TRUE(contains(m, "no loaded backend registered it")) << m;
 }
 
 TEST(NamedOps, MixedDevicesAndGradientsAreRefused) {
   const bp::Tensor x = bp::from_vector(std::vector<float>{1, 2}, {2}, on_vendor(bp::DType::Float32));
   const bp::Tensor cpu = bp::ones({2});
-  std::string m = error_of<bp::ValueError>([&] { bp::call_op("fake::axpby", {x, cpu}, {1.0, 1.0}); });
+  std::string m = message_of<bp::ValueError>([&] { bp::call_op("fake::axpby", {x, cpu}, {1.0, 1.0}); });
   EXPECT_TRUE(contains(m, "fake::axpby")) << m;
   EXPECT_TRUE(contains(m, "cpu_onednn:0")) << m;
   bp::Tensor w = bp::from_vector(std::vector<float>{1, 2}, {2}, on_vendor(bp::DType::Float32));
   w.requires_grad_(true);
-  m = error_of<bp::Error>([&] { bp::call_op("fake::axpby", {x, w}, {1.0, 1.0}); });
+  m = message_of<bp::Error>([&] { bp::call_op("fake::axpby", {x, w}, {1.0, 1.0}); });
   EXPECT_TRUE(contains(m, "has no gradient, and input 1 requires one")) << m;
   bp::NoGradGuard no_grad;
   EXPECT_EQ(bp::call_op("fake::axpby", {x, w}, {1.0, 1.0})[0].to_vector<float>(),
@@ -194,7 +190,7 @@ TEST(NamedOps, AnOverrideRunsOnlyWhenNoGradientIsRecorded) {
     EXPECT_THROW(bp::silu(x), bp::NotImplementedError);
   }
   // Never by name: the composite checks what the schema cannot say.
-  const std::string m = error_of<bp::ValueError>([&] { bp::call_op("core::silu", {x}); });
+  const std::string m = message_of<bp::ValueError>([&] { bp::call_op("core::silu", {x}); });
   EXPECT_TRUE(contains(m, "call silu()")) << m;
   bp::Tensor w = x.clone();
   w.requires_grad_(true);
@@ -204,7 +200,7 @@ TEST(NamedOps, AnOverrideRunsOnlyWhenNoGradientIsRecorded) {
 }
 
 TEST(NamedOps, AMalformedSchemaRefusesTheLoadSayingWhy) {
-  const std::string m = error_of<bp::PluginError>(
+  const std::string m = message_of<bp::PluginError>(
       [&] { bp::PluginLoader::instance().load(kFakes + "/libbackplane_bad_schema.so"); });
   EXPECT_TRUE(contains(m, "registering kernels failed")) << m;
   EXPECT_TRUE(contains(m, "unknown parameter type 'double'")) << m;
@@ -212,7 +208,7 @@ TEST(NamedOps, AMalformedSchemaRefusesTheLoadSayingWhy) {
   EXPECT_EQ(listed_for("bad_schema"), 0);
   const bp::Tensor x = bp::zeros({1}, bp::TensorOptions(bp::DType::Int64));
   const std::string gone =
-      error_of<bp::NotImplementedError>([&] { bp::call_op("fake::shift", {x}, {int64_t{1}}); });
+      message_of<bp::NotImplementedError>([&] { bp::call_op("fake::shift", {x}, {int64_t{1}}); });
   EXPECT_TRUE(contains(gone, "no loaded backend registered it")) << gone;
 }
 

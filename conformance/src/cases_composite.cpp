@@ -16,14 +16,11 @@ namespace {
 
 constexpr const char* kCategory = "op";
 
-// |actual - expected| <= atol + rtol * |expected| for every element.
+// The suite's expect_close with the dtype's tolerance.
 void expect_close(const Tensor& t, const std::vector<double>& expected, DType d, const char* what) {
-  const std::vector<double> got = t.to_vector<double>();
-  BP_EXPECT_EQ(got.size(), expected.size(), what);
-  const double rtol = d == DType::Float32 ? 1e-5 : 1e-12, atol = d == DType::Float32 ? 1e-6 : 1e-13;
-  for (std::size_t i = 0; i < got.size() && i < expected.size(); ++i)
-    BP_EXPECT(std::fabs(got[i] - expected[i]) <= atol + rtol * std::fabs(expected[i]), what,
-              ": element ", i, " is ", got[i], ", expected ", expected[i], " (", d, ")");
+  const bool f32 = d == DType::Float32;
+  conformance::expect_close(t, expected, f32 ? 1e-5 : 1e-12, f32 ? 1e-6 : 1e-13, what, __FILE__,
+                            __LINE__);
 }
 
 // Runs `f` twice: as a program would (the backend's override where there is

@@ -182,6 +182,14 @@ inline Tensor full_on(IntArrayRef shape, const Scalar& value, DType dtype, const
 // dtype and crossing devices through the backends' copy functions.
 void copy_into(const Tensor& dst, const Tensor& src);
 
+// A name of [a-z0-9_]+: a backend's, or either half of a named op's.
+inline bool is_plain_name(std::string_view n) {
+  if (n.empty()) return false;
+  for (char c : n)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  return true;
+}
+
 // Named ops (named_ops.cpp): a plugin's registration, checked (name, schema,
 // a name it registered already, another backend's schema for the name), and
 // the removal of every named kernel of a backend when it is destroyed.

@@ -10,6 +10,7 @@
 #include <array>
 #include <cctype>
 #include <map>
+#include <optional>
 #include <shared_mutex>
 #include <sstream>
 
@@ -48,18 +49,6 @@ struct Entry {
 std::shared_mutex g_mu;
 std::map<std::string, Entry, std::less<>> g_ops;
 
-bool is_ident_char(char c) {
-  return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) ||
-         c == '_';
-}
-
-bool is_ident(std::string_view s) {
-  if (s.empty()) return false;
-  for (char c : s)
-    if (!is_ident_char(c)) return false;
-  return true;
-}
-
 thread_local bool t_composite_only = false;
 
 // The composite ops a backend may override, with the schema its kernel gets.
@@ -75,8 +64,8 @@ std::string check_name(const char* name) {
   BP_CHECK(name != nullptr, "[register_named_kernel] the name is missing");
   const std::string_view n(name);
   const auto sep = n.find("::");
-  BP_CHECK(sep != std::string_view::npos && is_ident(n.substr(0, sep)) &&
-               is_ident(n.substr(sep + 2)),
+  BP_CHECK(sep != std::string_view::npos && detail::is_plain_name(n.substr(0, sep)) &&
+               detail::is_plain_name(n.substr(sep + 2)),
            "[register_named_kernel] '", n, "' is not a named op name: <namespace>::<op>, each [a-z0-9_]+");
   if (n.substr(0, sep) == "core" && find_overridable(n) == nullptr) {
     std::string known;
@@ -197,16 +186,28 @@ const char* kind_name(Param p) {
 }
 
 // The schema and kernel for (name, backend), or an error saying what is missing.
-std::pair<Schema, Impl> lookup(std::string_view name, const Backend& b) {
+// A named op as one backend registered it: its schema and kernel.
+struct Found {
+  Schema schema;
+  Impl impl;
+};
+
+// `name` as backend `b` registered it; nothing when b lacks it.
+std::optional<Found> find(std::string_view name, const Backend& b) {
   std::shared_lock lock(g_mu);
   const auto it = g_ops.find(name);
+  if (it == g_ops.end()) return std::nullopt;
+  const Impl& impl = it->second.impl[backend_slot(b.id())];
+  if (impl.fn == nullptr || impl.backend != b.id()) return std::nullopt;
+  return Found{it->second.schema, impl};
+}
+
+// The same, or an error naming the backends that have it.
+Found lookup(std::string_view name, const Backend& b) {
+  if (std::optional<Found> f = find(name, b)) return std::move(*f);
   std::string have;
-  if (it != g_ops.end()) {
-    const Impl& impl = it->second.impl[backend_slot(b.id())];
-    if (impl.fn != nullptr && impl.backend == b.id()) return {it->second.schema, impl};
-    for (const Impl& i : it->second.impl)
-      if (i.fn != nullptr) have.append(have.empty() ? "" : ", ").append(i.backend_name);
-  }
+  for (const NamedOpInfo& op : named_ops())
+    if (op.name == name) have.append(have.empty() ? "" : ", ").append(op.backend);
   std::ostringstream os;
   os << "[" << name << "] is not a named op of backend '" << b.name() << "'";
   if (have.empty())
@@ -315,22 +316,33 @@ std::vector<NamedOpInfo> named_ops() {
 
 namespace {
 
-// Runs the named kernel of the inputs' backend on the call. With
+// There is a first input, and every tensor of the call is defined.
+void check_defined(std::string_view name, const std::vector<Tensor>& inputs,
+                   const std::vector<Tensor>& outputs) {
+  BP_CHECK(!inputs.empty(), "[", name, "] a named op needs its Tensor inputs");
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    BP_CHECK(inputs[i].defined(), "[", name, "] input ", i, " is an undefined tensor");
+  for (std::size_t i = 0; i < outputs.size(); ++i)
+    BP_CHECK(outputs[i].defined(), "[", name, "] output ", i, " is an undefined tensor");
+}
+
+// The backend a call runs on: the first input's storage's, which works for
+// a backend unloaded while its tensors live.
+const Backend& backend_of_call(const std::vector<Tensor>& inputs) {
+  return detail::backend_of(inputs[0]);
+}
+
+// Runs the named kernel `found` of the inputs' backend on the call. With
 // `may_decline` (a composite's override), a kernel that declines returns
 // false instead of raising.
-bool run_named(std::string_view name, const std::vector<Tensor>& inputs,
+bool run_named(std::string_view name, const Found& found, const std::vector<Tensor>& inputs,
                const std::vector<Tensor>& outputs, const std::vector<OpAttr>& attrs,
                bool may_decline) {
   const std::string op(name);
-  BP_CHECK(!inputs.empty(), "[", op, "] a named op needs its Tensor inputs");
-  for (std::size_t i = 0; i < inputs.size(); ++i)
-    BP_CHECK(inputs[i].defined(), "[", op, "] input ", i, " is an undefined tensor");
-  for (std::size_t i = 0; i < outputs.size(); ++i)
-    BP_CHECK(outputs[i].defined(), "[", op, "] output ", i, " is an undefined tensor");
   const Tensor& first = inputs[0];
-  // The storage's backend: it works for a backend unloaded while its tensors live.
-  const Backend& b = detail::backend_of(first);
-  const auto [schema, impl] = lookup(name, b);
+  const Backend& b = backend_of_call(inputs);
+  const Schema& schema = found.schema;
+  const Impl& impl = found.impl;
   bp_attrs a = make_named_attrs(name, schema, inputs.size(), outputs.size(), attrs);
   for (const Tensor& t : inputs) detail::check_same_device(op.c_str(), first, t);
   for (const Tensor& t : outputs) detail::check_same_device(op.c_str(), first, t);
@@ -377,20 +389,20 @@ void check_callable(std::string_view name) {
 void call_op_out(std::string_view name, const std::vector<Tensor>& inputs,
                  const std::vector<Tensor>& outputs, const std::vector<OpAttr>& attrs) {
   check_callable(name);
-  run_named(name, inputs, outputs, attrs, false);
+  check_defined(name, inputs, outputs);
+  run_named(name, lookup(name, backend_of_call(inputs)), inputs, outputs, attrs, false);
 }
 
 std::vector<Tensor> call_op(std::string_view name, const std::vector<Tensor>& inputs,
                             const std::vector<OpAttr>& attrs) {
   check_callable(name);
-  BP_CHECK(!inputs.empty(), "[", name, "] a named op needs its Tensor inputs");
-  BP_CHECK(inputs[0].defined(), "[", name, "] input 0 is an undefined tensor");
+  check_defined(name, inputs, {});
+  const Found found = lookup(name, backend_of_call(inputs));
   const Tensor& first = inputs[0];
-  const int outputs = lookup(name, detail::backend_of(first)).first.outputs;
   std::vector<Tensor> out;
-  for (int i = 0; i < outputs; ++i)
+  for (int i = 0; i < found.schema.outputs; ++i)
     out.push_back(detail::make_empty(first.sizes(), first.dtype(), first));
-  call_op_out(name, inputs, out, attrs);
+  run_named(name, found, inputs, out, attrs, false);
   return out;
 }
 
@@ -406,28 +418,33 @@ const std::vector<CompositeOverride>& overridable_composites() {
 CompositeOnlyGuard::CompositeOnlyGuard() : prev_(t_composite_only) { t_composite_only = true; }
 CompositeOnlyGuard::~CompositeOnlyGuard() { t_composite_only = prev_; }
 
+namespace {
+// `name` as t's backend registered it for t's dtype; nothing otherwise.
+std::optional<Found> find_for(std::string_view name, const Tensor& t) {
+  if (!t.defined()) return std::nullopt;
+  std::optional<Found> f = find(name, detail::backend_of(t));
+  if (f && !(f->impl.mask & BP_DTYPE_BIT(static_cast<int>(t.dtype())))) return std::nullopt;
+  return f;
+}
+}  // namespace
+
 bool has_override(std::string_view name, const Tensor& t) {
-  if (!t.defined()) return false;
-  const Backend& b = detail::backend_of(t);
-  std::shared_lock lock(g_mu);
-  const auto it = g_ops.find(name);
-  if (it == g_ops.end()) return false;
-  const Impl& impl = it->second.impl[backend_slot(b.id())];
-  return impl.fn != nullptr && impl.backend == b.id() &&
-         (impl.mask & BP_DTYPE_BIT(static_cast<int>(t.dtype())));
+  return find_for(name, t).has_value();
 }
 
 namespace detail {
 
 Tensor run_override(std::string_view name, const std::vector<Tensor>& inputs,
                     const std::vector<OpAttr>& attrs) {
-  if (t_composite_only || !has_override(name, inputs[0])) return Tensor();
+  if (t_composite_only) return Tensor();
   if (GradMode::is_enabled())
     for (const Tensor& t : inputs)
       if (t.requires_grad()) return Tensor();
+  const std::optional<Found> found = find_for(name, inputs[0]);
+  if (!found) return Tensor();
   const Tensor& x = inputs[0];
   Tensor out = make_empty(x.sizes(), x.dtype(), x);
-  return run_named(name, inputs, {out}, attrs, true) ? out : Tensor();
+  return run_named(name, *found, inputs, {out}, attrs, true) ? out : Tensor();
 }
 
 }  // namespace detail

@@ -43,11 +43,6 @@ bool looks_like_path(std::string_view s) {
          (s.size() > 3 && s.substr(s.size() - 3) == ".so");
 }
 
-bool valid_name(std::string_view n) {
-  return !n.empty() && std::all_of(n.begin(), n.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
-  });
-}
 
 // The plugin's fields that every ABI 1.x plugin must fill.
 constexpr std::size_t kMinPluginSize = offsetof(bp_plugin, memory_stats);
@@ -272,7 +267,7 @@ Backend& PluginLoader::load(std::string_view name_or_path) {
   std::lock_guard lock(mu_);
   if (!looks_like_path(name_or_path)) {
     if (Backend* b = find(name_or_path)) return *b;
-    BP_CHECK_T(PluginError, valid_name(name_or_path), "[plugin] '", name_or_path,
+    BP_CHECK_T(PluginError, detail::is_plain_name(name_or_path), "[plugin] '", name_or_path,
                "' is neither a backend name ([a-z0-9_]+) nor a path to a .so file");
     return load_file(locate(name_or_path));
   }
@@ -348,7 +343,7 @@ Backend& PluginLoader::load_file(const std::string& path_in) {
   else if (!api->synchronize) missing = "synchronize";
   if (missing) throw destroy_and_reject(std::string("required function '") + missing + "' is NULL");
   const std::string name = api->name ? api->name : "";
-  if (!valid_name(name))
+  if (!detail::is_plain_name(name))
     throw destroy_and_reject("its name '" + name + "' is not a valid backend name ([a-z0-9_]+)");
   if (Backend* other = find(name))
     throw destroy_and_reject("a plugin named '" + name + "' is already loaded from " +
