@@ -38,7 +38,8 @@ void copy_64M(benchmark::State& state) {
   const std::size_t n = kDeviceElems * sizeof(float);
   sync(d);
   for (auto _ : state) {
-    b.copy_on_device(d.index, const_cast<void*>(dst.data_ptr()), d.index, src.data_ptr(), n);
+    b.copy_on_device(nullptr, d.index, dst.impl()->storage->data(), 0, d.index,
+                     src.impl()->storage->data(), 0, n);
     sync(d);
   }
   state.SetBytesProcessed(state.iterations() * 2 * static_cast<int64_t>(n));
@@ -56,11 +57,11 @@ void tiny_add_device(benchmark::State& state) {
 void alloc_cached(benchmark::State& state) {
   const Device d = default_device();
   Backend& b = *PluginLoader::instance().by_id(d.backend);
-  b.deallocate(d.index, b.allocate(d.index, 1 << 20), 1 << 20);  // warm the cache
+  b.deallocate(d.index, b.allocate(d.index, 1 << 20), 1 << 20, nullptr);  // warm the cache
   for (auto _ : state) {
     void* p = b.allocate(d.index, 1 << 20);
     benchmark::DoNotOptimize(p);
-    b.deallocate(d.index, p, 1 << 20);
+    b.deallocate(d.index, p, 1 << 20, nullptr);
   }
 }
 

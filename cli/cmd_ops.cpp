@@ -75,7 +75,7 @@ class OpsCommand : public Command {
            "registers kernels for, each with the contract written beside it in the header.\n"
            "For every loaded backend the table shows the dtypes it registers: all, numeric\n"
            "(every dtype but bool), float (float32 and float64), a list, or - for none.\n"
-           "Named ops are a plugin's own ops (\"vendor::name\", ABI 1.2), each with a schema\n"
+           "Named ops are a plugin's own ops (\"vendor::name\"), each with a schema\n"
            "of its operands; programs call them with bp::call_op.\n"
            "Composite ops are core functions built from primitives (mean, softmax's\n"
            "backward, clone, factories, views, ...): a plugin never implements them, and\n"

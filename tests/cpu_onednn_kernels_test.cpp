@@ -23,18 +23,18 @@ TEST(CpuOnednnPlugin, DescribesItself) {
   EXPECT_EQ(props.host_addressable, 1);
   // The requested alignment is honoured: 16 for a small block, 64 for a large one.
   void* big = nullptr;
-  ASSERT_EQ(p.plugin->allocate(p.plugin->ctx, 0, 4096, 64, &big, nullptr), BP_STATUS_OK);
+  ASSERT_EQ(p.plugin->allocate(p.plugin->ctx, 0, nullptr, 4096, 64, &big, nullptr), BP_STATUS_OK);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(big) % 64, 0u);
-  p.plugin->deallocate(p.plugin->ctx, 0, big, 4096);
+  p.plugin->deallocate(p.plugin->ctx, 0, nullptr, big, 4096);
   void* ptr = nullptr;
-  ASSERT_EQ(p.plugin->allocate(p.plugin->ctx, 0, 100, 16, &ptr, nullptr), BP_STATUS_OK);
+  ASSERT_EQ(p.plugin->allocate(p.plugin->ctx, 0, nullptr, 100, 16, &ptr, nullptr), BP_STATUS_OK);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(ptr) % 16, 0u);
   bp_memory_stats stats{};
   stats.struct_size = sizeof(stats);
   ASSERT_EQ(p.plugin->memory_stats(p.plugin->ctx, 0, &stats, nullptr), BP_STATUS_OK);
   EXPECT_EQ(stats.allocated_bytes, 100u);
   EXPECT_GE(stats.num_allocs, 1u);
-  p.plugin->deallocate(p.plugin->ctx, 0, ptr, 100);
+  p.plugin->deallocate(p.plugin->ctx, 0, nullptr, ptr, 100);
   ASSERT_EQ(p.plugin->memory_stats(p.plugin->ctx, 0, &stats, nullptr), BP_STATUS_OK);
   EXPECT_EQ(stats.allocated_bytes, 0u);
   EXPECT_EQ(p.fn[BP_OP_ADD][BP_DTYPE_BOOL], nullptr);

@@ -249,16 +249,16 @@ TEST(MissingKernel, NamesOpDtypeBackendAndThatNoneHasIt) {
 TEST(MissingKernel, NamesTheBackendsThatHaveIt) {
   bp::Backend& cpu = bp::PluginLoader::instance().load("cpu_onednn");
   bp::Backend& fake =
-      bp::PluginLoader::instance().load(BACKPLANE_TEST_PLUGIN_DIR "/libbackplane_old_minor.so");
-  // old_minor registers fill, copy and add for float32 only.
+      bp::PluginLoader::instance().load(BACKPLANE_TEST_PLUGIN_DIR "/libbackplane_minimal.so");
+  // minimal registers fill, copy and add for float32 only.
   bp::Tensor a = bp::ones({2}, bp::TensorOptions().device({static_cast<int16_t>(fake.id()), 0}));
   const std::string m = message_of<bp::NotImplementedError>([&] { (void)(a * a); });
   EXPECT_EQ(m.rfind("[mul]", 0), 0u) << m;
   EXPECT_TRUE(contains(m, "float32")) << m;
-  EXPECT_TRUE(contains(m, "'old_minor'")) << m;
+  EXPECT_TRUE(contains(m, "'minimal'")) << m;
   EXPECT_TRUE(contains(m, "backends that have it: cpu_onednn")) << m;
 
-  // And the other way round: give old_minor a kernel cpu_onednn lacks.
+  // And the other way round: give minimal a kernel cpu_onednn lacks.
   static Probe probe;
   auto& registry = bp::KernelRegistry::instance();
   if (registry.lookup(Op::Matmul, fake.id(), DType::Int32).fn == nullptr)
@@ -266,7 +266,7 @@ TEST(MissingKernel, NamesTheBackendsThatHaveIt) {
   const bp::Device cpu_dev{static_cast<int16_t>(cpu.id()), 0};
   const std::string m2 = message_of<bp::NotImplementedError>(
       [&] { bp::call_kernel(Op::Matmul, DType::Int32, cpu_dev, {}, {}, no_attrs()); });
-  EXPECT_TRUE(contains(m2, "backends that have it: old_minor")) << m2;
+  EXPECT_TRUE(contains(m2, "backends that have it: minimal")) << m2;
   EXPECT_EQ(registry.backends_with(Op::Add, DType::Float32).size(), 2u);
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <ostream>
 #include <vector>
 
 namespace bp::conformance {
@@ -64,13 +65,28 @@ inline std::vector<double> scatter(std::vector<double> storage, const std::vecto
   return storage;
 }
 
-// The address of element `offset` of the memory `base` starts at.
-inline const void* address_at(const Tensor& base, int64_t offset) {
-  return static_cast<const char*>(base.data_ptr()) + offset * static_cast<int64_t>(base.itemsize());
+// Where a tensor's first element lives, on any device: its storage and the
+// byte offset in it (device memory has no host address to compare).
+struct Location {
+  const void* storage = nullptr;
+  int64_t byte_offset = 0;
+  bool operator==(const Location&) const = default;
+};
+inline std::ostream& operator<<(std::ostream& os, const Location& l) {
+  return os << "storage " << l.storage << " + " << l.byte_offset << " bytes";
+}
+inline Location location(const Tensor& t) {
+  return {t.impl()->storage.get(), t.storage_offset() * static_cast<int64_t>(t.itemsize())};
+}
+// Element `offset` of the memory `base` starts at.
+inline Location location_at(const Tensor& base, int64_t offset) {
+  Location l = location(base);
+  l.byte_offset += offset * static_cast<int64_t>(base.itemsize());
+  return l;
 }
 
 // Allocations the backend has made so far on the device under test, when its
-// allocator keeps statistics (ABI 1.1); used to prove an op allocated nothing.
+// allocator keeps statistics; used to prove an op allocated nothing.
 inline std::optional<uint64_t> allocation_count(const Context& ctx) {
   auto stats = ctx.backend().memory_stats(ctx.device().index);
   if (!stats) return std::nullopt;

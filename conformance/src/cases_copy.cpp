@@ -19,7 +19,7 @@ void check_clone(const std::string& what, const Tensor& c, const Tensor& src,
                  const std::vector<int64_t>& strides) {
   try {
     BP_EXPECT(!c.is_same(src) && !c.shares_storage(src), "clone() must copy into new memory");
-    BP_EXPECT(c.data_ptr() != src.data_ptr());
+    BP_EXPECT(location(c) != location(src));
     BP_EXPECT(!c.is_view(), "a clone owns its memory");
     BP_EXPECT_EQ(c.dtype(), src.dtype());
     BP_EXPECT_EQ(c.device(), src.device());

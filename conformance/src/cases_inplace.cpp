@@ -56,11 +56,11 @@ void check_inplace(const Context& ctx, const InplaceOp& op) {
   Tensor self = from_vector(kSelf, {4}, ctx.options());
   Tensor other = from_vector(kOther, {4}, ctx.options());
   Tensor alias = self;  // a second handle on the same tensor (IP-8)
-  const void* memory = self.data_ptr();
+  const Location memory = location(self);
   Tensor& result = op.apply(self, other);
   BP_EXPECT(&result == &self, op.name, " must return a reference to self");
   BP_EXPECT(result.is_same(alias), op.name, " must return self, not a new tensor");
-  BP_EXPECT_EQ(self.data_ptr(), memory, op.name, " must write into self's memory");
+  BP_EXPECT_EQ(location(self), memory, op.name, " must write into self's memory");
   BP_EXPECT_EQ(self.dtype(), DType::Float32);
   BP_EXPECT_SHAPE(self, {4});
   BP_EXPECT_VALUES(self, op.expected);
@@ -89,13 +89,13 @@ const std::vector<OutOfPlaceOp>& out_of_place_ops() {
 void check_out_of_place(const Context& ctx, const OutOfPlaceOp& op) {
   Tensor a = from_vector(kSelf, {4}, ctx.options());
   Tensor b = from_vector(kOther, {4}, ctx.options());
-  const void* a_memory = a.data_ptr();
-  const void* b_memory = b.data_ptr();
+  const Location a_memory = location(a);
+  const Location b_memory = location(b);
   Tensor c = op.apply(a, b);
   BP_EXPECT(!c.is_same(a) && !c.is_same(b), op.name, " must return a new tensor");
   BP_EXPECT(!c.shares_storage(a) && !c.shares_storage(b), op.name, " must allocate new memory");
-  BP_EXPECT_EQ(a.data_ptr(), a_memory);
-  BP_EXPECT_EQ(b.data_ptr(), b_memory);
+  BP_EXPECT_EQ(location(a), a_memory);
+  BP_EXPECT_EQ(location(b), b_memory);
   BP_EXPECT_VALUES(c, op.expected);
   BP_EXPECT_VALUES(a, kSelf);
   BP_EXPECT_VALUES(b, kOther);
@@ -118,12 +118,12 @@ std::pair<Tensor, std::vector<double>> nonzero_sample(const Context& ctx, DType 
 void check_zero_contiguous(const Context& ctx, DType dtype) {
   auto [x, host] = nonzero_sample(ctx, dtype, {2, 3});
   BP_EXPECT_VALUES(x, host);  // the starting point, so a zero result means something
-  const void* memory = x.data_ptr();
+  const Location memory = location(x);
   auto allocs_before = allocation_count(ctx);
   Tensor& result = x.zero_();
   auto allocs_after = allocation_count(ctx);
   BP_EXPECT(&result == &x, "zero_() must return self");
-  BP_EXPECT_EQ(x.data_ptr(), memory, "zero_() must not move the tensor");
+  BP_EXPECT_EQ(location(x), memory, "zero_() must not move the tensor");
   if (allocs_before && allocs_after)
     BP_EXPECT_EQ(*allocs_after, *allocs_before, "zero_() must not allocate");
   BP_EXPECT_EQ(x.dtype(), dtype);
@@ -137,14 +137,14 @@ void check_zero_column(const Context& ctx, DType dtype) {
   Tensor column = x.index({Slice(), 1});
   BP_EXPECT(!column.is_contiguous(), "x[:, 1] of a 3x3 should not be contiguous");
   BP_EXPECT_STRIDES(column, {3});
-  const void* memory = x.data_ptr();
+  const Location memory = location(x);
   auto allocs_before = allocation_count(ctx);
   Tensor& result = column.zero_();
   auto allocs_after = allocation_count(ctx);
   BP_EXPECT(&result == &column, "zero_() must return self");
   if (allocs_before && allocs_after)
     BP_EXPECT_EQ(*allocs_after, *allocs_before, "zero_() on a view must not allocate");
-  BP_EXPECT_EQ(x.data_ptr(), memory);
+  BP_EXPECT_EQ(location(x), memory);
   BP_EXPECT_VALUES(column, {0, 0, 0});
   std::vector<double> expected = host;
   expected[1] = expected[4] = expected[7] = 0;
@@ -200,7 +200,7 @@ void zeros_allocates(const Context& ctx) {
   Tensor b = zeros({4}, ctx.options());
   auto allocs_after = allocation_count(ctx);
   BP_EXPECT(!a.shares_storage(b), "two zeros() calls must not share memory");
-  BP_EXPECT(a.data_ptr() != b.data_ptr());
+  BP_EXPECT(location(a) != location(b));
   if (allocs_before && allocs_after)
     BP_EXPECT(*allocs_after >= *allocs_before + 2, "two zeros() calls made ",
               *allocs_after - *allocs_before, " allocations, expected at least 2");

@@ -22,7 +22,7 @@ Tensor host_tensor(const Context& ctx, std::vector<double> v, std::vector<int64_
 // IP-4: the other operand broadcasts to self's shape.
 void broadcast_other_to_self(const Context& ctx) {
   Tensor x = iota(ctx, {2, 3});
-  const void* memory = x.data_ptr();
+  const Location memory = location(x);
   x.add_(host_tensor(ctx, {10, 20, 30}, {3}));
   BP_EXPECT_VALUES(x, {10, 21, 32, 13, 24, 35});
   x.mul_(host_tensor(ctx, {1, -1}, {2, 1}));
@@ -32,7 +32,7 @@ void broadcast_other_to_self(const Context& ctx) {
   x.copy_(host_tensor(ctx, {7}, {1, 1}));
   BP_EXPECT_VALUES(x, {7, 7, 7, 7, 7, 7});
   BP_EXPECT_SHAPE(x, {2, 3});
-  BP_EXPECT_EQ(x.data_ptr(), memory);
+  BP_EXPECT_EQ(location(x), memory);
 }
 
 // IP-4: when the broadcast shape is not self's, the op is refused and self
@@ -240,7 +240,7 @@ void handle_copy_aliases(const Context& ctx) {
   c.zero_();
   BP_EXPECT_VALUES(a, {0, 0, 0});
   BP_EXPECT_EQ(a.version(), c.version());
-  BP_EXPECT_EQ(a.data_ptr(), c.data_ptr());
+  BP_EXPECT_EQ(location(a), location(c));
 }
 
 // IP-9: each op on a column view of a 3x3 (stride 3, offset 1) returns the
@@ -319,12 +319,12 @@ void check_ip9(const Context& ctx, const Ip9Op& op) {
   Tensor m = iota(ctx, {3, 3});
   Tensor col = m.index({Slice(), 1});
   Tensor alias = col;
-  const void* memory = col.data_ptr();
+  const Location memory = location(col);
   const uint32_t v0 = m.version();
   Tensor& r = op.apply(col, ctx);
   BP_EXPECT(&r == &col, op.name, " must return a reference to self");
   BP_EXPECT(r.is_same(alias), op.name, " must return self, not a new tensor");
-  BP_EXPECT_EQ(col.data_ptr(), memory, op.name, " must write self's memory");
+  BP_EXPECT_EQ(location(col), memory, op.name, " must write self's memory");
   BP_EXPECT(m.version() > v0, op.name, " must bump the version");
   BP_EXPECT_EQ(col.dtype(), DType::Float32);
   BP_EXPECT_VALUES(col, op.column);

@@ -100,9 +100,13 @@ void undefined_tensor(const Context& ctx) {
   BP_EXPECT_EQ(os.str(), std::string("tensor(undefined)"));
 }
 
-// `fn(a)` must throw E and leave a's values and version as they were.
+// `fn(a)` must throw E and leave a's values and version as they were. A
+// failure found on the device surfaces at the next synchronisation (DV-7):
+// then only the values are checked, as the op was enqueued (and counted as a
+// modification) before the device saw the bad value.
 template <class E, class F>
-void expect_refused_unchanged(const Tensor& a, F&& fn, const char* what) {
+void expect_refused_unchanged(const Tensor& a, F&& fn, const char* what,
+                              bool found_on_device = false) {
   const std::vector<double> before = a.to_vector<double>();
   const uint32_t version = a.version();
   bool thrown = false;
@@ -113,7 +117,8 @@ void expect_refused_unchanged(const Tensor& a, F&& fn, const char* what) {
   }
   BP_EXPECT(thrown, what, " should have been refused");
   BP_EXPECT_EQ(a.to_vector<double>(), before, what, " changed its input");
-  BP_EXPECT_EQ(a.version(), version, what, " bumped the version of its input");
+  if (!found_on_device)
+    BP_EXPECT_EQ(a.version(), version, what, " bumped the version of its input");
 }
 
 void failed_ops_change_nothing(const Context& ctx) {
@@ -143,15 +148,25 @@ void failed_ops_change_nothing(const Context& ctx) {
       buf, [&] { buf.narrow(0, 1, 4).copy_(buf.narrow(0, 0, 4)); }, "partially overlapping copy_");
   expect_refused_unchanged<bp::ValueError>(
       buf, [&] { buf.narrow(0, 0, 4).add_(buf.narrow(0, 2, 4)); }, "partially overlapping add_");
-  // An index out of range, found by the kernel: it must check every index
+  // An index out of range, found by the kernel (at once, or on the device
+  // and reported by the next synchronisation): it must check every index
   // before it writes anything.
   Tensor idx = from_vector(std::vector<double>{0, 1, 2, 0, 1, 7}, {2, 3},
                            ctx.options(DType::Int64));
   expect_refused_unchanged<bp::Error>(
-      a, [&] { a.scatter_(1, idx, full({2, 3}, -1, ctx.options())); }, "a.scatter_(bad index)");
+      a,
+      [&] {
+        a.scatter_(1, idx, full({2, 3}, -1, ctx.options()));
+        bp::synchronize(ctx.device());
+      },
+      "a.scatter_(bad index)", true);
   expect_refused_unchanged<bp::Error>(
-      a, [&] { a.scatter_add_(1, idx, full({2, 3}, -1, ctx.options())); },
-      "a.scatter_add_(bad index)");
+      a,
+      [&] {
+        a.scatter_add_(1, idx, full({2, 3}, -1, ctx.options()));
+        bp::synchronize(ctx.device());
+      },
+      "a.scatter_add_(bad index)", true);
   // Bad arguments of other in-place ops.
   expect_refused_unchanged<bp::IndexError>(
       a, [&] { a.scatter_(5, zeros({1, 1}, ctx.options(DType::Int64)), 1.0); }, "a.scatter_(5)");

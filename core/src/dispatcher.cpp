@@ -129,7 +129,7 @@ void call_kernel(Op op, DType dtype, Device device, std::span<const bp_tensor> i
     missing_kernel(op, dtype, device);
   }
   const bp_kernel_call call =
-      detail::make_call(static_cast<int32_t>(op), dtype, inputs, outputs, attrs);
+      detail::make_call(static_cast<int32_t>(op), dtype, device, inputs, outputs, attrs);
   char buf[512];
   buf[0] = '\0';
   bp_error err{sizeof(bp_error), buf, sizeof(buf)};
@@ -158,6 +158,7 @@ void raise_status(bp_status st, std::string_view what, std::string_view backend,
     case BP_STATUS_INVALID_ARGUMENT: throw ValueError(m);
     case BP_STATUS_UNSUPPORTED: throw NotImplementedError(m);
     case BP_STATUS_OUT_OF_MEMORY: throw OutOfMemoryError(m);
+    case BP_STATUS_DEVICE_ERROR: throw DeviceError(m);
     default: throw Error(m);
   }
 }

@@ -39,10 +39,11 @@ std::pair<int64_t, int64_t> byte_range(const bp_tensor& t) {
 }
 
 struct HostCopy {
-  void* device_data;  // the storage base on the device
+  void* device_data;  // the storage's handle on the device
   int64_t lo = 0, hi = 0;
   bool written = false;
-  void* host = nullptr;
+  void* host = nullptr;       // the reference backend's handle
+  void* host_ptr = nullptr;   // its host address
   std::size_t nbytes = 0;
 };
 
@@ -119,22 +120,26 @@ bool try_fallback(Op op, DType dtype, Device device, std::span<const bp_tensor> 
     std::vector<HostCopy>& copies;
     ~Release() {
       for (auto& c : copies)
-        if (c.host) cpu.deallocate(0, c.host, c.nbytes);
+        if (c.host) cpu.deallocate(0, c.host, c.nbytes, nullptr);
     }
   } release{cpu, copies};
+  const bp_stream stream = current_stream_of(device);
   for (auto& c : copies) {
     c.nbytes = static_cast<std::size_t>(std::max<int64_t>(c.hi - c.lo, 1));
     c.host = cpu.allocate(0, c.nbytes);
+    c.host_ptr = cpu.host_pointer(0, c.host, 0);
     if (c.hi > c.lo)
-      src.copy_to_host(device.index, c.host, static_cast<char*>(c.device_data) + c.lo,
-                       c.hi - c.lo);
+      src.copy_to_host(device.index, stream, c.host_ptr, c.device_data,
+                       static_cast<uint64_t>(c.lo), c.hi - c.lo);
   }
+  src.stream_synchronize(device.index, stream);
   auto rebase = [&](const bp_tensor& t) {
     bp_tensor r = t;
     for (const auto& c : copies)
       if (c.device_data == t.data) {
-        // The host buffer starts at byte c.lo of the device storage.
-        r.data = static_cast<char*>(c.host) - c.lo;
+        // The host buffer holds bytes [c.lo, c.hi) of the device storage.
+        r.data = c.host;
+        r.byte_offset = t.byte_offset - static_cast<uint64_t>(c.lo);
       }
     r.device = {cpu.dl_device_type(), 0};
     return r;
@@ -142,11 +147,13 @@ bool try_fallback(Op op, DType dtype, Device device, std::span<const bp_tensor> 
   std::vector<bp_tensor> in, out;
   for (const auto& t : inputs) in.push_back(rebase(t));
   for (const auto& t : outputs) out.push_back(rebase(t));
-  call_kernel(op, dtype, Device{static_cast<int16_t>(cpu.id()), 0}, in, out, attrs);
+  const Device ref{static_cast<int16_t>(cpu.id()), 0};
+  call_kernel(op, dtype, ref, in, out, attrs);
+  cpu.stream_synchronize(0, current_stream_of(ref));
   for (const auto& c : copies)
     if (c.written && c.hi > c.lo)
-      src.copy_from_host(device.index, static_cast<char*>(c.device_data) + c.lo, c.host,
-                         c.hi - c.lo);
+      src.copy_from_host(device.index, stream, c.device_data, static_cast<uint64_t>(c.lo),
+                         c.host_ptr, c.hi - c.lo);
 
   bool first = false;
   {

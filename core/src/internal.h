@@ -49,6 +49,24 @@ inline void check_status(bp_status st, std::string_view what, std::string_view b
     raise_status(st, what, backend, "(no message)");
 }
 
+// The calling thread's non-default current streams (stream.cpp): a plain
+// array, so that the hot path reads it without a TLS initialisation guard.
+struct CurrentStreams {
+  static constexpr int kMax = 8;
+  int count;
+  Device device[kMax];
+  bp_stream stream[kMax];
+};
+extern constinit thread_local CurrentStreams t_current_streams;
+
+// The current stream's handle for `device` (nullptr: the default stream).
+inline bp_stream current_stream_of(Device device) noexcept {
+  const CurrentStreams& c = t_current_streams;
+  for (int k = 0; k < c.count; ++k)
+    if (c.device[k] == device) return c.stream[k];
+  return nullptr;
+}
+
 // The backend that owns a tensor's memory: valid while the tensor lives,
 // even after the backend was unloaded (DV-4).
 inline Backend& backend_of(const Tensor& t) { return t.impl()->storage->backend(); }
@@ -128,10 +146,14 @@ inline bp_tensor describe_as(const Tensor& t, const DimVector& shape, const DimV
 
 // The ABI's description of one kernel call (pointers into the spans and
 // `attrs`, which must outlive it).
-inline bp_kernel_call make_call(int32_t op, DType dtype, std::span<const bp_tensor> inputs,
+inline bp_kernel_call make_call(int32_t op, DType dtype, Device device,
+                                std::span<const bp_tensor> inputs,
                                 std::span<const bp_tensor> outputs, const bp_attrs& attrs) {
   bp_kernel_call call;
   call.struct_size = sizeof(call);
+  call.device = device.index;
+  call.reserved = 0;
+  call.stream = current_stream_of(device);
   call.op = op;
   call.dtype = static_cast<int32_t>(dtype);
   call.num_inputs = static_cast<int32_t>(inputs.size());

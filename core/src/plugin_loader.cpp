@@ -44,8 +44,10 @@ bool looks_like_path(std::string_view s) {
 }
 
 
-// The plugin's fields that every ABI 1.x plugin must fill.
-constexpr std::size_t kMinPluginSize = offsetof(bp_plugin, memory_stats);
+// The plugin's fields that every ABI 2.x plugin must fill.
+// (2.0 was the first minor of this major: its table is sizeof(bp_plugin)
+// today; when a minor appends, this stays at the end of the 2.0 table.)
+constexpr std::size_t kMinPluginSize = sizeof(bp_plugin);
 
 struct RegistrarState {
   int backend = -1;
@@ -128,6 +130,14 @@ Backend::Backend(int id, std::unique_ptr<Library> lib, const bp_plugin* api, std
 }
 
 Backend::~Backend() {
+  // Memory waiting for other streams, then the streams made here, then the
+  // instance (the ABI destroys streams once their work is done).
+  reap_deferred_frees(true);
+  for (auto [device, s] : streams_) {
+    detail::ErrorBuffer err;
+    (void)api_->stream_synchronize(api_->ctx, device, s, err.get());
+    api_->stream_destroy(api_->ctx, device, s);
+  }
   if (api_->destroy) api_->destroy(api_->ctx);
 }
 
@@ -156,54 +166,225 @@ std::optional<bp_memory_stats> Backend::memory_stats(int device) const {
   return s;
 }
 
-void* Backend::allocate(int device, std::size_t nbytes) const {
+void* Backend::allocate(int device, std::size_t nbytes, bp_stream stream) const {
   BP_CHECK(device >= 0 && device < device_count_, "[allocate] backend '", name_,
            "' has no device ", device, " (it has ", device_count_, ")",
            device_count_ == 0 ? ": " + no_device_reason_ : std::string());
+  if (__builtin_expect(num_deferred_.load(std::memory_order_relaxed) != 0, 0))
+    reap_deferred_frees(false);
   void* p = nullptr;
   detail::ErrorBuffer err;
   // Cache-line alignment pays for vector loads on large buffers; small ones
   // take malloc's natural 16 so plugins can serve them from a fast path.
   const std::size_t alignment = nbytes >= 512 ? 64 : 16;
-  detail::check_status(api_->allocate(api_->ctx, device, nbytes, alignment, &p, err.get()),
+  detail::check_status(api_->allocate(api_->ctx, device, stream, nbytes, alignment, &p, err.get()),
                        "allocate", name_, err);
+  if (p == nullptr) throw PluginError("[allocate] backend '" + name_ + "' returned no memory");
   return p;
 }
 
-void Backend::deallocate(int device, void* ptr, std::size_t nbytes) const noexcept {
-  api_->deallocate(api_->ctx, device, ptr, nbytes);
+void Backend::deallocate(int device, void* mem, std::size_t nbytes, bp_stream stream,
+                         const bp_stream* users, std::size_t num_users) const noexcept {
+  if (num_users == 0) {
+    api_->deallocate(api_->ctx, device, stream, mem, nbytes);
+    return;
+  }
+  // Like a caching allocator's record_stream: the memory goes back to the
+  // plugin only when each stream that used it has finished what it had
+  // enqueued by now, so no other stream can be handed it while they run.
+  DeferredFree f{device, mem, nbytes, stream, {}};
+  try {
+    for (std::size_t k = 0; k < num_users; ++k) {
+      bp_event e = event_create(device);
+      f.events.push_back(e);
+      event_record(device, e, users[k]);
+    }
+  } catch (...) {
+    // Without an event to wait on, wait for the device instead.
+    for (bp_event e : f.events) event_destroy(device, e);
+    try {
+      synchronize(device);
+    } catch (...) {
+    }
+    api_->deallocate(api_->ctx, device, stream, mem, nbytes);
+    return;
+  }
+  std::lock_guard lock(deferred_mu_);
+  deferred_.push_back(std::move(f));
+  num_deferred_.store(deferred_.size(), std::memory_order_relaxed);
 }
 
-void Backend::copy_from_host(int device, void* dst, const void* src, std::size_t n) const {
-  detail::ErrorBuffer err;
-  detail::check_status(api_->copy_from_host(api_->ctx, device, dst, src, n, err.get()),
-                       "copy_from_host", name_, err);
+void Backend::reap_deferred_frees(bool wait) const noexcept {
+  std::vector<DeferredFree> done;
+  {
+    std::lock_guard lock(deferred_mu_);
+    for (auto it = deferred_.begin(); it != deferred_.end();) {
+      bool ready = true;
+      for (bp_event e : it->events) {
+        // The plugin's entries directly: the Backend's raise what is pending.
+        detail::ErrorBuffer err;
+        const bp_status st = wait ? api_->event_synchronize(api_->ctx, it->device, e, err.get())
+                                  : api_->event_query(api_->ctx, it->device, e, err.get());
+        if (st == BP_STATUS_NOT_READY) {
+          ready = false;
+        } else if (st == BP_STATUS_DEVICE_ERROR) {
+          // The user stream's work is over, so the memory is free; the
+          // plugin has handed its failure to us: the next synchronisation
+          // raises it.
+          if (pending_error_.empty())
+            pending_error_ = "[synchronize] backend '" + name_ + "': " + err.message();
+          has_pending_error_.store(true, std::memory_order_release);
+        }
+        if (!ready) break;
+      }
+      if (ready) {
+        done.push_back(std::move(*it));
+        it = deferred_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    num_deferred_.store(deferred_.size(), std::memory_order_relaxed);
+  }
+  for (DeferredFree& f : done) {
+    for (bp_event e : f.events) event_destroy(f.device, e);
+    api_->deallocate(api_->ctx, f.device, f.stream, f.mem, f.nbytes);
+  }
 }
 
-void Backend::copy_to_host(int device, void* dst, const void* src, std::size_t n) const {
-  detail::ErrorBuffer err;
-  detail::check_status(api_->copy_to_host(api_->ctx, device, dst, src, n, err.get()),
-                       "copy_to_host", name_, err);
+std::size_t Backend::deferred_frees() const {
+  std::lock_guard lock(deferred_mu_);
+  return deferred_.size();
 }
 
-void Backend::copy_on_device(int dst_device, void* dst, int src_device, const void* src,
-                             std::size_t n) const {
+void Backend::copy_from_host(int device, bp_stream stream, void* mem, uint64_t offset,
+                             const void* host, std::size_t n) const {
   detail::ErrorBuffer err;
   detail::check_status(
-      api_->copy_on_device(api_->ctx, dst_device, dst, src_device, src, n, err.get()),
-      "copy_on_device", name_, err);
+      api_->copy_from_host(api_->ctx, device, stream, mem, offset, host, n, err.get()),
+      "copy_from_host", name_, err);
 }
 
-void Backend::memset(int device, void* dst, int value, std::size_t n) const {
+void Backend::copy_to_host(int device, bp_stream stream, void* host, const void* mem,
+                           uint64_t offset, std::size_t n) const {
   detail::ErrorBuffer err;
-  detail::check_status(api_->memset(api_->ctx, device, dst, value, n, err.get()), "memset",
+  detail::check_status(
+      api_->copy_to_host(api_->ctx, device, stream, host, mem, offset, n, err.get()),
+      "copy_to_host", name_, err);
+}
+
+void Backend::read_to_host(int device, bp_stream stream, void* host, const void* mem,
+                           uint64_t offset, std::size_t n) const {
+  copy_to_host(device, stream, host, mem, offset, n);
+  stream_synchronize(device, stream);
+}
+
+void Backend::copy_on_device(bp_stream stream, int dst_device, void* dst, uint64_t dst_offset,
+                             int src_device, const void* src, uint64_t src_offset,
+                             std::size_t n) const {
+  detail::ErrorBuffer err;
+  detail::check_status(api_->copy_on_device(api_->ctx, stream, dst_device, dst, dst_offset,
+                                            src_device, src, src_offset, n, err.get()),
+                       "copy_on_device", name_, err);
+}
+
+void Backend::memset(int device, bp_stream stream, void* mem, uint64_t offset, int value,
+                     std::size_t n) const {
+  detail::ErrorBuffer err;
+  detail::check_status(
+      api_->memset(api_->ctx, device, stream, mem, offset, value, n, err.get()), "memset",
+      name_, err);
+}
+
+void* Backend::host_pointer(int device, const void* mem, uint64_t offset) const {
+  if (api_->host_pointer == nullptr)
+    throw ValueError("[host_pointer] backend '" + name_ +
+                     "' gives no host address for its memory (it is not host addressable)");
+  void* p = nullptr;
+  detail::ErrorBuffer err;
+  detail::check_status(api_->host_pointer(api_->ctx, device, mem, offset, &p, err.get()),
+                       "host_pointer", name_, err);
+  return p;
+}
+
+bp_stream Backend::create_stream(int device) {
+  BP_CHECK(device >= 0 && device < device_count_, "[stream] backend '", name_,
+           "' has no device ", device);
+  bp_stream s = nullptr;
+  detail::ErrorBuffer err;
+  detail::check_status(api_->stream_create(api_->ctx, device, &s, err.get()), "stream_create",
                        name_, err);
+  if (s == nullptr)
+    throw PluginError("[stream_create] backend '" + name_ + "' returned no stream");
+  std::lock_guard lock(streams_mu_);
+  streams_.emplace_back(device, s);
+  return s;
+}
+
+void Backend::raise_pending_error() const {
+  std::string m;
+  {
+    std::lock_guard lock(deferred_mu_);
+    m.swap(pending_error_);
+    has_pending_error_.store(false, std::memory_order_relaxed);
+  }
+  if (!m.empty()) throw DeviceError(m);
+}
+
+void Backend::stream_synchronize(int device, bp_stream stream) const {
+  detail::ErrorBuffer err;
+  detail::check_status(api_->stream_synchronize(api_->ctx, device, stream, err.get()),
+                       "synchronize", name_, err);
+  if (has_pending_error_.load(std::memory_order_acquire)) raise_pending_error();
+}
+
+bp_event Backend::event_create(int device) const {
+  bp_event e = nullptr;
+  detail::ErrorBuffer err;
+  detail::check_status(api_->event_create(api_->ctx, device, &e, err.get()), "event_create",
+                       name_, err);
+  if (e == nullptr) throw PluginError("[event_create] backend '" + name_ + "' returned no event");
+  return e;
+}
+
+void Backend::event_destroy(int device, bp_event event) const noexcept {
+  api_->event_destroy(api_->ctx, device, event);
+}
+
+void Backend::event_record(int device, bp_event event, bp_stream stream) const {
+  detail::ErrorBuffer err;
+  detail::check_status(api_->event_record(api_->ctx, device, event, stream, err.get()),
+                       "event_record", name_, err);
+}
+
+void Backend::stream_wait_event(int device, bp_stream stream, bp_event event) const {
+  detail::ErrorBuffer err;
+  detail::check_status(api_->stream_wait_event(api_->ctx, device, stream, event, err.get()),
+                       "stream_wait_event", name_, err);
+}
+
+bool Backend::event_query(int device, bp_event event) const {
+  detail::ErrorBuffer err;
+  const bp_status st = api_->event_query(api_->ctx, device, event, err.get());
+  if (st == BP_STATUS_NOT_READY) return false;
+  detail::check_status(st, "event_query", name_, err);
+  if (has_pending_error_.load(std::memory_order_acquire)) raise_pending_error();
+  return true;
+}
+
+void Backend::event_synchronize(int device, bp_event event) const {
+  detail::ErrorBuffer err;
+  detail::check_status(api_->event_synchronize(api_->ctx, device, event, err.get()),
+                       "synchronize", name_, err);
+  if (has_pending_error_.load(std::memory_order_acquire)) raise_pending_error();
 }
 
 void Backend::synchronize(int device) const {
   detail::ErrorBuffer err;
-  detail::check_status(api_->synchronize(api_->ctx, device, err.get()), "synchronize", name_,
-                       err);
+  const bp_status st = api_->synchronize(api_->ctx, device, err.get());
+  if (num_deferred_.load(std::memory_order_relaxed) != 0) reap_deferred_frees(false);
+  detail::check_status(st, "synchronize", name_, err);
+  if (has_pending_error_.load(std::memory_order_acquire)) raise_pending_error();
 }
 
 // --- PluginLoader ---------------------------------------------------------------
@@ -329,7 +510,7 @@ Backend& PluginLoader::load_file(const std::string& path_in) {
   // plugin that needs a newer core refuses in its entry point).
   if (api->struct_size < kMinPluginSize)
     throw reject("its bp_plugin table is " + std::to_string(api->struct_size) +
-                 " bytes, smaller than ABI 1.0's " + std::to_string(kMinPluginSize));
+                 " bytes, smaller than ABI 2.0's " + std::to_string(kMinPluginSize));
   const char* missing = nullptr;
   if (!api->device_count) missing = "device_count";
   else if (!api->device_props) missing = "device_props";
@@ -340,6 +521,15 @@ Backend& PluginLoader::load_file(const std::string& path_in) {
   else if (!api->copy_to_host) missing = "copy_to_host";
   else if (!api->copy_on_device) missing = "copy_on_device";
   else if (!api->memset) missing = "memset";
+  else if (!api->stream_create) missing = "stream_create";
+  else if (!api->stream_destroy) missing = "stream_destroy";
+  else if (!api->stream_synchronize) missing = "stream_synchronize";
+  else if (!api->event_create) missing = "event_create";
+  else if (!api->event_destroy) missing = "event_destroy";
+  else if (!api->event_record) missing = "event_record";
+  else if (!api->stream_wait_event) missing = "stream_wait_event";
+  else if (!api->event_query) missing = "event_query";
+  else if (!api->event_synchronize) missing = "event_synchronize";
   else if (!api->synchronize) missing = "synchronize";
   if (missing) throw destroy_and_reject(std::string("required function '") + missing + "' is NULL");
   const std::string name = api->name ? api->name : "";

@@ -13,14 +13,26 @@
 
 namespace bp {
 
-StorageImpl::StorageImpl(IntrusivePtr<Backend> backend, Device device, std::size_t nbytes)
-    : backend_(std::move(backend)), device_(device), nbytes_(nbytes) {
+StorageImpl::StorageImpl(IntrusivePtr<Backend> backend, Device device, std::size_t nbytes,
+                         bp_stream stream)
+    : backend_(std::move(backend)), device_(device), nbytes_(nbytes), stream_(stream) {
   // Zero-size tensors still get a distinct, valid allocation: plugins need
-  // not special-case size 0, and data_ptr() identifies a tensor's memory.
-  data_ = backend_->allocate(device.index, nbytes ? nbytes : 1);
+  // not special-case size 0.
+  data_ = backend_->allocate(device.index, nbytes ? nbytes : 1, stream);
 }
 
-StorageImpl::~StorageImpl() { backend_->deallocate(device_.index, data_, nbytes_ ? nbytes_ : 1); }
+StorageImpl::~StorageImpl() {
+  backend_->deallocate(device_.index, data_, nbytes_ ? nbytes_ : 1, stream_, users_.data(),
+                       users_.size());
+}
+
+void StorageImpl::record_stream(bp_stream stream) {
+  if (stream == stream_) return;
+  std::lock_guard lock(users_mu_);
+  for (bp_stream s : users_)
+    if (s == stream) return;
+  users_.push_back(stream);
+}
 
 namespace detail {
 
@@ -54,8 +66,9 @@ Tensor finish_empty(IntrusivePtr<TensorImpl> impl, DType dtype, Device device,
   impl->dtype = dtype;
   impl->device = device;
   impl->numel = n;
-  impl->storage =
-      make_intrusive<StorageImpl>(std::move(backend), device, static_cast<std::size_t>(bytes));
+  impl->storage = make_intrusive<StorageImpl>(std::move(backend), device,
+                                              static_cast<std::size_t>(bytes),
+                                              current_stream_of(device));
   impl->version = &impl->storage->version_counter();
   return Tensor(std::move(impl));
 }
@@ -280,7 +293,21 @@ int64_t Tensor::stride(int64_t d) const {
 }
 
 const void* Tensor::data_ptr() const {
-  return static_cast<const char*>(impl()->storage->data()) + impl()->offset * itemsize();
+  StorageImpl& st = *impl()->storage;
+  Backend& b = st.backend();
+  BP_CHECK(b.host_addressable(device().index), "[data_ptr] the memory of backend '", b.name(),
+           "' is not host addressable: it has no host address (compare tensors' memory with "
+           "shares_storage() and storage_offset())");
+  // Host code reads what the address points at: the device's work first.
+  b.synchronize(device().index);
+  return b.host_pointer(device().index, st.data(),
+                        static_cast<uint64_t>(impl()->offset) * itemsize());
+}
+
+void Tensor::record_stream(const Stream& stream) const {
+  BP_CHECK(stream.device() == device(), "[record_stream] a tensor on ", device(),
+           " cannot be used by a stream of ", stream.device());
+  impl()->storage->record_stream(stream.handle());
 }
 
 template <class T>
@@ -296,7 +323,9 @@ std::vector<T> Tensor::to_vector() const {
     // Raw element type on the device (bytes for bool: vector<bool> has no data()).
     using S = std::conditional_t<std::is_same_v<decltype(tag), bool>, uint8_t, decltype(tag)>;
     std::vector<S> raw(n);
-    b.copy_to_host(c.device().index, raw.data(), c.data_ptr(), n * sizeof(S));
+    b.read_to_host(c.device().index, detail::current_stream_of(c.device()), raw.data(),
+                   c.impl()->storage->data(),
+                   static_cast<uint64_t>(c.storage_offset()) * sizeof(S), n * sizeof(S));
     for (std::size_t i = 0; i < n; ++i) {
       if constexpr (std::is_same_v<T, bool>)
         out[i] = raw[i] != S(0);

@@ -26,10 +26,14 @@ class CpuOnednnPlugin final : public bp::sdk::Plugin {
     register_random_kernels(r);
   }
 
-  void* allocate(int32_t, std::size_t nbytes, std::size_t alignment) override {
+  // Handles are host pointers. The host runs a primitive before oneDNN's
+  // execute() returns, so every ABI stream's work is done when the call
+  // that enqueued it returns: the SDK's host streams and events apply, and
+  // freed memory can go to any stream at once.
+  void* allocate(int32_t, bp_stream, std::size_t nbytes, std::size_t alignment) override {
     return allocator_.allocate(nbytes, alignment);
   }
-  void deallocate(int32_t, void* ptr, std::size_t nbytes) override {
+  void deallocate(int32_t, bp_stream, void* ptr, std::size_t nbytes) override {
     allocator_.deallocate(ptr, nbytes);
   }
   void memory_stats(int32_t, bp_memory_stats& stats) override { allocator_.stats(stats); }

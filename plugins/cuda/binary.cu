@@ -22,7 +22,7 @@ __device__ __forceinline__ bool is_nan(T x) {
 }
 
 // Exact integer power by squaring, wrapping like the other integer ops;
-// negative exponents were rejected before the launch.
+// negative exponents are caught by a check kernel (see arith_kernel).
 template <class T>
 __device__ T int_pow(T base, T exp) {
   using U = Wrapping<T>;
@@ -104,13 +104,31 @@ struct WhereFn {
   __device__ T operator()(bool c, T a, T b) const { return c ? a : b; }
 };
 
-// Flags any negative element (an integer exponent pow cannot take).
+// Flags any negative element (an integer exponent pow cannot take): in the
+// stream's error record (reported at the next synchronisation) and in the
+// call's flag, which stops the pow kernel.
 template <class T>
 struct NegativeCheck {
-  DeviceError* error;
+  ErrorRecord* errors;
+  int32_t* failed;
   __device__ void operator()(char* (&p)[1]) const {
     const T v = *reinterpret_cast<const T*>(p[0]);
-    if (v < T(0)) raise_error(error, static_cast<int64_t>(v));
+    if (v < T(0)) {
+      record_error(errors, kNegativeExponent, BP_OP_POW, static_cast<int64_t>(v), 0, 0);
+      *failed = 1;
+    }
+  }
+};
+
+// Integer pow behind a NegativeCheck: when the check failed it writes back
+// the operand the output aliases (so an in-place pow leaves it unchanged).
+template <class T>
+struct GuardedIntPowFn {
+  const int32_t* failed;
+  bool keep_exponent;  // the output is the exponent's memory, not the base's
+  __device__ T operator()(T a, T b) const {
+    if (*failed) return keep_exponent ? b : a;
+    return int_pow(a, b);
   }
 };
 
@@ -124,7 +142,8 @@ void arith_kernel(const KernelCall& c) {
                    : c.op() == BP_OP_MAXIMUM ? kMaximum
                    : c.op() == BP_OP_MINIMUM ? kMinimum
                                              : kPow;
-  const cudaStream_t s = prepare(out);
+  Stream& st = prepare(c);
+  const cudaStream_t s = st.handle;
   bp::sdk::visit_dtype(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
     T alpha = T(1);
@@ -132,13 +151,17 @@ void arith_kernel(const KernelCall& c) {
       alpha = bp::sdk::scalar_as<T>(c.scalar(0));
     if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
       if (kind == kPow) {
-        // Checked before computing: an in-place pow must leave its input
-        // unchanged when it fails.
-        ErrorFlag flag(out.device(), s);
+        // Checked on the device before computing, in stream order (no host
+        // wait): a failed pow writes nothing new, so an in-place one leaves
+        // its input unchanged; the failure is reported by the next
+        // synchronisation of the stream.
+        const CheckFlag flag(st);
         launch_strided<1>(s, b.ndim(), b.shape(), {static_cast<char*>(b.base())}, {b.strides()},
-                          {int64_t(sizeof(T))}, NegativeCheck<T>{flag.get()});
-        const DeviceError e = flag.read();
-        BP_CHECK(!e.raised, "integers to negative integer powers are not allowed");
+                          {int64_t(sizeof(T))}, NegativeCheck<T>{st.errors, flag.get()});
+        const bool keep_exponent = out.base() == b.base() && out.base() != a.base();
+        launch_elementwise<T, T, T>(s, out, {&a.raw(), &b.raw(), nullptr},
+                                    GuardedIntPowFn<T>{flag.get(), keep_exponent});
+        return;
       }
     }
     launch_elementwise<T, T, T>(s, out, {&a.raw(), &b.raw(), nullptr}, ArithFn<T>{kind, alpha});
@@ -148,7 +171,7 @@ void arith_kernel(const KernelCall& c) {
 void compare_kernel(const KernelCall& c) {
   check::elementwise(c, 2, true);
   const TensorRef out = c.output(0), a = c.input(0), b = c.input(1);
-  const cudaStream_t s = prepare(out);
+  const cudaStream_t s = prepare(c).handle;
   const bp_op op = c.op();
   bp::sdk::visit_dtype(a.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -172,7 +195,7 @@ void where_kernel(const KernelCall& c) {
   const TensorRef out = c.output(0), cond = c.input(0);
   BP_CHECK(cond.dtype() == BP_DTYPE_BOOL,
            "the condition must be bool, got " << bp::sdk::dtype_name(cond.dtype()));
-  const cudaStream_t s = prepare(out);
+  const cudaStream_t s = prepare(c).handle;
   bp::sdk::visit_dtype(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
     launch_elementwise<T, bool, T, T>(s, out, {&cond.raw(), &c.input(1).raw(), &c.input(2).raw()},

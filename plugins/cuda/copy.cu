@@ -1,64 +1,8 @@
-// Byte copies between host and device, memset, and the FILL and COPY
-// kernels. Everything is queued on the device's stream; only a copy to the
-// host waits, because the caller reads the bytes as soon as it returns.
+// The FILL and COPY kernels, on the call's stream. (The byte copies and
+// memset of the plugin table are in plugin.cpp.)
 #include "elementwise.cuh"
 
 namespace bp::cuda {
-
-void copy_from_host(int device, void* dst, const void* src, std::size_t nbytes) {
-  if (nbytes == 0) return;
-  check_device(device);
-  set_device(device);
-  // From pageable memory the call returns once the bytes are staged, so the
-  // caller may reuse `src` at once; the transfer itself stays asynchronous.
-  BP_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyHostToDevice, stream(device)));
-}
-
-void copy_to_host(int device, void* dst, const void* src, std::size_t nbytes) {
-  if (nbytes == 0) return;
-  check_device(device);
-  set_device(device);
-  const cudaStream_t s = stream(device);
-  BP_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToHost, s));
-  BP_CUDA_CHECK(cudaStreamSynchronize(s));
-}
-
-void copy_on_device(int dst_device, void* dst, int src_device, const void* src,
-                    std::size_t nbytes) {
-  if (nbytes == 0) return;
-  check_device(dst_device);
-  check_device(src_device);
-  if (dst_device == src_device) {
-    set_device(dst_device);
-    BP_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToDevice, stream(dst_device)));
-    return;
-  }
-  // Two streams: the copy runs on the source's after the destination's
-  // pending work, and the destination's later work waits for the copy, so
-  // neither allocator pool can recycle a block the copy still uses.
-  const cudaStream_t ss = stream(src_device), ds = stream(dst_device);
-  cudaEvent_t dst_ready = nullptr, copied = nullptr;
-  set_device(dst_device);
-  BP_CUDA_CHECK(cudaEventCreateWithFlags(&dst_ready, cudaEventDisableTiming));
-  BP_CUDA_CHECK(cudaEventRecord(dst_ready, ds));
-  set_device(src_device);
-  BP_CUDA_CHECK(cudaEventCreateWithFlags(&copied, cudaEventDisableTiming));
-  BP_CUDA_CHECK(cudaStreamWaitEvent(ss, dst_ready, 0));
-  BP_CUDA_CHECK(cudaMemcpyPeerAsync(dst, dst_device, src, src_device, nbytes, ss));
-  BP_CUDA_CHECK(cudaEventRecord(copied, ss));
-  set_device(dst_device);
-  BP_CUDA_CHECK(cudaStreamWaitEvent(ds, copied, 0));
-  // Destroying a recorded event is allowed: the runtime frees it once it completes.
-  BP_CUDA_CHECK(cudaEventDestroy(dst_ready));
-  BP_CUDA_CHECK(cudaEventDestroy(copied));
-}
-
-void memset_device(int device, void* dst, int value, std::size_t nbytes) {
-  if (nbytes == 0) return;
-  check_device(device);
-  set_device(device);
-  BP_CUDA_CHECK(cudaMemsetAsync(dst, value, nbytes, stream(device)));
-}
 
 namespace {
 
@@ -96,7 +40,7 @@ void fill_typed(cudaStream_t s, const TensorRef& out, T value) {
 void fill_kernel(const KernelCall& c) {
   check::fill(c);
   const TensorRef out = c.output(0);
-  const cudaStream_t s = prepare(out);
+  const cudaStream_t s = prepare(c).handle;
   bp::sdk::visit_dtype(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
     fill_typed<T>(s, out, bp::sdk::scalar_as<T>(c.scalar(0)));
@@ -122,7 +66,7 @@ void copy_typed(cudaStream_t s, const TensorRef& out, const TensorRef& in) {
 
 void copy_kernel(const KernelCall& c) {
   check::copy(c);
-  copy_tensor(prepare(c.output(0)), c.output(0).raw(), c.input(0).raw());
+  copy_tensor(prepare(c).handle, c.output(0).raw(), c.input(0).raw());
 }
 
 }  // namespace

@@ -14,7 +14,7 @@
 //
 // Two ways in: launch_elementwise() for functors on values (up to 3 inputs,
 // one output), launch_strided() for functors on raw element pointers (index
-// ops, checks).
+// ops, checks). Both launch on the stream they are given: the call's.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -44,13 +44,17 @@ template <class T>
 using Wrapping = typename std::conditional_t<std::is_integral_v<T> && !std::is_same_v<T, bool>,
                                              std::make_unsigned<T>, std::type_identity<T>>::type;
 
-// Records a bad value in a DeviceError (see cuda_backend.h).
-__device__ __forceinline__ void raise_error(DeviceError* e, int64_t v) {
-  if (v < 0)
-    atomicMin(reinterpret_cast<long long*>(&e->lowest), static_cast<long long>(v));
-  else
-    atomicMax(reinterpret_cast<long long*>(&e->highest), static_cast<long long>(v));
-  e->raised = 1;
+// Records a failure in the stream's error record (see cuda_backend.h and
+// errors.cu): the first one claims the record, later ones are dropped until
+// a synchronisation has reported it. Nothing waits: the host reads the record
+// at the stream's next synchronisation point.
+__device__ __forceinline__ void record_error(ErrorRecord* r, int32_t code, int32_t op,
+                                             int64_t value, int64_t limit, int32_t dim) {
+  if (atomicCAS(&r->code, kNoError, code) != kNoError) return;
+  r->op = op;
+  r->value = value;
+  r->limit = limit;
+  r->dim = dim;
 }
 
 template <int N, class I>

@@ -8,21 +8,39 @@
 // line, so the last write wins and an add counts every duplicate, as in the
 // reference's sequential loop, with no atomics.
 //
-// Indices are validated by a first kernel whose flag is copied back before
-// anything is written (one stream sync per call): an out-of-range index is an
-// error, and a failed scatter leaves `self` unchanged.
+// Indices are validated on the device and nothing waits for the check: an
+// index out of range goes to the stream's error record, and the next
+// synchronisation of the stream reports it ("[gather] index 7 is out of
+// range for dimension 0 of size 3 (found on the device)"). GATHER and
+// INDEX_SELECT check in the kernel that moves the data (a bad index writes
+// zero, never reads outside the source). SCATTER writes into `self`, which
+// must stay unchanged when it fails: a first kernel checks every index and
+// sets the call's flag, and the scatter kernel does nothing when it is set.
 #include "elementwise.cuh"
 
 namespace bp::cuda {
 
 namespace {
 
-struct IndexCheck {
+// Where a bad index is recorded: the stream's record, what the message
+// names, and the range [0, limit) an index must fall in.
+struct IndexErrors {
+  ErrorRecord* errors;
+  int32_t op;
+  int32_t dim;
   int64_t limit;
-  DeviceError* error;
+  __device__ bool bad(int64_t i) const {
+    if (i >= 0 && i < limit) return false;
+    record_error(errors, kIndexOutOfRange, op, i, limit, dim);
+    return true;
+  }
+};
+
+struct IndexCheck {
+  IndexErrors check;
+  int32_t* failed;
   __device__ void operator()(char* (&p)[1]) const {
-    const int64_t v = *reinterpret_cast<const int64_t*>(p[0]);
-    if (v < 0 || v >= limit) raise_error(error, v);
+    if (check.bad(*reinterpret_cast<const int64_t*>(p[0]))) *failed = 1;
   }
 };
 
@@ -30,9 +48,11 @@ struct IndexCheck {
 template <class E>
 struct GatherFn {
   int64_t step;  // bytes between source elements along the dim
+  IndexErrors check;
   __device__ void operator()(char* (&p)[3]) const {
     const int64_t i = *reinterpret_cast<const int64_t*>(p[1]);
-    *reinterpret_cast<E*>(p[0]) = *reinterpret_cast<const E*>(p[2] + i * step);
+    *reinterpret_cast<E*>(p[0]) =
+        check.bad(i) ? E(0) : *reinterpret_cast<const E*>(p[2] + i * step);
   }
 };
 
@@ -42,7 +62,9 @@ template <class T>
 struct ScatterLineFn {
   int64_t n, index_step, src_step, self_step;
   bool add;
+  const int32_t* failed;  // set by the IndexCheck of the same call
   __device__ void operator()(char* (&p)[3]) const {
+    if (*failed) return;
     for (int64_t k = 0; k < n; ++k) {
       const int64_t i = *reinterpret_cast<const int64_t*>(p[0] + k * index_step);
       const T v = *reinterpret_cast<const T*>(p[1] + k * src_step);
@@ -71,15 +93,12 @@ void visit_element_size(bp_dtype d, F&& f) {
   }
 }
 
-// Throws unless every element of `index` (int64, any layout) is in [0, limit).
-void check_indices(cudaStream_t s, const TensorRef& index, int64_t limit, int dim) {
-  if (index.numel() == 0) return;
-  ErrorFlag flag(index.device(), s);
+// Checks every element of `index` (int64, any layout) against [0, limit) on
+// the device; sets `failed` on a bad one.
+void check_indices(cudaStream_t s, const TensorRef& index, const IndexErrors& check,
+                   int32_t* failed) {
   launch_strided<1>(s, index.ndim(), index.shape(), {static_cast<char*>(index.base())},
-                    {index.strides()}, {8}, IndexCheck{limit, flag.get()});
-  const DeviceError e = flag.read();
-  BP_CHECK(!e.raised, "index " << e.culprit() << " is out of range for dim " << dim << " of size "
-                               << limit << " (valid range: [0, " << limit << "))");
+                    {index.strides()}, {8}, IndexCheck{check, failed});
 }
 
 // `t`'s strides with the one along `dim` zeroed (when t has dims at all).
@@ -94,9 +113,10 @@ void gather_kernel(const KernelCall& c) {
   const TensorRef src = c.input(0), index = c.input(1), out = c.output(0);
   const int nd = out.ndim();
   if (out.numel() == 0) return;
-  const cudaStream_t s = prepare(out);
+  Stream& st = prepare(c);
+  const cudaStream_t s = st.handle;
   const int64_t esize = static_cast<int64_t>(bp::sdk::dtype_size(out.dtype()));
-  check_indices(s, index, nd == 0 ? 1 : src.size(dim), dim);
+  const IndexErrors check{st.errors, BP_OP_GATHER, dim, nd == 0 ? 1 : src.size(dim)};
   const auto src_strides = without_dim(src, dim);
   const int64_t step = nd == 0 ? 0 : src.stride(dim) * esize;
   visit_element_size(out.dtype(), [&](auto tag) {
@@ -105,7 +125,7 @@ void gather_kernel(const KernelCall& c) {
                       {static_cast<char*>(out.base()), static_cast<char*>(index.base()),
                        static_cast<char*>(src.base())},
                       {out.strides(), index.strides(), src_strides.data()}, {esize, 8, esize},
-                      GatherFn<E>{step});
+                      GatherFn<E>{step, check});
   });
 }
 
@@ -116,9 +136,12 @@ void scatter_kernel(const KernelCall& c) {
   const TensorRef index = c.input(0), src = c.input(1), self = c.output(0);
   const int nd = self.ndim();
   if (index.numel() == 0) return;
-  const cudaStream_t s = prepare(self);
+  Stream& st = prepare(c);
+  const cudaStream_t s = st.handle;
   const int64_t esize = static_cast<int64_t>(bp::sdk::dtype_size(self.dtype()));
-  check_indices(s, index, nd == 0 ? 1 : self.size(dim), dim);
+  const CheckFlag failed(st);
+  check_indices(s, index, IndexErrors{st.errors, BP_OP_SCATTER, dim, nd == 0 ? 1 : self.size(dim)},
+                failed.get());
   // One thread per line: the walk covers the index's shape with the dim cut to 1.
   std::array<int64_t, BP_MAX_DIMS> lines{};
   for (int d = 0; d < nd; ++d) lines[d] = d == dim ? 1 : index.size(d);
@@ -126,9 +149,12 @@ void scatter_kernel(const KernelCall& c) {
   const int64_t n = nd == 0 ? 1 : index.size(dim);
   bp::sdk::visit_dtype(self.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    const ScatterLineFn<T> f{n, nd == 0 ? 0 : index.stride(dim) * 8,
+    const ScatterLineFn<T> f{n,
+                             nd == 0 ? 0 : index.stride(dim) * 8,
                              nd == 0 ? 0 : src.stride(dim) * esize,
-                             nd == 0 ? 0 : self.stride(dim) * esize, reduction == 1};
+                             nd == 0 ? 0 : self.stride(dim) * esize,
+                             reduction == 1,
+                             failed.get()};
     launch_strided<3>(s, nd, lines.data(),
                       {static_cast<char*>(index.base()), static_cast<char*>(src.base()),
                        static_cast<char*>(self.base())},
@@ -141,9 +167,10 @@ void index_select_kernel(const KernelCall& c) {
   const TensorRef src = c.input(0), index = c.input(1), out = c.output(0);
   const int nd = out.ndim();
   if (out.numel() == 0) return;
-  const cudaStream_t s = prepare(out);
+  Stream& st = prepare(c);
+  const cudaStream_t s = st.handle;
   const int64_t esize = static_cast<int64_t>(bp::sdk::dtype_size(out.dtype()));
-  check_indices(s, index, nd == 0 ? 1 : src.size(dim), dim);
+  const IndexErrors check{st.errors, BP_OP_INDEX_SELECT, dim, nd == 0 ? 1 : src.size(dim)};
   const auto src_strides = without_dim(src, dim);
   // The index walks with the output: its stride along the dim, 0 elsewhere.
   std::array<int64_t, BP_MAX_DIMS> index_strides{};
@@ -155,7 +182,7 @@ void index_select_kernel(const KernelCall& c) {
                       {static_cast<char*>(out.base()), static_cast<char*>(index.base()),
                        static_cast<char*>(src.base())},
                       {out.strides(), index_strides.data(), src_strides.data()}, {esize, 8, esize},
-                      GatherFn<E>{nd == 0 ? 0 : src.stride(dim) * esize});
+                      GatherFn<E>{nd == 0 ? 0 : src.stride(dim) * esize, check});
   });
 }
 

@@ -11,16 +11,9 @@ void check_same_shape(const TensorRef& t, const TensorRef& out, const char* what
                                             << ", the output " << out.size(d));
 }
 
-ErrorFlag::ErrorFlag(int device, cudaStream_t stream)
-    : stream_(stream), scratch_(device, sizeof(DeviceError)) {
-  BP_CUDA_CHECK(cudaMemsetAsync(scratch_.get(), 0, sizeof(DeviceError), stream_));
-}
-
-DeviceError ErrorFlag::read() const {
-  DeviceError e{};
-  BP_CUDA_CHECK(cudaMemcpyAsync(&e, scratch_.get(), sizeof e, cudaMemcpyDeviceToHost, stream_));
-  BP_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  return e;
+CheckFlag::CheckFlag(const Stream& s) : scratch_(s, sizeof(int32_t)) {
+  // Stream-ordered like the kernels that use it: no host wait.
+  BP_CUDA_CHECK(cudaMemsetAsync(scratch_.get(), 0, sizeof(int32_t), s.handle));
 }
 
 }  // namespace bp::cuda

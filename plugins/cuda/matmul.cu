@@ -13,6 +13,7 @@
 #include <atomic>
 #include <mutex>
 #include <optional>
+#include <vector>
 
 #include "elementwise.cuh"
 
@@ -32,24 +33,45 @@ namespace {
     }                                                                        \
   } while (0)
 
-constexpr int kMaxDevices = 64;
-std::array<std::atomic<cublasHandle_t>, kMaxDevices> g_handles{};
-std::mutex g_handles_mutex;
+// Handles of destroyed streams, per device, for the next stream to take.
+struct SpareHandles {
+  std::mutex mu;
+  std::vector<cublasHandle_t> free[kMaxDevices];
+};
 
-// One handle per device, bound to the device's stream. Never destroyed:
-// cublasDestroy at process exit can run after the driver has unloaded.
-cublasHandle_t blas_handle(int device, cudaStream_t s) {
-  BP_CHECK(device >= 0 && device < kMaxDevices, "device index " << device << " is out of range");
-  cublasHandle_t h = g_handles[device].load(std::memory_order_acquire);
-  if (h != nullptr) return h;
-  std::lock_guard lock(g_handles_mutex);
-  h = g_handles[device].load(std::memory_order_relaxed);
-  if (h == nullptr) {
-    BP_CUBLAS_CHECK(cublasCreate(&h));
-    BP_CUBLAS_CHECK(cublasSetStream(h, s));
-    g_handles[device].store(h, std::memory_order_release);
+SpareHandles& spare_handles() {
+  static SpareHandles* h = new SpareHandles();  // never destroyed, like the handles
+  return *h;
+}
+
+// One handle per stream, bound to it once: a handle is never switched between
+// streams while work of the old one may still use its workspace, and calls
+// on one stream from several threads may share it (cuBLAS allows that while
+// its stream and settings stay). Never destroyed: cublasDestroy at process
+// exit can run after the driver has unloaded; a destroyed stream's handle
+// goes to the next new stream (its work is done by then).
+cublasHandle_t blas_handle(Stream& s) {
+  void* h = s.blas.load(std::memory_order_acquire);
+  if (h != nullptr) return static_cast<cublasHandle_t>(h);
+  SpareHandles& spares = spare_handles();
+  std::lock_guard lock(spares.mu);
+  h = s.blas.load(std::memory_order_relaxed);
+  if (h != nullptr) return static_cast<cublasHandle_t>(h);
+  cublasHandle_t made = nullptr;
+  std::vector<cublasHandle_t>& free = spares.free[s.device];
+  if (!free.empty()) {
+    made = free.back();
+    free.pop_back();
+  } else {
+    BP_CUBLAS_CHECK(cublasCreate(&made));  // on the current device: the stream's
   }
-  return h;
+  const cublasStatus_t st = cublasSetStream(made, s.handle);
+  if (st != CUBLAS_STATUS_SUCCESS) {
+    free.push_back(made);
+    BP_CUBLAS_CHECK(st);
+  }
+  s.blas.store(made, std::memory_order_release);
+  return made;
 }
 
 // The last two dims of an operand as cuBLAS sees them.
@@ -72,7 +94,7 @@ struct Contiguous {
   int64_t shape[BP_MAX_DIMS] = {}, strides[BP_MAX_DIMS] = {};
   bp_tensor t{};
 
-  Contiguous(const TensorRef& like) {
+  Contiguous(const Stream& st, const TensorRef& like) {
     t = like.raw();
     int64_t s = 1;
     for (int d = like.ndim() - 1; d >= 0; --d) {
@@ -80,7 +102,7 @@ struct Contiguous {
       strides[d] = s;
       s *= like.size(d);
     }
-    memory.emplace(like.device(), static_cast<std::size_t>(s) * bp::sdk::dtype_size(like.dtype()));
+    memory.emplace(st, static_cast<std::size_t>(s) * bp::sdk::dtype_size(like.dtype()));
     t.data = memory->get();
     t.byte_offset = 0;
     t.shape = shape;
@@ -102,8 +124,8 @@ void gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int64_t 
 }
 
 template <class T>
-void matmul_typed(cudaStream_t s, const TensorRef& out, const TensorRef& a_in,
-                  const TensorRef& b_in) {
+void matmul_typed(Stream& st, const TensorRef& out, const TensorRef& a_in, const TensorRef& b_in) {
+  const cudaStream_t s = st.handle;
   const int nd = out.ndim();
   const int64_t m = out.size(nd - 2), n = out.size(nd - 1), k = a_in.size(nd - 1);
   const auto mat = [&](const TensorRef& t) {
@@ -113,14 +135,14 @@ void matmul_typed(cudaStream_t s, const TensorRef& out, const TensorRef& a_in,
   std::optional<Contiguous> a_copy, b_copy, out_copy;
   std::optional<Matrix> ma = mat(a_in), mb = mat(b_in), mc = mat(out);
   if (!ma) {
-    a_copy.emplace(a_in);
+    a_copy.emplace(st, a_in);
     copy_tensor(s, a_copy->t, a_in.raw());
   }
   if (!mb) {
-    b_copy.emplace(b_in);
+    b_copy.emplace(st, b_in);
     copy_tensor(s, b_copy->t, b_in.raw());
   }
-  if (!mc) out_copy.emplace(out);
+  if (!mc) out_copy.emplace(st, out);
   const TensorRef a = a_copy ? TensorRef(a_copy->t) : a_in;
   const TensorRef b = b_copy ? TensorRef(b_copy->t) : b_in;
   const TensorRef c = out_copy ? TensorRef(out_copy->t) : out;
@@ -134,7 +156,7 @@ void matmul_typed(cudaStream_t s, const TensorRef& out, const TensorRef& a_in,
   const int64_t batch = L.shape[inner];
   int64_t outer = 1;
   for (int d = 0; d < inner; ++d) outer *= L.shape[d];
-  const cublasHandle_t h = blas_handle(out.device(), s);
+  const cublasHandle_t h = blas_handle(st);
   const auto op = [](bool transpose) { return transpose ? CUBLAS_OP_T : CUBLAS_OP_N; };
   for (int64_t o = 0; o < outer; ++o) {
     int64_t off[3] = {0, 0, 0};
@@ -165,17 +187,23 @@ void matmul_kernel(const KernelCall& c) {
   const int nd = out.ndim();
   const int64_t k = a.size(nd - 1);
   if (out.numel() == 0) return;
-  const cudaStream_t s = prepare(out);
-  if (k == 0) return fill_zero(s, out.raw());
+  if (out.dtype() != BP_DTYPE_FLOAT32 && out.dtype() != BP_DTYPE_FLOAT64)
+    BP_UNSUPPORTED("not implemented for " << bp::sdk::dtype_name(out.dtype()));
+  Stream& s = prepare(c);
+  if (k == 0) return fill_zero(s.handle, out.raw());
   if (out.dtype() == BP_DTYPE_FLOAT32)
     matmul_typed<float>(s, out, a, b);
-  else if (out.dtype() == BP_DTYPE_FLOAT64)
-    matmul_typed<double>(s, out, a, b);
   else
-    BP_UNSUPPORTED("not implemented for " << bp::sdk::dtype_name(out.dtype()));
+    matmul_typed<double>(s, out, a, b);
 }
 
 }  // namespace
+
+void recycle_blas_handle(int device, void* handle) {
+  SpareHandles& spares = spare_handles();
+  std::lock_guard lock(spares.mu);
+  spares.free[device].push_back(static_cast<cublasHandle_t>(handle));
+}
 
 void register_matmul_kernels(Registrar& r) {
   add_kernel<&matmul_kernel>(r, BP_OP_MATMUL, kFloatDtypes, BP_ORIGIN);

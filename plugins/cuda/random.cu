@@ -85,7 +85,7 @@ void random_kernel_entry(const KernelCall& c) {
     a.strides[d] = strides[d];
   }
   a.contiguous = n == 1 && strides[0] == 1;
-  const cudaStream_t s = prepare(out);
+  const cudaStream_t s = prepare(c).handle;
   const unsigned blocks = grid_for(a.n, kBlock);
   if (out.dtype() == BP_DTYPE_FLOAT32)
     random_kernel<float><<<blocks, kBlock, 0, s>>>(out.data<float>(), a);

@@ -218,7 +218,8 @@ int pow2_at_least(int64_t n, int cap) {
 }
 
 template <class T, class Ops>
-void launch_reduce(cudaStream_t s, int device, ReduceArgs a) {
+void launch_reduce(const Stream& st, ReduceArgs a) {
+  const cudaStream_t s = st.handle;
   using Item = typename Ops::Item;
   const int64_t kept_inner = std::llabs(a.kept_in[0]), red_inner = std::llabs(a.red_in[0]);
   a.r_fast = a.outputs == 1 || kept_inner == 0 || red_inner < kept_inner;
@@ -226,7 +227,7 @@ void launch_reduce(cudaStream_t s, int device, ReduceArgs a) {
   const int64_t blocks = (a.outputs + kBlock / a.ry - 1) / (kBlock / a.ry);
   BP_CHECK(blocks <= INT32_MAX, "too many outputs (" << a.outputs << ") for one launch");
   // Enough blocks for a few waves, each thread still reading >= 32 elements.
-  const int64_t target = 4LL * sm_count(device);
+  const int64_t target = 4LL * sm_count(st.device);
   int64_t splits = 1;
   if (blocks < target && a.reduced > 0) {
     const int64_t by_work = (a.reduced + a.ry * 32LL - 1) / (a.ry * 32LL);
@@ -238,7 +239,7 @@ void launch_reduce(cudaStream_t s, int device, ReduceArgs a) {
   a.splits = static_cast<int>(splits);
   std::optional<Scratch> partial;
   if (splits > 1) {
-    partial.emplace(device, static_cast<std::size_t>(a.outputs * splits) * sizeof(Item));
+    partial.emplace(st, static_cast<std::size_t>(a.outputs * splits) * sizeof(Item));
     a.partial = partial->get();
   }
   reduce_kernel<T, Ops><<<dim3(static_cast<unsigned>(blocks), a.splits), kBlock, 0, s>>>(a);
@@ -304,13 +305,13 @@ void reduce_kernel_entry(const KernelCall& c) {
   a.out = static_cast<char*>(out.base());
   a.kind = kind;
   a.out_dtype = out.dtype();
-  const cudaStream_t s = prepare(out);
+  const Stream& s = prepare(c);
   bp::sdk::visit_dtype(in.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if (arg)
-      launch_reduce<T, ArgOps<T>>(s, out.device(), a);
+      launch_reduce<T, ArgOps<T>>(s, a);
     else
-      launch_reduce<T, ValueOps<T>>(s, out.device(), a);
+      launch_reduce<T, ValueOps<T>>(s, a);
   });
 }
 

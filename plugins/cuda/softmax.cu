@@ -124,7 +124,7 @@ void softmax_kernel_entry(const KernelCall& c) {
   a.r_fast = a.rows == 1 || row_inner == 0 || std::llabs(a.in_step) < row_inner;
   a.ry = a.r_fast ? pow2_at_least(a.n, kBlock) : kBlock / pow2_at_least(a.rows, kBlock);
   const unsigned blocks = grid_for(a.rows, kBlock / a.ry);
-  const cudaStream_t s = prepare(out);
+  const cudaStream_t s = prepare(c).handle;
   if (out.dtype() == BP_DTYPE_FLOAT32)
     softmax_kernel<float><<<blocks, kBlock, 0, s>>>(a);
   else if (out.dtype() == BP_DTYPE_FLOAT64)

@@ -94,7 +94,7 @@ void unary_kernel(const KernelCall& c) {
   if (c.op() != BP_OP_CLAMP) check::elementwise(c, 1, false);
   const TensorRef in = c.input(0), out = c.output(0);
   const UnaryKind kind = unary_kind(c.op());
-  const cudaStream_t s = prepare(out);
+  const cudaStream_t s = prepare(c).handle;
   bp::sdk::visit_dtype(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, bool>) {
@@ -110,7 +110,7 @@ void unary_kernel(const KernelCall& c) {
 void logical_not_kernel(const KernelCall& c) {
   check::elementwise(c, 1, true);
   const TensorRef in = c.input(0), out = c.output(0);
-  const cudaStream_t s = prepare(out);
+  const cudaStream_t s = prepare(c).handle;
   bp::sdk::visit_dtype(in.dtype(), [&](auto tag) {
     using T = decltype(tag);
     launch_elementwise<bool, T>(s, out, {&in.raw(), nullptr, nullptr}, LogicalNotFn<T>{});

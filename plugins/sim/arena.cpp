@@ -108,15 +108,35 @@ void Arena::stats(bp_memory_stats& out) {
   out.num_system_allocs = 1;  // the arena itself
 }
 
-void Arena::check(const void* ptr, std::size_t nbytes, const char* op) const {
-  const char* p = static_cast<const char*>(ptr);
-  if (p >= base_ && p <= base_ + capacity_ &&
-      nbytes <= static_cast<std::size_t>(base_ + capacity_ - p))
-    return;
-  std::ostringstream os;
-  os << "[" << op << "] " << ptr << " (+" << nbytes << " bytes) is not sim device memory (arena "
-     << static_cast<const void*>(base_) << ", " << capacity_ << " bytes)";
-  throw bp::sdk::InvalidArgument(os.str());
+namespace {
+constexpr uint64_t kHandleTag = 0xB1A5'0000'0000'0000ull;  // not a canonical address
+}  // namespace
+
+void* Arena::handle_of(void* block) const {
+  const auto at = static_cast<uint64_t>(static_cast<char*>(block) - base_);
+  return reinterpret_cast<void*>(kHandleTag | (at >> 6));
+}
+
+char* Arena::resolve(const void* handle, int64_t lo, int64_t hi, const char* op) {
+  const auto h = reinterpret_cast<uint64_t>(handle);
+  std::lock_guard<std::mutex> lock(mu_);
+  std::size_t at = 0, size = 0;
+  if ((h & ~0xFFFF'FFFF'FFFFull) == kHandleTag) {
+    at = static_cast<std::size_t>((h & 0xFFFF'FFFF'FFFFull) << 6);
+    if (auto live = live_.find(at); live != live_.end()) size = live->second;
+  }
+  if (size == 0) {
+    std::ostringstream os;
+    os << "[" << op << "] " << handle << " is not the handle of live sim device memory";
+    throw bp::sdk::InvalidArgument(os.str());
+  }
+  if (lo < 0 || hi < lo || static_cast<uint64_t>(hi) > size) {
+    std::ostringstream os;
+    os << "[" << op << "] bytes [" << lo << ", " << hi << ") are outside the " << size
+       << "-byte block " << handle;
+    throw bp::sdk::InvalidArgument(os.str());
+  }
+  return base_ + at;
 }
 
 void Arena::protect(std::size_t begin, std::size_t end, int prot) {
@@ -128,7 +148,7 @@ Arena::Access::Access(Arena& arena, std::initializer_list<Range> ranges)
     : Access(arena, ranges.begin(), ranges.size()) {}
 
 Arena::Access::Access(Arena& arena, const Range* ranges, std::size_t count)
-    : lock_(arena.mu_), arena_(arena) {
+    : lock_(arena.access_mu_), arena_(arena) {
   const std::size_t page = page_size();
   for (std::size_t i = 0; i < count && count_ < kMaxRanges; ++i) {
     if (ranges[i].nbytes == 0) continue;

@@ -32,9 +32,14 @@ class Arena {
   void deallocate(void* ptr);
   void stats(bp_memory_stats& out);
 
-  // Throws InvalidArgument naming `op` unless [ptr, ptr + nbytes) lies in
-  // the arena: the core handed the device a pointer that is not its memory.
-  void check(const void* ptr, std::size_t nbytes, const char* op) const;
+  // What the core sees of a block: a handle that is not an address (a
+  // non-canonical value that faults if dereferenced), so that any code
+  // outside the plugin that offsets or reads it is caught.
+  void* handle_of(void* block) const;
+  // The start of the live block `handle` names, after checking that bytes
+  // [lo, hi) of it exist; throws InvalidArgument naming `op` otherwise
+  // (a handle the core made up or offset, or memory already freed).
+  char* resolve(const void* handle, int64_t lo, int64_t hi, const char* op);
 
   // Bytes [ptr, ptr + nbytes) of the arena that one plugin call uses.
   struct Range {
@@ -67,7 +72,8 @@ class Arena {
  private:
   void protect(std::size_t begin, std::size_t end, int prot);
 
-  std::mutex mu_;
+  std::mutex mu_;         // the block maps and counters
+  std::mutex access_mu_;  // one Access (page opening) at a time
   char* base_ = nullptr;
   std::size_t capacity_ = 0;
   std::size_t top_ = 0;                                // bytes ever handed out from the start

@@ -18,21 +18,24 @@ class TwoDevicesPlugin final : public bp::sdk::Plugin {
   const char* name() const override { return "two_devices"; }
   int32_t device_count(std::string&) const override { return 2; }
   void register_kernels(bp::sdk::Registrar& r) override { bp::fake::register_fill_and_copy(r); }
-  void copy_to_host(int32_t device, void* dst, const void* src, std::size_t n) override {
+  void copy_to_host(int32_t device, bp_stream s, void* host, const void* mem, uint64_t offset,
+                    std::size_t n) override {
     ++g_to_host;
-    Plugin::copy_to_host(device, dst, src, n);
+    Plugin::copy_to_host(device, s, host, mem, offset, n);
   }
-  void copy_from_host(int32_t device, void* dst, const void* src, std::size_t n) override {
+  void copy_from_host(int32_t device, bp_stream s, void* mem, uint64_t offset, const void* host,
+                      std::size_t n) override {
     ++g_from_host;
     for (std::size_t seen = g_largest_from_host.load();
          n > seen && !g_largest_from_host.compare_exchange_weak(seen, n);) {
     }
-    Plugin::copy_from_host(device, dst, src, n);
+    Plugin::copy_from_host(device, s, mem, offset, host, n);
   }
-  void copy_on_device(int32_t dst_device, void* dst, int32_t src_device, const void* src,
+  void copy_on_device(bp_stream s, int32_t dst_device, void* dst, uint64_t dst_offset,
+                      int32_t src_device, const void* src, uint64_t src_offset,
                       std::size_t n) override {
     ++g_on_device;
-    Plugin::copy_on_device(dst_device, dst, src_device, src, n);
+    Plugin::copy_on_device(s, dst_device, dst, dst_offset, src_device, src, src_offset, n);
   }
 };
 

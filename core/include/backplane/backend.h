@@ -58,22 +58,70 @@ class Backend : public RefCounted {
   std::optional<bp_memory_stats> memory_stats(int device) const;
 
   // Memory, through the plugin. Each throws a typed error on failure.
-  void* allocate(int device, std::size_t nbytes) const;
-  void deallocate(int device, void* ptr, std::size_t nbytes) const noexcept;
-  void copy_from_host(int device, void* dst, const void* src, std::size_t n) const;
-  void copy_to_host(int device, void* dst, const void* src, std::size_t n) const;
-  void copy_on_device(int dst_device, void* dst, int src_device, const void* src,
-                      std::size_t n) const;
-  void memset(int device, void* dst, int value, std::size_t n) const;
+  // Handles are the plugin's (never dereferenced or offset here); a null
+  // stream is the device's default stream.
+  void* allocate(int device, std::size_t nbytes, bp_stream stream = nullptr) const;
+  // Frees `mem` (allocated for `stream`) in stream order. When other
+  // streams used it (`users`), the plugin is told only once the work they
+  // had enqueued has finished: until then it waits, with an event per user
+  // stream, in a list that allocate() and synchronize() go through.
+  void deallocate(int device, void* mem, std::size_t nbytes, bp_stream stream,
+                  const bp_stream* users = nullptr, std::size_t num_users = 0) const noexcept;
+  void copy_from_host(int device, bp_stream stream, void* mem, uint64_t offset,
+                      const void* host, std::size_t n) const;
+  // Enqueues a copy to host memory; `host` holds the bytes once `stream`
+  // has reached it (read_to_host waits for that).
+  void copy_to_host(int device, bp_stream stream, void* host, const void* mem, uint64_t offset,
+                    std::size_t n) const;
+  void read_to_host(int device, bp_stream stream, void* host, const void* mem, uint64_t offset,
+                    std::size_t n) const;
+  void copy_on_device(bp_stream stream, int dst_device, void* dst, uint64_t dst_offset,
+                      int src_device, const void* src, uint64_t src_offset, std::size_t n) const;
+  void memset(int device, bp_stream stream, void* mem, uint64_t offset, int value,
+              std::size_t n) const;
+  // The host address of `mem` + `offset` on a host-addressable device.
+  void* host_pointer(int device, const void* mem, uint64_t offset) const;
+
+  // Streams made here live as long as the backend (destroyed with it).
+  bp_stream create_stream(int device);
+  void stream_synchronize(int device, bp_stream stream) const;
+  bp_event event_create(int device) const;
+  void event_destroy(int device, bp_event event) const noexcept;
+  void event_record(int device, bp_event event, bp_stream stream) const;
+  void stream_wait_event(int device, bp_stream stream, bp_event event) const;
+  bool event_query(int device, bp_event event) const;
+  void event_synchronize(int device, bp_event event) const;
+  // Waits for every stream of `device`; frees what waited for them.
   void synchronize(int device) const;
+  // Frees deferred memory whose streams are done; with `wait`, waits for all.
+  void reap_deferred_frees(bool wait) const noexcept;
+  std::size_t deferred_frees() const;
 
  private:
+  struct DeferredFree {
+    int device;
+    void* mem;
+    std::size_t nbytes;
+    bp_stream stream;
+    std::vector<bp_event> events;  // recorded on each user stream
+  };
+
   std::unique_ptr<Library> lib_;  // declared first: unloaded last
   const bp_plugin* api_;
   int id_;
   std::string name_, version_, path_;
   int device_count_ = 0;
   std::string no_device_reason_;
+  mutable std::mutex streams_mu_;
+  std::vector<std::pair<int, bp_stream>> streams_;  // made by create_stream
+  mutable std::mutex deferred_mu_;
+  mutable std::vector<DeferredFree> deferred_;
+  mutable std::atomic<std::size_t> num_deferred_{0};
+  // A device failure a deferred free's event reported (which clears it in
+  // the plugin): raised by the next synchronisation instead.
+  mutable std::string pending_error_;
+  mutable std::atomic<bool> has_pending_error_{false};
+  void raise_pending_error() const;
 };
 
 // What the loader saw for one candidate file (for `backplane devices`).

@@ -12,6 +12,7 @@
 #include <backplane/ops.h>
 #include <backplane/options.h>
 #include <backplane/shape.h>
+#include <backplane/stream.h>
 #include <backplane/tensor.h>
 
 namespace bp {

@@ -8,12 +8,14 @@
 #include <backplane/dtype.h>
 #include <backplane/intrusive_ptr.h>
 #include <backplane/shape.h>
+#include <backplane/stream.h>
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <source_location>
 #include <string>
@@ -45,21 +47,33 @@ class SharedVersionCounter : public RefCounted {
 // tensor costs no extra allocation for it.
 class StorageImpl : public RefCounted {
  public:
-  StorageImpl(IntrusivePtr<Backend> backend, Device device, std::size_t nbytes);
+  // Allocates `nbytes` on `device` for work on `stream` (ABI 2.0 handle).
+  StorageImpl(IntrusivePtr<Backend> backend, Device device, std::size_t nbytes,
+              bp_stream stream);
   ~StorageImpl() override;
 
+  // The plugin's handle for the memory: never dereferenced nor offset by
+  // the core (byte offsets travel beside it).
   void* data() const noexcept { return data_; }
   std::size_t nbytes() const noexcept { return nbytes_; }
   Device device() const noexcept { return device_; }
   Backend& backend() const noexcept { return *backend_; }
+  // The stream the memory was allocated for.
+  bp_stream stream() const noexcept { return stream_; }
   VersionCounter& version_counter() noexcept { return version_; }
+  // Marks the memory as used by `stream`: when freed, it is not reused
+  // until the work enqueued on `stream` by then has finished.
+  void record_stream(bp_stream stream);
 
  private:
   IntrusivePtr<Backend> backend_;
   Device device_;
   std::size_t nbytes_;
   void* data_ = nullptr;
+  bp_stream stream_ = nullptr;
   VersionCounter version_;
+  std::mutex users_mu_;
+  std::vector<bp_stream> users_;  // other streams that used the memory
 };
 
 struct AutogradMeta;  // autograd.h; allocated only for tensors in a graph
@@ -179,9 +193,15 @@ class Tensor {
   Tensor base() const { return Tensor(impl()->base); }
   // The shared in-place modification count (IP-7).
   uint32_t version() const { return impl()->version->get(); }
-  // Device address of the first element; never dereference it on the host
-  // unless the backend says its memory is host addressable.
+  // Host address of the first element, for a backend whose memory is host
+  // addressable (it waits for the streams using the memory first); throws
+  // ValueError otherwise. To compare memory on any device, use
+  // shares_storage() and storage_offset().
   const void* data_ptr() const;
+  // Marks this tensor's memory as used by `stream` (a stream other than
+  // the one it was made on): freeing it then waits for that stream's work,
+  // as in PyTorch's record_stream.
+  void record_stream(const Stream& stream) const;
   bool shares_storage(const Tensor& o) const { return impl()->storage == o.impl()->storage; }
 
   // --- autograd (autograd.h has the engine and the no-grad guard) ----------

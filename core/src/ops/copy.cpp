@@ -14,23 +14,45 @@ namespace detail {
 // Bytes of host memory a copy between two plugins passes through at a time.
 constexpr std::size_t kStagingBytes = std::size_t{4} << 20;
 
-// `n` bytes from `from` (on src's device) to `to` (on dst's device), with
-// each backend's own copy functions (DV-3). Between devices of one plugin
-// the plugin copies itself; between plugins the bytes go through a host
-// buffer of at most kStagingBytes, chunk by chunk. Either backend may be one
-// that was unloaded while its tensors live.
-void copy_bytes(const Tensor& dst, void* to, const Tensor& src, const void* from, std::size_t n) {
+// The first `n` bytes of contiguous `src` into contiguous `dst`, with each
+// backend's own copy functions (DV-3), on each device's current stream.
+// Between devices of one plugin the plugin copies itself, on the
+// destination's stream after the source's work (an event orders them);
+// between plugins the bytes go through a host buffer of at most
+// kStagingBytes, chunk by chunk, the source's stream synchronised before
+// each chunk is read. Either backend may be one that was unloaded while its
+// tensors live.
+void copy_bytes(const Tensor& dst, const Tensor& src, std::size_t n) {
   Backend& db = backend_of(dst);
   Backend& sb = backend_of(src);
+  const Device dd = dst.device(), sd = src.device();
+  void* to = dst.impl()->storage->data();
+  const void* from = src.impl()->storage->data();
+  const uint64_t to_off = static_cast<uint64_t>(dst.storage_offset()) * dst.itemsize();
+  const uint64_t from_off = static_cast<uint64_t>(src.storage_offset()) * src.itemsize();
+  const bp_stream ds = current_stream_of(dd), ss = current_stream_of(sd);
   if (&db == &sb) {
-    db.copy_on_device(dst.device().index, to, src.device().index, from, n);
+    if (dd != sd) {
+      // The destination's stream waits for what the source's stream has
+      // queued, and the source's stream for the copy, so that the source
+      // memory is not freed (on its stream) while the copy reads it.
+      Event ready(sd);
+      ready.record(current_stream(sd));
+      ready.block(current_stream(dd));
+      db.copy_on_device(ds, dd.index, to, to_off, sd.index, from, from_off, n);
+      Event copied(dd);
+      copied.record(current_stream(dd));
+      copied.block(current_stream(sd));
+      return;
+    }
+    db.copy_on_device(ds, dd.index, to, to_off, sd.index, from, from_off, n);
     return;
   }
   std::vector<char> host(std::min(n, kStagingBytes));
   for (std::size_t done = 0; done < n; done += host.size()) {
     const std::size_t k = std::min(host.size(), n - done);
-    sb.copy_to_host(src.device().index, host.data(), static_cast<const char*>(from) + done, k);
-    db.copy_from_host(dst.device().index, static_cast<char*>(to) + done, host.data(), k);
+    sb.read_to_host(sd.index, ss, host.data(), from, from_off + done, k);
+    db.copy_from_host(dd.index, ds, to, to_off + done, host.data(), k);
   }
 }
 
@@ -43,7 +65,7 @@ void copy_into(const Tensor& dst, const Tensor& src) {
     // converts and writes dst's layout on dst's device.
     Tensor c = src.contiguous();
     s = make_empty(c.sizes(), c.dtype(), dst);
-    copy_bytes(s, s.impl()->storage->data(), c, c.data_ptr(), c.numel() * c.itemsize());
+    copy_bytes(s, c, c.numel() * c.itemsize());
   }
   const DimVector shape(dst.sizes());
   const DimVector strides = broadcast_strides(s.sizes(), s.strides(), shape);

@@ -32,8 +32,8 @@ Tensor zeros(IntArrayRef shape, TensorOptions options) {
   Tensor t = detail::make_empty(shape, options.dtype_, options.resolved_device());
   // All-zero bytes are 0, 0.0 and false in every dtype we have.
   if (t.numel() > 0)
-    detail::backend_of(t)
-        .memset(t.device().index, t.impl()->storage->data(), 0, t.numel() * t.itemsize());
+    detail::backend_of(t).memset(t.device().index, detail::current_stream_of(t.device()),
+                                 t.impl()->storage->data(), 0, 0, t.numel() * t.itemsize());
   return finish(t, options);
 }
 
@@ -94,9 +94,9 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step,
       else
         host[i] = static_cast<T>(s + static_cast<double>(i) * d);
     }
-    detail::backend_of(t)
-        .copy_from_host(t.device().index, t.impl()->storage->data(), host.data(),
-                        host.size() * sizeof(H));
+    detail::backend_of(t).copy_from_host(t.device().index, detail::current_stream_of(t.device()),
+                                         t.impl()->storage->data(), 0, host.data(),
+                                         host.size() * sizeof(H));
   });
   return t;
 }
@@ -104,8 +104,9 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step,
 Tensor from_blob(const void* host_data, DType dtype, IntArrayRef shape, Device device) {
   Tensor t = detail::make_empty(shape, dtype, device);
   if (t.numel())
-    detail::backend_of(t).copy_from_host(device.index, t.impl()->storage->data(), host_data,
-                                              t.numel() * itemsize(dtype));
+    detail::backend_of(t).copy_from_host(device.index, detail::current_stream_of(device),
+                                         t.impl()->storage->data(), 0, host_data,
+                                         t.numel() * itemsize(dtype));
   return t;
 }
 

@@ -2,6 +2,9 @@
 //         [2., 3.]])
 #include <backplane/ops.h>
 
+#include <backplane/autograd.h>
+#include <backplane/dispatcher.h>
+
 #include "../internal.h"
 
 #include <cmath>
@@ -75,23 +78,18 @@ struct Formatter {
   }
 };
 
+// Prints `vals`, the row-major values of a tensor of `shape`, showing along
+// dim d the positions pos[d] (-1: the "..." between a long dim's edges).
 struct Printer {
   const std::vector<double>& vals;
   const DimVector& shape;
   const DimVector strides;
   const Formatter& f;
-  bool summarize;
+  const std::vector<std::vector<int64_t>>& pos;
 
-  std::string vector(int64_t offset, int64_t n, int64_t stride, int indent) const {
+  std::string vector(std::size_t d, int64_t offset, int indent) const {
     std::vector<std::string> data;
-    auto push = [&](int64_t i) { data.push_back(f(vals[offset + i * stride])); };
-    if (summarize && n > 2 * kEdgeItems) {
-      for (int64_t i = 0; i < kEdgeItems; ++i) push(i);
-      data.push_back(" ...");
-      for (int64_t i = n - kEdgeItems; i < n; ++i) push(i);
-    } else {
-      for (int64_t i = 0; i < n; ++i) push(i);
-    }
+    for (int64_t i : pos[d]) data.push_back(i < 0 ? " ..." : f(vals[offset + i * strides[d]]));
     const int per_line =
         std::max(1, static_cast<int>((kLineWidth - indent) / static_cast<int>(f.width + 2)));
     std::string out = "[";
@@ -104,17 +102,10 @@ struct Printer {
 
   std::string tensor(std::size_t d, int64_t offset, int indent) const {
     const std::size_t dims_left = shape.size() - d;
-    if (dims_left == 1) return vector(offset, shape[d], strides[d], indent);
+    if (dims_left == 1) return vector(d, offset, indent);
     std::vector<std::string> slices;
-    const int64_t n = shape[d];
-    auto push = [&](int64_t i) { slices.push_back(tensor(d + 1, offset + i * strides[d], indent + 1)); };
-    if (summarize && n > 2 * kEdgeItems) {
-      for (int64_t i = 0; i < kEdgeItems; ++i) push(i);
-      slices.push_back("...");
-      for (int64_t i = n - kEdgeItems; i < n; ++i) push(i);
-    } else {
-      for (int64_t i = 0; i < n; ++i) push(i);
-    }
+    for (int64_t i : pos[d])
+      slices.push_back(i < 0 ? "..." : tensor(d + 1, offset + i * strides[d], indent + 1));
     std::string sep(",");
     sep.append(dims_left - 1, '\n').append(static_cast<std::size_t>(indent) + 1, ' ');
     std::string out = "[";
@@ -122,6 +113,41 @@ struct Printer {
     return out + "]";
   }
 };
+
+// The elements a print shows: above kThreshold elements, the first and last
+// kEdgeItems along every longer dim. When the backend has index_select for
+// the dtype they are selected on the device, so that only those are copied
+// to the host; otherwise the whole tensor is read. Fills `pos` with the
+// positions of the returned tensor to print along each dim.
+Tensor shown_part(const Tensor& t, std::vector<std::vector<int64_t>>& pos) {
+  const bool summarize = t.numel() > kThreshold;
+  const bool on_device =
+      summarize &&
+      KernelRegistry::instance().lookup(Op::IndexSelect, t.device().backend, t.dtype()).fn;
+  Tensor s = t;
+  pos.assign(static_cast<std::size_t>(t.dim()), {});
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    const int64_t n = t.size(d);
+    std::vector<int64_t>& p = pos[static_cast<std::size_t>(d)];
+    if (!summarize || n <= 2 * kEdgeItems) {
+      for (int64_t i = 0; i < n; ++i) p.push_back(i);
+      continue;
+    }
+    std::vector<int64_t> keep;
+    for (int64_t i = 0; i < kEdgeItems; ++i) keep.push_back(i);
+    for (int64_t i = n - kEdgeItems; i < n; ++i) keep.push_back(i);
+    if (on_device) {
+      const Tensor index = from_blob(keep.data(), DType::Int64,
+                                     {static_cast<int64_t>(keep.size())}, t.device());
+      s = s.index_select(d, index);
+      for (int64_t i = 0; i < 2 * kEdgeItems; ++i) p.push_back(i);
+    } else {
+      p = keep;
+    }
+    p.insert(p.begin() + kEdgeItems, -1);
+  }
+  return s;
+}
 
 bool is_default_device(Device d) {
   try {
@@ -137,7 +163,10 @@ std::string Tensor::to_string() const {
   if (!defined()) return "tensor(undefined)";
   const std::string prefix = "tensor(";
   const int indent = static_cast<int>(prefix.size());
-  std::vector<double> vals = to_vector<double>();
+  NoGradGuard no_grad;
+  std::vector<std::vector<int64_t>> pos;
+  const Tensor shown = shown_part(*this, pos);
+  std::vector<double> vals = shown.to_vector<double>();
   std::ostringstream os;
   os << prefix;
   if (numel() == 0) {
@@ -152,7 +181,7 @@ std::string Tensor::to_string() const {
     if (dim() == 0) {
       os << f.raw(vals[0]);
     } else {
-      Printer p{vals, impl()->sizes, contiguous_strides(sizes()), f, numel() > kThreshold};
+      Printer p{vals, shown.impl()->sizes, contiguous_strides(shown.sizes()), f, pos};
       os << p.tensor(0, 0, indent);
     }
   }

@@ -21,15 +21,17 @@ class HostrefPlugin final : public bp::sdk::Plugin {
   void register_kernels(Registrar& r) override { register_all_kernels(r); }
 
   // The base class's host allocator, counted so that conformance can check
-  // that in-place ops allocate nothing (bp_plugin.memory_stats, ABI 1.1).
-  void* allocate(int32_t device, std::size_t nbytes, std::size_t alignment) override {
-    void* p = Plugin::allocate(device, nbytes, alignment);
+  // that in-place ops allocate nothing (bp_plugin.memory_stats). Its work
+  // runs before each call returns, so the SDK's host streams apply.
+  void* allocate(int32_t device, bp_stream stream, std::size_t nbytes,
+                 std::size_t alignment) override {
+    void* p = Plugin::allocate(device, stream, nbytes, alignment);
     allocated_ += nbytes;
     ++allocs_;
     return p;
   }
-  void deallocate(int32_t device, void* ptr, std::size_t nbytes) override {
-    Plugin::deallocate(device, ptr, nbytes);
+  void deallocate(int32_t device, bp_stream stream, void* ptr, std::size_t nbytes) override {
+    Plugin::deallocate(device, stream, ptr, nbytes);
     allocated_ -= nbytes;
   }
   void memory_stats(int32_t, bp_memory_stats& stats) override {

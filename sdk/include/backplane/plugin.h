@@ -9,7 +9,7 @@
  *     to sizeof() as compiled on its side.
  *   - BP_ABI_MAJOR changes when a field moves or changes meaning; the core
  *     refuses a plugin with another major.
- *   - BP_ABI_MINOR grows when fields are appended (marked "(since 1.N)").
+ *   - BP_ABI_MINOR grows when fields are appended (marked "(since 2.N)").
  *     Minors mix in both directions. The core accepts an older minor and
  *     treats every field past the plugin's `struct_size` as absent
  *     (BP_HAS_FIELD below); it accepts a newer minor and ignores the fields
@@ -45,8 +45,8 @@
 extern "C" {
 #endif
 
-#define BP_ABI_MAJOR 1
-#define BP_ABI_MINOR 2
+#define BP_ABI_MAJOR 2
+#define BP_ABI_MINOR 0
 
 #define BP_PLUGIN_ENTRY_SYMBOL "bp_plugin_init"
 
@@ -75,7 +75,11 @@ typedef enum bp_status {
                                      its outputs: the core applies the fallback
                                      policy (--fallback) to the call */
   BP_STATUS_OUT_OF_MEMORY = 3,    /* an allocation failed */
-  BP_STATUS_RUNTIME_ERROR = 4     /* anything else (an exception, a driver error) */
+  BP_STATUS_RUNTIME_ERROR = 4,    /* anything else (an exception, a driver error) */
+  BP_STATUS_NOT_READY = 5,        /* event_query: the work is still running */
+  BP_STATUS_DEVICE_ERROR = 6      /* work already enqueued failed on the device (an
+                                     index out of range found by a kernel): returned
+                                     by a synchronisation, see "Asynchrony" */
 } bp_status;
 
 /* Where a failing call writes its message. The core owns the buffer. */
@@ -120,7 +124,8 @@ typedef struct bp_dl_device {
  * A strided tensor, laid out exactly as DLPack's DLTensor, so that a plugin
  * may hand it to any DLPack consumer. The core always fills `strides`
  * (in elements, never NULL) and may use 0 for broadcast dimensions.
- * The first element is at (char*)data + byte_offset.
+ * `data` is the handle allocate() returned, unchanged (DLPack's rule for
+ * cl_mem and the like); the first element is byte_offset bytes into it.
  */
 typedef struct bp_tensor {
   void* data;
@@ -216,9 +221,8 @@ typedef enum bp_op {
                          ints[0] = 0 uniform [0,1), 1 standard normal;
                          ints[1] = seed, ints[2] = offset (see docs/random.md) */
   BP_OP_COUNT = 41,
-  /* The `op` of a call to a named kernel (since 1.2, see
-   * bp_named_kernel_registration): not an op a plugin registers with
-   * register_kernel. */
+  /* The `op` of a call to a named kernel (see bp_named_kernel_registration):
+   * not an op a plugin registers with register_kernel. */
   BP_OP_NAMED = 4096
 } bp_op;
 
@@ -244,7 +248,15 @@ typedef struct bp_attrs {
   int64_t ints[BP_MAX_INTS];
 } bp_attrs;
 
-/* One kernel invocation. Outputs are allocated by the core before the call. */
+/* A queue of work on one device (see "Asynchrony"); NULL is the device's
+ * default stream. Made by stream_create, owned by the plugin. */
+typedef struct bp_stream_impl* bp_stream;
+/* A marker in a stream's work (see "Asynchrony"). Made by event_create. */
+typedef struct bp_event_impl* bp_event;
+
+/* One kernel invocation. Outputs are allocated by the core before the call.
+ * The descriptors, shapes, strides and attributes are valid only until the
+ * kernel returns: a kernel that runs later copies what it needs. */
 typedef struct bp_kernel_call {
   size_t struct_size;
   int32_t op;         /* bp_op */
@@ -254,9 +266,16 @@ typedef struct bp_kernel_call {
   const bp_tensor* inputs;
   const bp_tensor* outputs;
   const bp_attrs* attrs; /* never NULL */
+  int32_t device;     /* the device every operand is on */
+  int32_t reserved;
+  bp_stream stream;   /* the stream to enqueue the work on */
 } bp_kernel_call;
 
-/* A kernel: returns a status; on failure it writes a message to `error`. */
+/* A kernel: enqueues the call's work on call->stream and returns a status;
+ * on failure it writes a message to `error`. It checks its arguments and
+ * decides whether it supports the call before it returns (an error or
+ * UNSUPPORTED then means nothing was enqueued); only failures that depend
+ * on values in device memory may be reported later (see "Asynchrony"). */
 typedef bp_status (*bp_kernel_fn)(void* kernel_ctx, const bp_kernel_call* call,
                                   bp_error* error);
 
@@ -274,7 +293,7 @@ typedef struct bp_kernel_registration {
 } bp_kernel_registration;
 
 /*
- * A named op of the plugin's own (since 1.2): "vendor::name", which users
+ * A named op of the plugin's own: "vendor::name", which users
  * call through the core with bp::call_op, beside the primitive ops.
  *
  * `schema` declares the operands, in order, and the outputs:
@@ -318,9 +337,8 @@ typedef struct bp_registrar {
    * error whose message names both origins. */
   bp_status (*register_kernel)(void* ctx, const bp_kernel_registration* reg,
                                bp_error* error);
-  /* Registers a named op (since 1.2: test BP_HAS_FIELD(registrar,
-   * bp_registrar, register_named_kernel) first). A malformed name or
-   * schema, or a name this plugin registered already, is an error. */
+  /* Registers a named op. A malformed name or schema, or a name this
+   * plugin registered already, is an error. */
   bp_status (*register_named_kernel)(void* ctx, const bp_named_kernel_registration* reg,
                                      bp_error* error);
 } bp_registrar;
@@ -337,7 +355,7 @@ typedef struct bp_device_props {
   int32_t reserved;
 } bp_device_props;
 
-/* Allocator statistics (since 1.1). */
+/* Allocator statistics. */
 typedef struct bp_memory_stats {
   size_t struct_size;
   uint64_t allocated_bytes; /* live bytes handed out */
@@ -347,7 +365,7 @@ typedef struct bp_memory_stats {
 } bp_memory_stats;
 
 /* A tolerance a backend declares for one op and dtype, looser than the
- * conformance suite's default for that dtype (since 1.1). */
+ * conformance suite's default for that dtype. */
 typedef struct bp_tolerance {
   int32_t op;    /* bp_op */
   int32_t dtype; /* bp_dtype */
@@ -364,8 +382,38 @@ typedef struct bp_host {
 } bp_host;
 
 /*
- * The plugin's description and function table. Owned by the plugin; valid
- * until `destroy` returns. Every function receives `ctx`.
+ * Memory
+ *   Device memory is whatever handle `allocate` returns: a pointer, a
+ *   cl_mem, a Vulkan buffer, an index into a remote table. The core never
+ *   dereferences it and never does arithmetic on it: it hands the same
+ *   handle back in bp_tensor.data (the element offset in byte_offset) and
+ *   in the copies below (with a byte offset of their own). A device whose
+ *   memory the host can read and write says so (props.host_addressable) and
+ *   implements host_pointer, which the core uses for zero-copy host access.
+ *
+ * Asynchrony
+ *   Every kernel, copy and memset is enqueued on a stream of one device
+ *   and runs in the order of that stream; work on different streams is
+ *   unordered unless an event orders it (event_record on one stream,
+ *   stream_wait_event on another). A plugin whose work completes before
+ *   each call returns (a CPU library) satisfies all of this trivially.
+ *   The core waits only where the host needs data: after copy_to_host, for
+ *   item(), printing and copies to host memory, and when the user asks.
+ *
+ *   A failure found by work already enqueued (an index out of range seen by
+ *   a kernel, an integer power with a negative exponent) is kept by the
+ *   plugin and returned as BP_STATUS_DEVICE_ERROR, with a message that
+ *   names the op ("[gather] index 7 is out of range for dimension 0 of size
+ *   3"), by the first of: stream_synchronize of that stream, event_query /
+ *   event_synchronize of an event recorded on it after the failing work,
+ *   synchronize of the device. It is reported once, then cleared. Later work
+ *   on the stream still runs. No plugin waits for the device just to
+ *   validate an argument.
+ *
+ * Threading
+ *   Every entry point except destroy may be called from any thread and
+ *   concurrently with any other, on the same or different streams; work
+ *   enqueued concurrently on one stream is ordered as the calls were.
  */
 typedef struct bp_plugin {
   size_t struct_size;
@@ -389,44 +437,89 @@ typedef struct bp_plugin {
   bp_status (*register_kernels)(void* ctx, const bp_registrar* registrar,
                                 bp_error* error);
 
-  /* Allocates `nbytes` (> 0) on `device`, aligned to at least `alignment`
-   * (a power of two: 64 for buffers of 512 bytes or more, 16 below). */
-  bp_status (*allocate)(void* ctx, int32_t device, size_t nbytes, size_t alignment,
-                        void** out, bp_error* error);
-  /* Frees memory from allocate(); `nbytes` is the size that was asked for. */
-  void (*deallocate)(void* ctx, int32_t device, void* ptr, size_t nbytes);
+  /* Allocates `nbytes` (> 0) on `device` for work on `stream`, aligned to
+   * at least `alignment` (a power of two: 64 for buffers of 512 bytes or
+   * more, 16 below), and writes its handle (not NULL) to *out. */
+  bp_status (*allocate)(void* ctx, int32_t device, bp_stream stream, size_t nbytes,
+                        size_t alignment, void** out, bp_error* error);
+  /* Frees memory from allocate(); `nbytes` is the size that was asked for,
+   * `stream` the one it was allocated for. Work enqueued on `stream` before
+   * this call may still use it: the plugin may give it to later work on
+   * `stream` at once, and to other streams only once that work is done. The
+   * core calls this only after work of other streams that used the memory
+   * (bp::Tensor::record_stream) has completed. */
+  void (*deallocate)(void* ctx, int32_t device, bp_stream stream, void* mem, size_t nbytes);
 
-  /* Byte copies. `device` is the plugin's device index. When a copy returns,
-   * the plugin has read all of `src` if it is host memory (the core reuses
-   * a staging buffer for the next chunk). A tensor moved
-   * between two devices of this plugin goes through copy_on_device (one
-   * call, `dst_device` != `src_device`); between plugins the core copies
-   * through a host buffer of at most 4 MiB, one chunk at a time. */
-  bp_status (*copy_from_host)(void* ctx, int32_t device, void* dst, const void* src,
-                              size_t nbytes, bp_error* error);
-  bp_status (*copy_to_host)(void* ctx, int32_t device, void* dst, const void* src,
-                            size_t nbytes, bp_error* error);
-  bp_status (*copy_on_device)(void* ctx, int32_t dst_device, void* dst,
-                              int32_t src_device, const void* src, size_t nbytes,
-                              bp_error* error);
-  /* Sets `nbytes` bytes at `dst` to `value`. */
-  bp_status (*memset)(void* ctx, int32_t device, void* dst, int32_t value, size_t nbytes,
-                      bp_error* error);
-  /* Waits until all work queued on `device` has finished. */
+  /* Byte copies, enqueued on `stream`. `mem` + offset is device memory (a
+   * handle from allocate and a byte offset into it), `host` host memory.
+   * copy_from_host has read all of `host` when it returns (the core reuses
+   * its buffers); copy_to_host has written `host` once the stream has
+   * reached the copy (the core synchronises before reading it). A copy
+   * between two devices of this plugin is one copy_on_device, enqueued on
+   * `stream` of `dst_device` (the core orders the source's stream before
+   * it); between plugins the core copies through a host buffer of at most
+   * 4 MiB, one chunk at a time. */
+  bp_status (*copy_from_host)(void* ctx, int32_t device, bp_stream stream, void* mem,
+                              uint64_t offset, const void* host, size_t nbytes, bp_error* error);
+  bp_status (*copy_to_host)(void* ctx, int32_t device, bp_stream stream, void* host,
+                            const void* mem, uint64_t offset, size_t nbytes, bp_error* error);
+  bp_status (*copy_on_device)(void* ctx, bp_stream stream, int32_t dst_device, void* dst,
+                              uint64_t dst_offset, int32_t src_device, const void* src,
+                              uint64_t src_offset, size_t nbytes, bp_error* error);
+  /* Sets `nbytes` bytes at `mem` + `offset` to `value`, enqueued on `stream`. */
+  bp_status (*memset)(void* ctx, int32_t device, bp_stream stream, void* mem, uint64_t offset,
+                      int32_t value, size_t nbytes, bp_error* error);
+
+  /* Streams. stream_create makes a new stream on `device` (never NULL);
+   * stream_destroy is called once its work is done (the core synchronises
+   * first). stream_synchronize waits for the stream's work and reports a
+   * failure of it (DEVICE_ERROR). */
+  bp_status (*stream_create)(void* ctx, int32_t device, bp_stream* out, bp_error* error);
+  void (*stream_destroy)(void* ctx, int32_t device, bp_stream stream);
+  bp_status (*stream_synchronize)(void* ctx, int32_t device, bp_stream stream,
+                                  bp_error* error);
+
+  /* Events. event_record marks the point `stream` has reached (recording
+   * again moves the mark); stream_wait_event makes later work on `stream`
+   * (of `device`) wait until `event`'s mark is reached, without blocking
+   * the host; the event may be one of another device of this plugin;
+   * event_query returns OK once the mark is reached, NOT_READY before (and
+   * OK for an event never recorded); event_synchronize blocks until then.
+   * Both report a failure of the stream's work before the mark. */
+  bp_status (*event_create)(void* ctx, int32_t device, bp_event* out, bp_error* error);
+  void (*event_destroy)(void* ctx, int32_t device, bp_event event);
+  bp_status (*event_record)(void* ctx, int32_t device, bp_event event, bp_stream stream,
+                            bp_error* error);
+  bp_status (*stream_wait_event)(void* ctx, int32_t device, bp_stream stream, bp_event event,
+                                 bp_error* error);
+  bp_status (*event_query)(void* ctx, int32_t device, bp_event event, bp_error* error);
+  bp_status (*event_synchronize)(void* ctx, int32_t device, bp_event event, bp_error* error);
+
+  /* Waits until all work queued on every stream of `device` has finished;
+   * reports a failure of any of it (DEVICE_ERROR). */
   bp_status (*synchronize)(void* ctx, int32_t device, bp_error* error);
+
+  /* The host address of byte `offset` of `mem` (optional: only for devices
+   * with props.host_addressable; NULL otherwise). Valid while the memory
+   * is; reading or writing through it is ordered like host code, so the
+   * core synchronises the streams that use the memory first. */
+  bp_status (*host_pointer)(void* ctx, int32_t device, const void* mem, uint64_t offset,
+                            void** out, bp_error* error);
+
   /* Releases `ctx` and everything this instance holds (optional, may be
    * NULL); other instances of the library may still be alive (see
    * "Instances" above). Called after the last memory of the instance was
-   * deallocated, or when the core refuses the instance. */
+   * deallocated and its streams destroyed, or when the core refuses the
+   * instance. */
   void (*destroy)(void* ctx);
 
-  /* Allocator statistics for `device` (since 1.1, optional, may be NULL). */
+  /* Allocator statistics for `device` (optional, may be NULL). */
   bp_status (*memory_stats)(void* ctx, int32_t device, bp_memory_stats* stats,
                             bp_error* error);
 
-  /* Looser comparison tolerances for named ops (since 1.1, optional): the
-   * conformance report shows each one. `tolerances` may be NULL when
-   * `num_tolerances` is 0. */
+  /* Looser comparison tolerances for named ops (optional): the conformance
+   * report shows each one. `tolerances` may be NULL when `num_tolerances`
+   * is 0. */
   const bp_tolerance* tolerances;
   int32_t num_tolerances;
   int32_t reserved2;

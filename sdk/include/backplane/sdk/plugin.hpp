@@ -38,6 +38,9 @@ bp_status guarded(bp_error* error, F&& f) noexcept {
   } catch (const InvalidArgument& e) {
     set_error(error, e.what());
     return BP_STATUS_INVALID_ARGUMENT;
+  } catch (const DeviceError& e) {
+    set_error(error, e.what());
+    return BP_STATUS_DEVICE_ERROR;
   } catch (const std::bad_alloc&) {
     set_error(error, "out of memory");
     return BP_STATUS_OUT_OF_MEMORY;
@@ -62,6 +65,8 @@ class KernelCall {
   TensorRef output(int i) const { return TensorRef(c_.outputs[i]); }
   const bp_attrs& attrs() const { return *c_.attrs; }
   const bp_scalar& scalar(int i) const { return c_.attrs->scalars[i]; }
+  int32_t device() const { return c_.device; }
+  bp_stream stream() const { return c_.stream; }
   const bp_kernel_call& raw() const { return c_; }
 
  private:
@@ -88,14 +93,14 @@ class Registrar {
 
   // Registers Fn as the named op `name` ("vendor::op") with its `schema`
   // (see bp_named_kernel_registration) for the listed dtypes of its first
-  // input. Throws when the core is older than ABI 1.2 (no named ops).
+  // input.
   template <KernelFn Fn>
   void add_named(const char* name, const char* schema, std::initializer_list<bp_dtype> dtypes,
                  const char* origin = nullptr) {
     add_named_raw(name, schema, mask_of(dtypes), &kernel_thunk<Fn>, nullptr, origin);
   }
 
-  // True when the core takes named ops (ABI 1.2 and later).
+  // True when the registrar takes named ops (every core of this ABI does).
   bool has_named_ops() const {
     return BP_HAS_FIELD(&r_, bp_registrar, register_named_kernel) &&
            r_.register_named_kernel != nullptr;
@@ -114,7 +119,7 @@ class Registrar {
                      void* kernel_ctx, const char* origin) {
     if (!has_named_ops())
       throw std::runtime_error(std::string("named op ") + name +
-                               ": this core predates named ops (ABI 1.2)");
+                               ": this core does not take named ops");
     bp_named_kernel_registration reg{};
     reg.name = name;
     reg.schema = schema;
@@ -175,37 +180,98 @@ class Plugin {
 
   virtual void register_kernels(Registrar& registrar) = 0;
 
-  // Memory: 64-byte aligned host memory unless overridden.
-  virtual void* allocate(int32_t device, std::size_t nbytes, std::size_t alignment) {
+  // Memory: 64-byte aligned host memory unless overridden; handles are
+  // host pointers. Streams: unless overridden, work runs before each call
+  // returns (a host device), so streams and events are tokens and every
+  // synchronisation returns at once.
+  virtual void* allocate(int32_t device, bp_stream stream, std::size_t nbytes,
+                         std::size_t alignment) {
     (void)device;
+    (void)stream;
     std::size_t a = alignment < 64 ? 64 : alignment;
     std::size_t n = (nbytes + a - 1) / a * a;
     void* p = std::aligned_alloc(a, n);
     if (p == nullptr) throw std::bad_alloc();
     return p;
   }
-  virtual void deallocate(int32_t device, void* ptr, std::size_t nbytes) {
+  virtual void deallocate(int32_t device, bp_stream stream, void* mem, std::size_t nbytes) {
     (void)device;
+    (void)stream;
     (void)nbytes;
-    std::free(ptr);
+    std::free(mem);
   }
-  virtual void copy_from_host(int32_t device, void* dst, const void* src, std::size_t n) {
+  virtual void copy_from_host(int32_t device, bp_stream stream, void* mem, uint64_t offset,
+                              const void* host, std::size_t n) {
     (void)device;
-    std::memcpy(dst, src, n);
+    (void)stream;
+    std::memcpy(static_cast<char*>(mem) + offset, host, n);
   }
-  virtual void copy_to_host(int32_t device, void* dst, const void* src, std::size_t n) {
+  virtual void copy_to_host(int32_t device, bp_stream stream, void* host, const void* mem,
+                            uint64_t offset, std::size_t n) {
     (void)device;
-    std::memcpy(dst, src, n);
+    (void)stream;
+    std::memcpy(host, static_cast<const char*>(mem) + offset, n);
   }
-  virtual void copy_on_device(int32_t dst_device, void* dst, int32_t src_device,
-                              const void* src, std::size_t n) {
+  virtual void copy_on_device(bp_stream stream, int32_t dst_device, void* dst,
+                              uint64_t dst_offset, int32_t src_device, const void* src,
+                              uint64_t src_offset, std::size_t n) {
+    (void)stream;
     (void)dst_device;
     (void)src_device;
-    std::memmove(dst, src, n);
+    std::memmove(static_cast<char*>(dst) + dst_offset,
+                 static_cast<const char*>(src) + src_offset, n);
   }
-  virtual void memset(int32_t device, void* dst, int32_t value, std::size_t n) {
+  virtual void memset(int32_t device, bp_stream stream, void* mem, uint64_t offset,
+                      int32_t value, std::size_t n) {
     (void)device;
-    std::memset(dst, value, n);
+    (void)stream;
+    std::memset(static_cast<char*>(mem) + offset, value, n);
+  }
+  // For devices whose props say host_addressable.
+  virtual void* host_pointer(int32_t device, const void* mem, uint64_t offset) {
+    (void)device;
+    return const_cast<char*>(static_cast<const char*>(mem)) + offset;
+  }
+
+  virtual bp_stream stream_create(int32_t device) {
+    (void)device;
+    return reinterpret_cast<bp_stream>(new char('s'));
+  }
+  virtual void stream_destroy(int32_t device, bp_stream stream) {
+    (void)device;
+    delete reinterpret_cast<char*>(stream);
+  }
+  virtual void stream_synchronize(int32_t device, bp_stream stream) {
+    (void)device;
+    (void)stream;
+  }
+  virtual bp_event event_create(int32_t device) {
+    (void)device;
+    return reinterpret_cast<bp_event>(new char('e'));
+  }
+  virtual void event_destroy(int32_t device, bp_event event) {
+    (void)device;
+    delete reinterpret_cast<char*>(event);
+  }
+  virtual void event_record(int32_t device, bp_event event, bp_stream stream) {
+    (void)device;
+    (void)event;
+    (void)stream;
+  }
+  virtual void stream_wait_event(int32_t device, bp_stream stream, bp_event event) {
+    (void)device;
+    (void)stream;
+    (void)event;
+  }
+  // True once the event's mark is reached.
+  virtual bool event_query(int32_t device, bp_event event) {
+    (void)device;
+    (void)event;
+    return true;
+  }
+  virtual void event_synchronize(int32_t device, bp_event event) {
+    (void)device;
+    (void)event;
   }
   virtual void synchronize(int32_t device) { (void)device; }
   virtual void memory_stats(int32_t device, bp_memory_stats& stats) {
@@ -236,7 +302,17 @@ class Plugin {
     table_.copy_to_host = &copy_to_host_c;
     table_.copy_on_device = &copy_on_device_c;
     table_.memset = &memset_c;
+    table_.stream_create = &stream_create_c;
+    table_.stream_destroy = &stream_destroy_c;
+    table_.stream_synchronize = &stream_synchronize_c;
+    table_.event_create = &event_create_c;
+    table_.event_destroy = &event_destroy_c;
+    table_.event_record = &event_record_c;
+    table_.stream_wait_event = &stream_wait_event_c;
+    table_.event_query = &event_query_c;
+    table_.event_synchronize = &event_synchronize_c;
     table_.synchronize = &synchronize_c;
+    table_.host_pointer = &host_pointer_c;
     table_.destroy = &destroy_c;
     table_.memory_stats = &memory_stats_c;
     tolerances_ = tolerances();
@@ -285,34 +361,76 @@ class Plugin {
       self(ctx)->register_kernels(reg);
     });
   }
-  static bp_status allocate_c(void* ctx, int32_t d, size_t n, size_t a, void** out,
+  static bp_status allocate_c(void* ctx, int32_t d, bp_stream s, size_t n, size_t a, void** out,
                               bp_error* e) noexcept {
-    return guarded(e, [&] { *out = self(ctx)->allocate(d, n, a); });
+    return guarded(e, [&] { *out = self(ctx)->allocate(d, s, n, a); });
   }
-  static void deallocate_c(void* ctx, int32_t d, void* p, size_t n) noexcept {
+  static void deallocate_c(void* ctx, int32_t d, bp_stream s, void* p, size_t n) noexcept {
     try {
-      self(ctx)->deallocate(d, p, n);
+      self(ctx)->deallocate(d, s, p, n);
     } catch (...) {
     }
   }
-  static bp_status copy_from_host_c(void* ctx, int32_t d, void* dst, const void* src,
-                                    size_t n, bp_error* e) noexcept {
-    return guarded(e, [&] { self(ctx)->copy_from_host(d, dst, src, n); });
+  static bp_status copy_from_host_c(void* ctx, int32_t d, bp_stream s, void* mem, uint64_t off,
+                                    const void* host, size_t n, bp_error* e) noexcept {
+    return guarded(e, [&] { self(ctx)->copy_from_host(d, s, mem, off, host, n); });
   }
-  static bp_status copy_to_host_c(void* ctx, int32_t d, void* dst, const void* src, size_t n,
+  static bp_status copy_to_host_c(void* ctx, int32_t d, bp_stream s, void* host, const void* mem,
+                                  uint64_t off, size_t n, bp_error* e) noexcept {
+    return guarded(e, [&] { self(ctx)->copy_to_host(d, s, host, mem, off, n); });
+  }
+  static bp_status copy_on_device_c(void* ctx, bp_stream s, int32_t dd, void* dst, uint64_t doff,
+                                    int32_t sd, const void* src, uint64_t soff, size_t n,
+                                    bp_error* e) noexcept {
+    return guarded(e, [&] { self(ctx)->copy_on_device(s, dd, dst, doff, sd, src, soff, n); });
+  }
+  static bp_status memset_c(void* ctx, int32_t d, bp_stream s, void* mem, uint64_t off,
+                            int32_t v, size_t n, bp_error* e) noexcept {
+    return guarded(e, [&] { self(ctx)->memset(d, s, mem, off, v, n); });
+  }
+  static bp_status stream_create_c(void* ctx, int32_t d, bp_stream* out, bp_error* e) noexcept {
+    return guarded(e, [&] { *out = self(ctx)->stream_create(d); });
+  }
+  static void stream_destroy_c(void* ctx, int32_t d, bp_stream s) noexcept {
+    try {
+      self(ctx)->stream_destroy(d, s);
+    } catch (...) {
+    }
+  }
+  static bp_status stream_synchronize_c(void* ctx, int32_t d, bp_stream s, bp_error* e) noexcept {
+    return guarded(e, [&] { self(ctx)->stream_synchronize(d, s); });
+  }
+  static bp_status event_create_c(void* ctx, int32_t d, bp_event* out, bp_error* e) noexcept {
+    return guarded(e, [&] { *out = self(ctx)->event_create(d); });
+  }
+  static void event_destroy_c(void* ctx, int32_t d, bp_event ev) noexcept {
+    try {
+      self(ctx)->event_destroy(d, ev);
+    } catch (...) {
+    }
+  }
+  static bp_status event_record_c(void* ctx, int32_t d, bp_event ev, bp_stream s,
                                   bp_error* e) noexcept {
-    return guarded(e, [&] { self(ctx)->copy_to_host(d, dst, src, n); });
+    return guarded(e, [&] { self(ctx)->event_record(d, ev, s); });
   }
-  static bp_status copy_on_device_c(void* ctx, int32_t dd, void* dst, int32_t sd,
-                                    const void* src, size_t n, bp_error* e) noexcept {
-    return guarded(e, [&] { self(ctx)->copy_on_device(dd, dst, sd, src, n); });
+  static bp_status stream_wait_event_c(void* ctx, int32_t d, bp_stream s, bp_event ev,
+                                       bp_error* e) noexcept {
+    return guarded(e, [&] { self(ctx)->stream_wait_event(d, s, ev); });
   }
-  static bp_status memset_c(void* ctx, int32_t d, void* dst, int32_t v, size_t n,
-                            bp_error* e) noexcept {
-    return guarded(e, [&] { self(ctx)->memset(d, dst, v, n); });
+  static bp_status event_query_c(void* ctx, int32_t d, bp_event ev, bp_error* e) noexcept {
+    bool done = false;
+    const bp_status st = guarded(e, [&] { done = self(ctx)->event_query(d, ev); });
+    return st != BP_STATUS_OK ? st : done ? BP_STATUS_OK : BP_STATUS_NOT_READY;
+  }
+  static bp_status event_synchronize_c(void* ctx, int32_t d, bp_event ev, bp_error* e) noexcept {
+    return guarded(e, [&] { self(ctx)->event_synchronize(d, ev); });
   }
   static bp_status synchronize_c(void* ctx, int32_t d, bp_error* e) noexcept {
     return guarded(e, [&] { self(ctx)->synchronize(d); });
+  }
+  static bp_status host_pointer_c(void* ctx, int32_t d, const void* mem, uint64_t off, void** out,
+                                  bp_error* e) noexcept {
+    return guarded(e, [&] { *out = self(ctx)->host_pointer(d, mem, off); });
   }
   static void destroy_c(void* ctx) noexcept { delete self(ctx); }
   static bp_status memory_stats_c(void* ctx, int32_t d, bp_memory_stats* s,

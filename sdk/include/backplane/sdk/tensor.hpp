@@ -22,6 +22,12 @@ struct InvalidArgument : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Thrown by a synchronisation for a failure of work enqueued earlier (an
+// index out of range found on the device); becomes BP_STATUS_DEVICE_ERROR.
+struct DeviceError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 inline const char* dtype_name(bp_dtype d) {
   switch (d) {
     case BP_DTYPE_BOOL: return "bool";

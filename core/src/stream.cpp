@@ -1,0 +1,118 @@
+// Streams, events, the calling thread's current streams, synchronize().
+#include <backplane/backend.h>
+#include <backplane/error.h>
+#include <backplane/stream.h>
+
+#include "internal.h"
+
+#include <utility>
+
+namespace bp {
+
+namespace detail {
+constinit thread_local CurrentStreams t_current_streams{};
+}  // namespace detail
+
+namespace {
+
+// Sets `device`'s current stream for this thread (nullptr: the default).
+void set_current(Device device, bp_stream handle) {
+  detail::CurrentStreams& c = detail::t_current_streams;
+  for (int k = 0; k < c.count; ++k) {
+    if (c.device[k] == device) {
+      if (handle != nullptr) {
+        c.stream[k] = handle;
+      } else {
+        --c.count;
+        c.device[k] = c.device[c.count];
+        c.stream[k] = c.stream[c.count];
+      }
+      return;
+    }
+  }
+  if (handle == nullptr) return;
+  BP_CHECK(c.count < detail::CurrentStreams::kMax, "[StreamGuard] at most ",
+           detail::CurrentStreams::kMax, " devices may have a non-default current stream at once");
+  c.device[c.count] = device;
+  c.stream[c.count] = handle;
+  ++c.count;
+}
+
+}  // namespace
+
+Stream Stream::default_stream(Device device) {
+  (void)detail::acquire_backend(device);  // a clear error for a stale device
+  return Stream(device, nullptr);
+}
+
+Stream Stream::create(Device device) {
+  IntrusivePtr<Backend> b = detail::acquire_backend(device);
+  return Stream(device, b->create_stream(device.index));
+}
+
+void Stream::synchronize() const {
+  detail::acquire_backend(device_)->stream_synchronize(device_.index, handle_);
+}
+
+bool Stream::query() const {
+  Event e(device_);
+  e.record(*this);
+  return e.query();
+}
+
+Stream current_stream(Device device) {
+  (void)detail::acquire_backend(device);
+  return Stream(device, detail::current_stream_of(device));
+}
+
+StreamGuard::StreamGuard(const Stream& stream) : previous_(current_stream(stream.device())) {
+  set_current(stream.device(), stream.handle());
+}
+
+StreamGuard::~StreamGuard() { set_current(previous_.device(), previous_.handle()); }
+
+Event::Event(Device device)
+    : backend_(detail::acquire_backend(device)),
+      device_(device),
+      event_(backend_->event_create(device.index)) {}
+
+Event::~Event() {
+  if (event_) backend_->event_destroy(device_.index, event_);
+}
+
+Event::Event(Event&& o) noexcept
+    : backend_(std::move(o.backend_)), device_(o.device_), event_(std::exchange(o.event_, nullptr)) {}
+
+Event& Event::operator=(Event&& o) noexcept {
+  if (this != &o) {
+    if (event_) backend_->event_destroy(device_.index, event_);
+    backend_ = std::move(o.backend_);
+    device_ = o.device_;
+    event_ = std::exchange(o.event_, nullptr);
+  }
+  return *this;
+}
+
+void Event::record(const Stream& stream) {
+  BP_CHECK(stream.device() == device_, "[Event] an event of ", device_,
+           " cannot mark a stream of ", stream.device());
+  backend_->event_record(device_.index, event_, stream.handle());
+}
+
+void Event::record() { record(current_stream(device_)); }
+
+void Event::block(const Stream& stream) const {
+  BP_CHECK(stream.device().backend == device_.backend, "[Event] a stream of ", stream.device(),
+           " cannot wait for an event of ", device_, " (another backend)");
+  backend_->stream_wait_event(stream.device().index, stream.handle(), event_);
+}
+
+bool Event::query() const { return backend_->event_query(device_.index, event_); }
+
+void Event::synchronize() const { backend_->event_synchronize(device_.index, event_); }
+
+void synchronize(Device device) { detail::acquire_backend(device)->synchronize(device.index); }
+
+void synchronize() { synchronize(default_device()); }
+
+}  // namespace bp

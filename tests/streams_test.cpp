@@ -1,0 +1,81 @@
+// Streams on sim, whose streams are queues run later by threads of their own:
+// memory freed while another stream still reads it is not reused before
+// that stream is done (record_stream, DV-8), and the control without
+// record_stream shows the hazard the rule prevents. sim::delay holds a
+// stream busy for a known time.
+#include <backplane/backplane.h>
+#include <gtest/gtest.h>
+
+namespace {
+
+bp::Device sim() {
+  bp::Backend& b = bp::PluginLoader::instance().load("sim");
+  return bp::Device{static_cast<int16_t>(b.id()), 0};
+}
+
+// Reads x on `user` after a 200 ms delay; frees x; once the free has
+// reached the backend, makes tensors of x's size on the default stream,
+// enough to take every free block of that size, filled with 7. Returns what
+// `user` computed: 2 * x, or 14 if x's memory was reused under it.
+double reader_result(bool record) {
+  const bp::Device d = sim();
+  const bp::Stream user = bp::Stream::create(d);
+  const int64_t n = 4096;
+  bp::Tensor x = bp::full({n}, 5.0, bp::TensorOptions(bp::DType::Float32).device(d));
+  bp::Stream::default_stream(d).synchronize();
+  bp::Tensor y;
+  {
+    bp::StreamGuard on(user);
+    const bp::Tensor late = bp::call_op("sim::delay", {x}, {int64_t{200000}})[0];
+    y = late * 2;
+    if (record) x.record_stream(user);
+  }
+  x = bp::Tensor();
+  bp::Stream::default_stream(d).synchronize();  // the free has reached the arena
+  std::vector<bp::Tensor> z;
+  for (int k = 0; k < 64; ++k)
+    z.push_back(bp::full({n}, 7.0, bp::TensorOptions(bp::DType::Float32).device(d)));
+  bp::Stream::default_stream(d).synchronize();
+  user.synchronize();
+  return y.to_vector<float>()[0];
+}
+
+TEST(Streams, RecordStreamKeepsMemoryFromAnotherStreamUntilItIsDone) {
+  EXPECT_EQ(reader_result(true), 10.0);
+  bp::synchronize(sim());
+  EXPECT_EQ(bp::PluginLoader::instance().load("sim").deferred_frees(), 0u);
+}
+
+TEST(Streams, WithoutRecordStreamTheMemoryIsReusedUnderTheReader) {
+  // The hazard the rule exists for: the reader sees the new tensor's values.
+  EXPECT_EQ(reader_result(false), 14.0);
+}
+
+TEST(Streams, AnErrorOnTheDeviceSurfacesAtTheNextSynchronisation) {
+  const bp::Device d = sim();
+  const auto opts = bp::TensorOptions(bp::DType::Float32).device(d);
+  const bp::Tensor src = bp::full({3}, 1.0, opts);
+  const bp::Tensor bad = bp::from_vector(std::vector<int64_t>{0, 9}, {2},
+                                         bp::TensorOptions(bp::DType::Int64).device(d));
+  bp::Tensor out = src.index_select(0, bad);  // enqueued: sim finds the index later
+  try {
+    bp::synchronize(d);
+    FAIL() << "no error at the synchronisation";
+  } catch (const bp::DeviceError& e) {
+    EXPECT_NE(std::string(e.what()).find("index_select"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(bp::synchronize(d));  // reported once
+}
+
+TEST(Streams, ReadsWaitForTheStreamThatWrote) {
+  const bp::Device d = sim();
+  const bp::Stream s = bp::Stream::create(d);
+  bp::StreamGuard on(s);
+  bp::Tensor x = bp::full({8}, 3.0, bp::TensorOptions(bp::DType::Float32).device(d));
+  x = bp::call_op("sim::delay", {x}, {int64_t{50000}})[0];
+  EXPECT_FALSE(s.query());  // still running
+  EXPECT_EQ(x.to_vector<float>(), std::vector<float>(8, 3.0f));
+  EXPECT_TRUE(s.query());
+}
+
+}  // namespace
