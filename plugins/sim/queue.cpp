@@ -85,6 +85,9 @@ void Queue::run() {
     } catch (...) {
       failure = "unknown exception";
     }
+    // Destroyed before the item counts as done: what it holds (a mark's
+    // queue, possibly this one) must not outlive a drain that returned.
+    work = nullptr;
     lock.lock();
     if (!failure.empty() && error_.empty()) error_ = std::move(failure);
     ++completed_;

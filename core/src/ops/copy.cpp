@@ -35,14 +35,24 @@ void copy_bytes(const Tensor& dst, const Tensor& src, std::size_t n) {
     if (dd != sd) {
       // The destination's stream waits for what the source's stream has
       // queued, and the source's stream for the copy, so that the source
-      // memory is not freed (on its stream) while the copy reads it.
-      Event ready(sd);
-      ready.record(current_stream(sd));
-      ready.block(current_stream(dd));
+      // memory is not freed (on its stream) while the copy reads it. The
+      // backend's own calls: it may be one that was unloaded (DV-4).
+      struct Events {
+        Backend& b;
+        int sd, dd;
+        bp_event ready = nullptr, copied = nullptr;
+        ~Events() {
+          if (ready) b.event_destroy(sd, ready);
+          if (copied) b.event_destroy(dd, copied);
+        }
+      } ev{db, sd.index, dd.index};
+      ev.ready = db.event_create(sd.index);
+      db.event_record(sd.index, ev.ready, ss);
+      db.stream_wait_event(dd.index, ds, ev.ready);
       db.copy_on_device(ds, dd.index, to, to_off, sd.index, from, from_off, n);
-      Event copied(dd);
-      copied.record(current_stream(dd));
-      copied.block(current_stream(sd));
+      ev.copied = db.event_create(dd.index);
+      db.event_record(dd.index, ev.copied, ds);
+      db.stream_wait_event(sd.index, ss, ev.copied);
       return;
     }
     db.copy_on_device(ds, dd.index, to, to_off, sd.index, from, from_off, n);

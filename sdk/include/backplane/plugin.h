@@ -485,7 +485,8 @@ typedef struct bp_plugin {
    * the host; the event may be one of another device of this plugin;
    * event_query returns OK once the mark is reached, NOT_READY before (and
    * OK for an event never recorded); event_synchronize blocks until then.
-   * Both report a failure of the stream's work before the mark. */
+   * Both report a failure of the stream's work before the mark. An event
+   * may be destroyed while work still waits on it: the wait stands. */
   bp_status (*event_create)(void* ctx, int32_t device, bp_event* out, bp_error* error);
   void (*event_destroy)(void* ctx, int32_t device, bp_event event);
   bp_status (*event_record)(void* ctx, int32_t device, bp_event event, bp_stream stream,
