@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <iomanip>
 #include <iostream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -17,9 +18,10 @@ namespace bp::cli {
 
 namespace {
 
-constexpr DType kDTypes[] = {DType::Bool, DType::Int32, DType::Int64, DType::Float32,
-                             DType::Float64};
-constexpr const char* kShort[] = {"bool", "i32", "i64", "f32", "f64"};
+const auto& kDTypes = kAllDTypes;
+constexpr const char* kShort[] = {"bool", "i32", "i64", "f32", "f64",
+                                  "f16",  "bf16", "i8", "u8",  "i16"};
+static_assert(std::size(kShort) == std::size(kAllDTypes));
 
 bool has(const Backend& b, Op op, DType d) {
   return KernelRegistry::instance().lookup(op, b.id(), d).fn != nullptr;
@@ -28,9 +30,11 @@ bool has(const Backend& b, Op op, DType d) {
 // A dtype mask (BP_DTYPE_BIT()s) as "all", "numeric" (no bool), "float",
 // "-" (none), or the list.
 std::string mask_summary(unsigned mask) {
-  if (mask == 0x1f) return "all";
-  if (mask == 0x1e) return "numeric";
-  if (mask == 0x18) return "float";
+  constexpr unsigned kFloat = BP_DTYPE_BIT(BP_DTYPE_FLOAT32) | BP_DTYPE_BIT(BP_DTYPE_FLOAT64) |
+                              BP_DTYPE_BIT(BP_DTYPE_FLOAT16) | BP_DTYPE_BIT(BP_DTYPE_BFLOAT16);
+  if (mask == BP_DTYPE_MASK_ALL) return "all";
+  if (mask == (BP_DTYPE_MASK_ALL & ~1u)) return "numeric";
+  if (mask == kFloat) return "float";
   if (mask == 0) return "-";
   std::string s;
   for (int d = 0; d < kNumDTypes; ++d)
@@ -38,12 +42,23 @@ std::string mask_summary(unsigned mask) {
   return s;
 }
 
-// The dtypes `b` registers for `op`, as mask_summary says them.
+// The dtypes `b` registers for `op`, as mask_summary says them, and those
+// it computes in a wider dtype ("(f16 bf16 emulated)").
 std::string dtype_summary(const Backend& b, Op op) {
-  unsigned mask = 0;
-  for (int d = 0; d < kNumDTypes; ++d)
-    if (has(b, op, kDTypes[d])) mask |= 1u << d;
-  return mask_summary(mask);
+  unsigned mask = 0, wide = 0;
+  for (int d = 0; d < kNumDTypes; ++d) {
+    const KernelEntry& k = KernelRegistry::instance().lookup(op, b.id(), kDTypes[d]);
+    if (k.fn) mask |= 1u << d;
+    if (k.fn && (k.flags & BP_KERNEL_EMULATED)) wide |= 1u << d;
+  }
+  std::string s = mask_summary(mask);
+  if (wide != 0) {
+    s += " (";
+    for (int d = 0, n = 0; d < kNumDTypes; ++d)
+      if (wide & (1u << d)) s.append(n++ ? " " : "").append(kShort[d]);
+    s += " emulated)";
+  }
+  return s;
 }
 
 // "yes" when `b` registers every op in `uses` for some dtype, else what it lacks.

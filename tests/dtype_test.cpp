@@ -1,12 +1,20 @@
 // Dtypes, scalars and PyTorch's promotion rules: the pure functions first,
 // then the dtype that binary ops actually give on the default backend.
-// Expected dtypes are PyTorch's (torch.promote_types / torch.result_type).
+// Expected dtypes are PyTorch's (torch.promote_types / torch.result_type):
+// rules DT-1 and DT-2 of docs/semantics.md.
 #include <backplane/backplane.h>
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
 
 namespace {
 
 using bp::DType;
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// PyTorch 1.13's answers (tests/fixtures/dtype_reference.py made them).
+#include "fixtures/dtype_reference.inc"
 
 TEST(DType, SizesNamesAndCategories) {
   EXPECT_EQ(bp::itemsize(DType::Bool), 1u);
@@ -56,6 +64,56 @@ TEST(DType, PromoteTypesMatchesPyTorchTable) {
     EXPECT_EQ(bp::promote_types(c.a, c.b), c.expected) << c.a << " + " << c.b;
     EXPECT_EQ(bp::promote_types(c.b, c.a), c.expected) << c.b << " + " << c.a;
   }
+}
+
+TEST(DType, EveryPairPromotesAsPyTorchSays) {
+  const PromoteCase table[] = {BP_PROMOTE_TABLE};
+  ASSERT_EQ(std::size(table), std::size(bp::kAllDTypes) * std::size(bp::kAllDTypes));
+  for (const auto& c : table)
+    EXPECT_EQ(bp::promote_types(c.a, c.b), c.expected) << c.a << " + " << c.b;
+}
+
+TEST(DType, EveryDtypeWithAScalarGivesPyTorchsResultType) {
+  struct Case {
+    DType tensor;
+    int kind;
+    DType expected;
+  };
+  const Case table[] = {BP_SCALAR_TABLE};
+  const bp::Scalar scalars[] = {bp::Scalar(true), bp::Scalar(2), bp::Scalar(2.5)};
+  for (const auto& c : table)
+    EXPECT_EQ(bp::result_type(c.tensor, scalars[c.kind]), c.expected)
+        << c.tensor << " with scalar " << scalars[c.kind];
+}
+
+TEST(DType, NarrowDtypesSizesAndCategories) {
+  EXPECT_EQ(bp::itemsize(DType::Float16), 2u);
+  EXPECT_EQ(bp::itemsize(DType::BFloat16), 2u);
+  EXPECT_EQ(bp::itemsize(DType::Int8), 1u);
+  EXPECT_EQ(bp::itemsize(DType::UInt8), 1u);
+  EXPECT_EQ(bp::itemsize(DType::Int16), 2u);
+  EXPECT_TRUE(bp::is_floating(DType::Float16) && bp::is_floating(DType::BFloat16));
+  EXPECT_TRUE(bp::is_integral(DType::Int8) && bp::is_integral(DType::UInt8) &&
+              bp::is_integral(DType::Int16));
+  EXPECT_EQ(bp::name(DType::BFloat16), "bfloat16");
+  EXPECT_EQ(static_cast<int>(DType::Int16), BP_DTYPE_INT16);
+}
+
+TEST(DType, HalfAndBFloat16RoundAsPyTorch) {
+  struct Case {
+    float value;
+    uint16_t half, bfloat16;
+  };
+  const Case table[] = {BP_ROUND_TABLE};
+  for (const auto& c : table) {
+    EXPECT_EQ(bp::Half(c.value).bits, c.half) << c.value;
+    EXPECT_EQ(bp::BFloat16(c.value).bits, c.bfloat16) << c.value;
+    // And back: the value the bits stand for, exactly.
+    const float h = bp::Half::from_bits(c.half);
+    EXPECT_EQ(bp::Half(h).bits, c.half) << c.value;
+  }
+  EXPECT_TRUE(std::isnan(static_cast<float>(bp::Half(std::nanf("")))));
+  EXPECT_TRUE(std::isnan(static_cast<float>(bp::BFloat16(std::nanf("")))));
 }
 
 TEST(DType, ScalarOnlyDecidesWhenOfHigherCategory) {
@@ -156,3 +214,30 @@ TEST(DTypeOfOps, InPlaceRefusesToCastDownACategory) {
 }
 
 }  // namespace
+
+// The narrow dtypes on the default backend, with PyTorch 1.13's values.
+TEST(NarrowDTypes, IntegersWrapAndPromoteAsPyTorch) {
+  const auto i8 = bp::from_vector(std::vector<int64_t>{127, -128}, {2}, DType::Int8);
+  EXPECT_EQ((i8 + 1).dtype(), DType::Int8);
+  EXPECT_EQ((i8 + 1).to_vector<int64_t>(), (std::vector<int64_t>{-128, -127}));
+  const auto u8 = bp::from_vector(std::vector<int64_t>{0, 200}, {2}, DType::UInt8);
+  EXPECT_EQ((u8 - 1).to_vector<int64_t>(), (std::vector<int64_t>{255, 199}));
+  EXPECT_EQ((u8 + u8).to_vector<int64_t>(), (std::vector<int64_t>{0, 144}));
+  const auto mixed = u8 + bp::from_vector(std::vector<int64_t>{1, -1}, {2}, DType::Int8);
+  EXPECT_EQ(mixed.dtype(), DType::Int16);
+  EXPECT_EQ(mixed.to_vector<int64_t>(), (std::vector<int64_t>{1, 199}));
+  EXPECT_EQ(bp::from_vector(std::vector<double>{1000.7, -3.9}, {2}, DType::Float32)
+                .to(DType::Int8)
+                .to_vector<int64_t>(),
+            (std::vector<int64_t>{-24, -3}));
+}
+
+TEST(NarrowDTypes, SixteenBitFloatsRoundOnceAndPrintTheirDtype) {
+  const auto h = bp::from_vector(std::vector<double>{1.5, -2.25}, {2}, DType::Float16);
+  EXPECT_EQ((h * 2).to_vector<double>(), (std::vector<double>{3.0, -4.5}));
+  EXPECT_EQ((h + bp::ones({2}, DType::BFloat16)).dtype(), DType::Float32);
+  EXPECT_EQ(h.to_string(), "tensor([ 1.5000, -2.2500], dtype=float16)");
+  // A sum accumulates in float32 and rounds once: 3000 ones give 3000.
+  EXPECT_EQ(bp::ones({3000}, DType::Float16).sum().item<double>(), 3000.0);
+  EXPECT_EQ(bp::full({1}, 1.00390625, DType::BFloat16).item<double>(), 1.0);
+}

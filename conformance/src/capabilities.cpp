@@ -4,18 +4,23 @@
 #include <backplane/conformance/report.h>
 
 #include <iomanip>
+#include <iterator>
 #include <ostream>
 
 namespace bp::conformance {
 
 namespace {
 
-constexpr DType kDTypes[] = {DType::Bool, DType::Int32, DType::Int64, DType::Float32,
-                             DType::Float64};
-constexpr const char* kShortNames[] = {"bool", "i32", "i64", "f32", "f64"};
+const auto& kDTypes = kAllDTypes;
+constexpr const char* kShortNames[] = {"bool", "i32", "i64", "f32", "f64",
+                                       "f16",  "bf16", "i8", "u8",  "i16"};
+static_assert(std::size(kShortNames) == std::size(kAllDTypes));
 
 bool has(const Backend& b, Op op, DType d) {
   return KernelRegistry::instance().lookup(op, b.id(), d).fn != nullptr;
+}
+bool emulated(const Backend& b, Op op, DType d) {
+  return KernelRegistry::instance().lookup(op, b.id(), d).flags & BP_KERNEL_EMULATED;
 }
 
 void add_tolerances(Report& report, const Backend& b) {
@@ -72,17 +77,22 @@ void print_capability_matrix(std::ostream& os, const Backend& backend) {
   os << "    " << std::left << std::setw(static_cast<int>(width) + 2) << "op";
   for (int d = 0; d < kNumDTypes; ++d) os << std::setw(d + 1 < kNumDTypes ? 5 : 0) << kShortNames[d];
   os << "\n";
-  int kernels = 0;
+  int kernels = 0, emulations = 0;
   for (int op = 0; op < kNumOps; ++op) {
     os << "    " << std::setw(static_cast<int>(width) + 2) << op_name(static_cast<Op>(op));
     for (int d = 0; d < kNumDTypes; ++d) {
-      bool present = has(backend, static_cast<Op>(op), kDTypes[d]);
+      const bool present = has(backend, static_cast<Op>(op), kDTypes[d]);
+      const bool wide = present && emulated(backend, static_cast<Op>(op), kDTypes[d]);
       kernels += present;
-      os << std::setw(d + 1 < kNumDTypes ? 5 : 0) << (present ? "x" : ".");
+      emulations += wide;
+      os << std::setw(d + 1 < kNumDTypes ? 5 : 0) << (wide ? "e" : present ? "x" : ".");
     }
     os << "\n";
   }
-  os << "    " << kernels << " kernels (op x dtype) of " << kNumOps * kNumDTypes << "\n";
+  os << "    " << kernels << " kernels (op x dtype) of " << kNumOps * kNumDTypes;
+  if (emulations > 0)
+    os << "; " << emulations << " of them (e) compute in a wider dtype and round";
+  os << "\n";
 }
 
 }  // namespace bp::conformance

@@ -30,13 +30,16 @@ void check_clone(const std::string& what, const Tensor& c, const Tensor& src,
   }
 }
 
-// Every dtype: values survive, including bool and negative integers.
+// Every dtype: values survive, including bool and negative integers (for
+// uint8, their value modulo 256).
 void clone_values(const Context& ctx) {
-  for (DType d : {DType::Bool, DType::Int32, DType::Int64, DType::Float32, DType::Float64}) {
+  for (DType d : kAllDTypes) {
     std::vector<double> host;
     for (int i = 0; i < 6; ++i)
       host.push_back(
           d == DType::Bool ? i % 2 : (i % 2 ? -1.0 : 1.0) * (i + 1) * (is_floating(d) ? 0.5 : 1));
+    if (d == DType::UInt8)
+      for (double& v : host) v = v < 0 ? v + 256 : v;
     Tensor x = from_vector(host, {2, 3}, ctx.options(d));
     Tensor c = x.clone();
     check_clone(std::string("clone of ") + std::string(name(d)), c, x, {3, 1});

@@ -4,16 +4,20 @@
 // in cases_ops_more.cpp.
 #include <backplane/conformance/op_case.h>
 
+#include <iterator>
+
 namespace bp::conformance {
 
 namespace {
 
 using namespace samples;
 
-const std::vector<DType> kAll = {DType::Bool, DType::Int32, DType::Int64, DType::Float32,
-                                 DType::Float64};
-const std::vector<DType> kNumeric = {DType::Int32, DType::Int64, DType::Float32, DType::Float64};
-const std::vector<DType> kFloat = {DType::Float32, DType::Float64};
+const std::vector<DType> kAll(std::begin(kAllDTypes), std::end(kAllDTypes));
+const std::vector<DType> kNumeric = {DType::Int32,   DType::Int64,    DType::Float32,
+                                     DType::Float64, DType::Float16,  DType::BFloat16,
+                                     DType::Int8,    DType::UInt8,    DType::Int16};
+const std::vector<DType> kFloat = {DType::Float32, DType::Float64, DType::Float16,
+                                   DType::BFloat16};
 
 // A value every dtype holds exactly, of the dtype's category.
 Scalar fill_value(DType d) {

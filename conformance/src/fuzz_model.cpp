@@ -151,6 +151,16 @@ double cast_value(double v, DType dtype) {
       return static_cast<double>(static_cast<float>(v));
     case DType::Float64:
       return v;
+    case DType::Float16:
+      return static_cast<float>(Half(static_cast<float>(v)));
+    case DType::BFloat16:
+      return static_cast<float>(BFloat16(static_cast<float>(v)));
+    case DType::Int8:
+      return std::isnan(v) ? 0 : static_cast<double>(static_cast<int8_t>(static_cast<int64_t>(v)));
+    case DType::UInt8:
+      return std::isnan(v) ? 0 : static_cast<double>(static_cast<uint8_t>(static_cast<int64_t>(v)));
+    case DType::Int16:
+      return std::isnan(v) ? 0 : static_cast<double>(static_cast<int16_t>(static_cast<int64_t>(v)));
   }
   return v;
 }

@@ -154,6 +154,16 @@ std::string dtype_cpp(DType d) {
       return "f32";
     case DType::Float64:
       return "f64";
+    case DType::Float16:
+      return "f16";
+    case DType::BFloat16:
+      return "bf16";
+    case DType::Int8:
+      return "i8";
+    case DType::UInt8:
+      return "u8";
+    case DType::Int16:
+      return "i16";
   }
   return "?";
 }
@@ -170,6 +180,16 @@ std::string dtype_enum(DType d) {
       return "bp::DType::Float32";
     case DType::Float64:
       return "bp::DType::Float64";
+    case DType::Float16:
+      return "bp::DType::Float16";
+    case DType::BFloat16:
+      return "bp::DType::BFloat16";
+    case DType::Int8:
+      return "bp::DType::Int8";
+    case DType::UInt8:
+      return "bp::DType::UInt8";
+    case DType::Int16:
+      return "bp::DType::Int16";
   }
   return "?";
 }
@@ -202,6 +222,15 @@ const char* ctype(DType d) {
       return "float";
     case DType::Float64:
       return "double";
+    case DType::Float16:
+    case DType::BFloat16:
+      return "float";  // written as float values, converted by the dtype option
+    case DType::Int8:
+      return "int8_t";
+    case DType::UInt8:
+      return "uint8_t";
+    case DType::Int16:
+      return "int16_t";
   }
   return "?";
 }

@@ -20,6 +20,10 @@ struct Tolerance {
 Tolerance default_tolerance(DType d) {
   if (d == DType::Float32) return {1e-5, 1e-6};
   if (d == DType::Float64) return {1e-12, 1e-12};
+  // 16-bit floats: about one rounding of their 11 (float16) and 8
+  // (bfloat16) significand bits, as PyTorch's own tests allow.
+  if (d == DType::Float16) return {1e-3, 1e-5};
+  if (d == DType::BFloat16) return {1.6e-2, 1e-5};
   return {};  // bool and integers: exact
 }
 

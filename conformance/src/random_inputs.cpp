@@ -9,6 +9,7 @@
 #include "random_inputs.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <sstream>
 
@@ -205,10 +206,16 @@ std::vector<double> random_values(Rng& rng, Domain domain, DType dtype, int64_t 
   for (double& x : v) {
     if (dtype == DType::Bool)
       x = domain == Domain::NonZero || domain == Domain::Positive ? 1.0 : rng.chance(0.5);
+    else if (dtype == DType::UInt8)
+      x = std::fabs(random_int(rng, domain));
     else if (is_integral(dtype))
       x = random_int(rng, domain);
     else if (dtype == DType::Float32)
       x = static_cast<double>(static_cast<float>(random_float(rng, domain)));
+    else if (dtype == DType::Float16)
+      x = static_cast<float>(Half(static_cast<float>(random_float(rng, domain))));
+    else if (dtype == DType::BFloat16)
+      x = static_cast<float>(BFloat16(static_cast<float>(random_float(rng, domain))));
     else
       x = random_float(rng, domain);
   }

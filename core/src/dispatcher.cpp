@@ -79,7 +79,7 @@ void KernelRegistry::add(int backend_id, const bp_kernel_registration& reg, std:
   }
   for (int d = 0; d < kNumDTypes; ++d) {
     if (!(reg.dtype_mask & BP_DTYPE_BIT(d))) continue;
-    table_[reg.op][backend][d] = KernelEntry{reg.fn, reg.kernel_ctx};
+    table_[reg.op][backend][d] = KernelEntry{reg.fn, reg.kernel_ctx, reg.flags};
     origin_[reg.op][backend][d] = origin;
   }
 }

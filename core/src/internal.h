@@ -5,6 +5,7 @@
 #include <backplane/named_ops.h>
 #include <backplane/error.h>
 #include <backplane/plugin.h>
+#include <backplane/sdk/tensor.hpp>
 #include <backplane/tensor.h>
 
 #include <cstdio>
@@ -126,8 +127,7 @@ inline bp_tensor describe(const Tensor& t, int32_t dl_device_type) {
   d.data = i->storage->data();
   d.device = {dl_device_type, i->device.index};
   d.ndim = static_cast<int32_t>(i->sizes.size());
-  d.dtype = {static_cast<uint8_t>(is_floating(i->dtype) ? 2 : i->dtype == DType::Bool ? 6 : 0),
-             static_cast<uint8_t>(i->dtype == DType::Bool ? 8 : itemsize(i->dtype) * 8), 1};
+  d.dtype = sdk::to_dl(static_cast<bp_dtype>(i->dtype));
   d.shape = const_cast<int64_t*>(i->sizes.data());
   d.strides = const_cast<int64_t*>(i->strides.data());
   d.byte_offset = static_cast<uint64_t>(i->offset) * itemsize(i->dtype);

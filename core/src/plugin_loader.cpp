@@ -9,6 +9,7 @@
 #include <boost/dll/shared_library.hpp>
 
 #include <algorithm>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
@@ -78,7 +79,10 @@ bp_status register_kernel_c(void* ctx, const bp_kernel_registration* reg,
                             bp_error* error) noexcept {
   return register_with(ctx, reg, "register_kernel", error,
                        [](RegistrarState& st, const bp_kernel_registration& r, std::string o) {
-                         KernelRegistry::instance().add(st.backend, r, std::move(o));
+                         bp_kernel_registration full{};
+                         std::memcpy(&full, &r, std::min(sizeof(full), r.struct_size));
+                         if (!BP_HAS_FIELD(&r, bp_kernel_registration, flags)) full.flags = 0;
+                         KernelRegistry::instance().add(st.backend, full, std::move(o));
                        });
 }
 

@@ -344,12 +344,9 @@ T Tensor::item() const {
 }
 
 Scalar Tensor::item() const {
-  switch (dtype()) {
-    case DType::Bool: return Scalar(item<bool>());
-    case DType::Int32:
-    case DType::Int64: return Scalar(item<int64_t>());
-    default: return Scalar(item<double>());
-  }
+  if (dtype() == DType::Bool) return Scalar(item<bool>());
+  if (is_integral(dtype())) return Scalar(item<int64_t>());
+  return Scalar(item<double>());
 }
 
 #define BP_INSTANTIATE(T)                              \
@@ -360,6 +357,11 @@ BP_INSTANTIATE(int32_t)
 BP_INSTANTIATE(int64_t)
 BP_INSTANTIATE(float)
 BP_INSTANTIATE(double)
+BP_INSTANTIATE(Half)
+BP_INSTANTIATE(BFloat16)
+BP_INSTANTIATE(int8_t)
+BP_INSTANTIATE(uint8_t)
+BP_INSTANTIATE(int16_t)
 #undef BP_INSTANTIATE
 
 }  // namespace bp

@@ -112,6 +112,7 @@ class SimPlugin final : public bp::sdk::Plugin {
     hostref::register_all_kernels(wrapped);
     wrapped.add_named<&delay_kernel>("sim::delay", "(Tensor x, int microseconds) -> Tensor",
                                      bp::sdk::kAllDtypes, BP_ORIGIN);
+    wrapped.emulate_narrow_dtypes(wide_);
   }
 
   // --- memory ---------------------------------------------------------------
@@ -320,7 +321,8 @@ class SimPlugin final : public bp::sdk::Plugin {
   static bp_status forward_registration(void* ctx, const bp_kernel_registration* reg,
                                         bp_error* error) noexcept {
     return forward(ctx, reg, false, error, [reg](bp::sdk::Registrar& core, GuardedKernel* k) {
-      core.add_raw(static_cast<bp_op>(reg->op), reg->dtype_mask, &enqueue, k, reg->origin);
+      core.add_raw(static_cast<bp_op>(reg->op), reg->dtype_mask, &enqueue, k, reg->origin,
+                   reg->flags);
     });
   }
   static bp_status forward_named_registration(void* ctx, const bp_named_kernel_registration* reg,
@@ -377,6 +379,7 @@ class SimPlugin final : public bp::sdk::Plugin {
 
   Arena arena_;  // first: destroyed after the queues that use it
   std::deque<GuardedKernel> kernels_;  // a deque: kernel_ctx pointers stay valid
+  std::deque<bp::sdk::WideKernel> wide_;  // the narrow dtypes' adapters
   const unsigned delay_us_;
   uint64_t seeds_ = 0;
   std::shared_ptr<Queue> default_;

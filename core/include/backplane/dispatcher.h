@@ -64,6 +64,7 @@ std::string_view op_name(Op op);
 struct KernelEntry {
   bp_kernel_fn fn = nullptr;
   void* ctx = nullptr;
+  uint32_t flags = 0;  // BP_KERNEL_* (BP_KERNEL_EMULATED: computed in a wider dtype)
 };
 
 class KernelRegistry {

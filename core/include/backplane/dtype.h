@@ -2,6 +2,7 @@
 #pragma once
 
 #include <backplane/plugin.h>
+#include <backplane/sdk/half.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -18,7 +19,16 @@ enum class DType : uint8_t {
   Int64 = BP_DTYPE_INT64,
   Float32 = BP_DTYPE_FLOAT32,
   Float64 = BP_DTYPE_FLOAT64,
+  Float16 = BP_DTYPE_FLOAT16,
+  BFloat16 = BP_DTYPE_BFLOAT16,
+  Int8 = BP_DTYPE_INT8,
+  UInt8 = BP_DTYPE_UINT8,
+  Int16 = BP_DTYPE_INT16,
 };
+
+// Host types of the 16-bit floating dtypes (arithmetic in float).
+using Half = sdk::Half;
+using BFloat16 = sdk::BFloat16;
 inline constexpr int kNumDTypes = BP_DTYPE_COUNT;
 
 // The dtype of floating results when no input decides it.
@@ -31,11 +41,32 @@ constexpr std::size_t itemsize(DType d) {
     case DType::Int64: return 8;
     case DType::Float32: return 4;
     case DType::Float64: return 8;
+    case DType::Float16: return 2;
+    case DType::BFloat16: return 2;
+    case DType::Int8: return 1;
+    case DType::UInt8: return 1;
+    case DType::Int16: return 2;
   }
   return 0;
 }
-constexpr bool is_floating(DType d) { return d == DType::Float32 || d == DType::Float64; }
-constexpr bool is_integral(DType d) { return d == DType::Int32 || d == DType::Int64; }
+constexpr bool is_floating(DType d) {
+  return d == DType::Float32 || d == DType::Float64 || d == DType::Float16 ||
+         d == DType::BFloat16;
+}
+constexpr bool is_integral(DType d) {
+  return d == DType::Int32 || d == DType::Int64 || d == DType::Int8 || d == DType::UInt8 ||
+         d == DType::Int16;
+}
+// Every dtype, in the order of their enum values.
+inline constexpr DType kAllDTypes[] = {DType::Bool,    DType::Int32,    DType::Int64,
+                                       DType::Float32, DType::Float64,  DType::Float16,
+                                       DType::BFloat16, DType::Int8,    DType::UInt8,
+                                       DType::Int16};
+// True for the C++ types that stand for a floating dtype (float, double,
+// Half, BFloat16).
+template <class T>
+inline constexpr bool is_floating_type_v =
+    std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
 
 // bool < integer < floating: a result may not be cast down a category in place.
 constexpr int category(DType d) { return d == DType::Bool ? 0 : is_integral(d) ? 1 : 2; }
@@ -52,6 +83,11 @@ template <> struct DTypeOf<int32_t> { static constexpr DType value = DType::Int3
 template <> struct DTypeOf<int64_t> { static constexpr DType value = DType::Int64; };
 template <> struct DTypeOf<float> { static constexpr DType value = DType::Float32; };
 template <> struct DTypeOf<double> { static constexpr DType value = DType::Float64; };
+template <> struct DTypeOf<Half> { static constexpr DType value = DType::Float16; };
+template <> struct DTypeOf<BFloat16> { static constexpr DType value = DType::BFloat16; };
+template <> struct DTypeOf<int8_t> { static constexpr DType value = DType::Int8; };
+template <> struct DTypeOf<uint8_t> { static constexpr DType value = DType::UInt8; };
+template <> struct DTypeOf<int16_t> { static constexpr DType value = DType::Int16; };
 template <class T> inline constexpr DType dtype_of = DTypeOf<T>::value;
 
 // Calls f(T{}) with the C++ type of `d`.
@@ -63,6 +99,11 @@ decltype(auto) visit(DType d, F&& f) {
     case DType::Int64: return f(int64_t{});
     case DType::Float32: return f(float{});
     case DType::Float64: return f(double{});
+    case DType::Float16: return f(Half{});
+    case DType::BFloat16: return f(BFloat16{});
+    case DType::Int8: return f(int8_t{});
+    case DType::UInt8: return f(uint8_t{});
+    case DType::Int16: return f(int16_t{});
   }
   return f(float{});
 }

@@ -85,7 +85,7 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step,
     using H = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
     std::vector<H> host(static_cast<std::size_t>(n));
     for (int64_t i = 0; i < n; ++i) {
-      if constexpr (std::is_floating_point_v<T>)
+      if constexpr (is_floating_type_v<T>)
         host[i] = static_cast<T>(s + static_cast<double>(i) * d);
       else if constexpr (std::is_same_v<T, bool>)
         host[i] = (s + static_cast<double>(i) * d) != 0;
@@ -150,6 +150,8 @@ Tensor from_vector(const std::vector<T>& values, IntArrayRef shape, TensorOption
     for (std::size_t i = 0; i < values.size(); ++i) {
       if constexpr (std::is_same_v<D, bool>)
         host[i] = values[i] != T(0);
+      else if constexpr (std::is_integral_v<D> && is_floating_type_v<T>)
+        host[i] = static_cast<D>(static_cast<int64_t>(values[i]));  // truncates, then wraps
       else
         host[i] = static_cast<D>(values[i]);
     }
@@ -162,5 +164,10 @@ template Tensor from_vector(const std::vector<int32_t>&, IntArrayRef, TensorOpti
 template Tensor from_vector(const std::vector<int64_t>&, IntArrayRef, TensorOptions);
 template Tensor from_vector(const std::vector<float>&, IntArrayRef, TensorOptions);
 template Tensor from_vector(const std::vector<double>&, IntArrayRef, TensorOptions);
+template Tensor from_vector(const std::vector<Half>&, IntArrayRef, TensorOptions);
+template Tensor from_vector(const std::vector<BFloat16>&, IntArrayRef, TensorOptions);
+template Tensor from_vector(const std::vector<int8_t>&, IntArrayRef, TensorOptions);
+template Tensor from_vector(const std::vector<uint8_t>&, IntArrayRef, TensorOptions);
+template Tensor from_vector(const std::vector<int16_t>&, IntArrayRef, TensorOptions);
 
 }  // namespace bp

@@ -186,7 +186,9 @@ std::string Tensor::to_string() const {
     }
   }
   if (!is_default_device(device())) os << ", device='" << bp::to_string(device()) << "'";
-  if (dtype() == DType::Float64 || dtype() == DType::Int32) os << ", dtype=" << dtype();
+  // As PyTorch: every dtype but the defaults (float32, int64) and bool says itself.
+  if (dtype() != DType::Float32 && dtype() != DType::Int64 && dtype() != DType::Bool)
+    os << ", dtype=" << dtype();
   os << ")";
   return os.str();
 }

@@ -21,6 +21,10 @@ void fill_kernel(const KernelCall& c) {
 void copy_kernel(const KernelCall& c) {
   check::copy(c);
   const TensorRef in = c.input(0), out = c.output(0);
+  if (bp::sdk::is_narrow(out.dtype()) || bp::sdk::is_narrow(in.dtype())) {
+    bp::sdk::cast_copy(out, in);  // float16, bfloat16, int8, uint8, int16
+    return;
+  }
   bp::sdk::visit_dtype(out.dtype(), [&](auto to_tag) {
     using To = decltype(to_tag);
     bp::sdk::visit_dtype(in.dtype(), [&](auto from_tag) {

@@ -18,7 +18,12 @@ class HostrefPlugin final : public bp::sdk::Plugin {
     props.host_addressable = 1;
   }
 
-  void register_kernels(Registrar& r) override { register_all_kernels(r); }
+  // Its kernels, and the narrow dtypes (float16, bfloat16, int8, uint8,
+  // int16) computed through them in float32 and int64.
+  void register_kernels(Registrar& r) override {
+    register_all_kernels(r);
+    r.emulate_narrow_dtypes(wide_);
+  }
 
   // The base class's host allocator, counted so that conformance can check
   // that in-place ops allocate nothing (bp_plugin.memory_stats). Its work
@@ -42,6 +47,7 @@ class HostrefPlugin final : public bp::sdk::Plugin {
   }
 
  private:
+  std::deque<bp::sdk::WideKernel> wide_;
   std::atomic<uint64_t> allocated_{0}, allocs_{0};
 };
 

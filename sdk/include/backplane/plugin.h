@@ -93,14 +93,21 @@ typedef struct bp_error {
 /* Data types and tensor descriptors (binary-identical to DLPack's DLTensor) */
 /* ------------------------------------------------------------------------ */
 
-/* The dtypes the core knows; also the dispatch key of a kernel. */
+/* The dtypes the core knows; also the dispatch key of a kernel. In
+ * bp_tensor.dtype (DLPack codes): bool {6, 8}, int8/16/32/64 {0, bits},
+ * uint8 {1, 8}, float16/32/64 {2, bits}, bfloat16 {4, 16}; lanes 1. */
 typedef enum bp_dtype {
   BP_DTYPE_BOOL = 0,
   BP_DTYPE_INT32 = 1,
   BP_DTYPE_INT64 = 2,
   BP_DTYPE_FLOAT32 = 3,
   BP_DTYPE_FLOAT64 = 4,
-  BP_DTYPE_COUNT = 5
+  BP_DTYPE_FLOAT16 = 5,  /* IEEE binary16 */
+  BP_DTYPE_BFLOAT16 = 6, /* float32's exponent, 8-bit significand */
+  BP_DTYPE_INT8 = 7,
+  BP_DTYPE_UINT8 = 8,
+  BP_DTYPE_INT16 = 9,
+  BP_DTYPE_COUNT = 10
 } bp_dtype;
 
 /* Bit for `dtype` in a registration's dtype mask. */
@@ -158,7 +165,8 @@ typedef struct bp_tensor {
 typedef enum bp_op {
   /* --- data movement and factories ------------------------------------- */
   BP_OP_FILL = 0,  /* out[0] = scalars[0]; no inputs; dispatch dtype: out[0]'s */
-  BP_OP_COPY = 1,  /* out[0] = cast(in[0]); any dtype pair (to bool: x != 0) */
+  BP_OP_COPY = 1,  /* out[0] = cast(in[0]); any dtype pair (to bool: x != 0;
+                      float to integer truncates; integers wrap) */
   /* --- binary arithmetic: all operands of the dispatch dtype -------------- */
   BP_OP_ADD = 2,   /* in0 + scalars[0] * in1 (scalars[0] = alpha) */
   BP_OP_SUB = 3,   /* in0 - scalars[0] * in1 */
@@ -283,6 +291,10 @@ typedef bp_status (*bp_kernel_fn)(void* kernel_ctx, const bp_kernel_call* call,
 /* Registration                                                              */
 /* ------------------------------------------------------------------------ */
 
+/* bp_kernel_registration.flags */
+#define BP_KERNEL_EMULATED 1u /* computes in a wider dtype and rounds (e.g. float16
+                                 through float32): the capability table says so */
+
 typedef struct bp_kernel_registration {
   size_t struct_size;
   int32_t op;          /* bp_op */
@@ -290,6 +302,8 @@ typedef struct bp_kernel_registration {
   bp_kernel_fn fn;
   void* kernel_ctx;    /* passed back to fn (optional, may be NULL) */
   const char* origin;  /* "file:line" of the registration, shown in errors (optional) */
+  uint32_t flags;      /* BP_KERNEL_* */
+  uint32_t reserved;
 } bp_kernel_registration;
 
 /*

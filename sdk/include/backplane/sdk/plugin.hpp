@@ -9,10 +9,12 @@
 
 #include <backplane/plugin.h>
 #include <backplane/sdk/tensor.hpp>
+#include <backplane/sdk/widen.hpp>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <exception>
 #include <initializer_list>
 #include <new>
@@ -108,10 +110,49 @@ class Registrar {
 
   // Registers a C kernel directly.
   void add_raw(bp_op op, uint32_t dtype_mask, bp_kernel_fn fn, void* kernel_ctx,
-               const char* origin) {
+               const char* origin, uint32_t flags = 0) {
     bp_kernel_registration reg{};
     reg.op = op;
+    reg.flags = flags;
     submit(reg, dtype_mask, fn, kernel_ctx, origin, r_.register_kernel, "kernel");
+    seen_.push_back({op, dtype_mask, fn, kernel_ctx});
+  }
+
+  // For a plugin whose memory is host memory: registers the narrow dtypes
+  // (float16, bfloat16, int8, uint8, int16) for every op registered so far
+  // for their compute dtype (float32, int64) and not for them, computed
+  // through that kernel (widen.hpp) and flagged BP_KERNEL_EMULATED; and a
+  // COPY from each narrow dtype. The plugin's COPY kernels must convert to
+  // the narrow dtypes (bp::sdk::cast_copy does). Call once, last. `store`
+  // keeps the adapters; it must live as long as the plugin.
+  void emulate_narrow_dtypes(std::deque<WideKernel>& store) {
+    constexpr bp_dtype kNarrow[] = {BP_DTYPE_FLOAT16, BP_DTYPE_BFLOAT16, BP_DTYPE_INT8,
+                                    BP_DTYPE_UINT8, BP_DTYPE_INT16};
+    std::uint32_t copy_mask = 0;
+    for (bp_dtype d : kNarrow) copy_mask |= BP_DTYPE_BIT(d);
+    const auto seen = seen_;
+    for (int op = 0; op < BP_OP_COUNT; ++op) {
+      if (op == BP_OP_COPY) continue;
+      std::uint32_t native = 0;
+      for (const Seen& r : seen)
+        if (r.op == op) native |= r.mask;
+      for (bp_dtype d : kNarrow) {
+        if (native & BP_DTYPE_BIT(d)) continue;
+        for (const Seen& r : seen) {
+          if (r.op != op || !(r.mask & BP_DTYPE_BIT(compute_dtype(d)))) continue;
+          store.push_back({r.fn, r.ctx});
+          add_raw(static_cast<bp_op>(op), BP_DTYPE_BIT(d), &widened_thunk, &store.back(),
+                  "bp::sdk::emulate_narrow_dtypes", BP_KERNEL_EMULATED);
+          break;
+        }
+      }
+    }
+    std::uint32_t copy_native = 0;
+    for (const Seen& r : seen)
+      if (r.op == BP_OP_COPY) copy_native |= r.mask;
+    if (copy_mask & ~copy_native)
+      add_raw(BP_OP_COPY, copy_mask & ~copy_native, &cast_thunk, nullptr,
+              "bp::sdk::emulate_narrow_dtypes");
   }
 
   // Registers a C kernel as a named op directly.
@@ -127,6 +168,23 @@ class Registrar {
   }
 
  private:
+  struct Seen {
+    int op;
+    std::uint32_t mask;
+    bp_kernel_fn fn;
+    void* ctx;
+  };
+  static bp_status widened_thunk(void* ctx, const bp_kernel_call* call, bp_error* error) noexcept {
+    bp_status st = BP_STATUS_OK;
+    const bp_status g =
+        guarded(error, [&] { st = run_widened(*static_cast<WideKernel*>(ctx), *call, error); });
+    return g != BP_STATUS_OK ? g : st;
+  }
+  static bp_status cast_thunk(void*, const bp_kernel_call* call, bp_error* error) noexcept {
+    return guarded(error,
+                   [&] { cast_copy(TensorRef(call->outputs[0]), TensorRef(call->inputs[0])); });
+  }
+
   static uint32_t mask_of(std::initializer_list<bp_dtype> dtypes) {
     uint32_t mask = 0;
     for (bp_dtype d : dtypes) mask |= BP_DTYPE_BIT(d);
@@ -151,6 +209,7 @@ class Registrar {
 
  private:
   const bp_registrar& r_;
+  std::vector<Seen> seen_;
 };
 
 #define BP_SDK_STR2(x) #x

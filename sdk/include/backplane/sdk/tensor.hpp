@@ -2,6 +2,7 @@
 #pragma once
 
 #include <backplane/plugin.h>
+#include <backplane/sdk/half.hpp>
 
 #include <array>
 #include <cstdint>
@@ -35,6 +36,11 @@ inline const char* dtype_name(bp_dtype d) {
     case BP_DTYPE_INT64: return "int64";
     case BP_DTYPE_FLOAT32: return "float32";
     case BP_DTYPE_FLOAT64: return "float64";
+    case BP_DTYPE_FLOAT16: return "float16";
+    case BP_DTYPE_BFLOAT16: return "bfloat16";
+    case BP_DTYPE_INT8: return "int8";
+    case BP_DTYPE_UINT8: return "uint8";
+    case BP_DTYPE_INT16: return "int16";
     default: return "unknown";
   }
 }
@@ -46,8 +52,23 @@ inline std::size_t dtype_size(bp_dtype d) {
     case BP_DTYPE_INT64: return 8;
     case BP_DTYPE_FLOAT32: return 4;
     case BP_DTYPE_FLOAT64: return 8;
+    case BP_DTYPE_FLOAT16: return 2;
+    case BP_DTYPE_BFLOAT16: return 2;
+    case BP_DTYPE_INT8: return 1;
+    case BP_DTYPE_UINT8: return 1;
+    case BP_DTYPE_INT16: return 2;
     default: return 0;
   }
+}
+
+// The dtypes added in ABI 2.0 (float16, bfloat16, int8, uint8, int16). A
+// host plugin may compute them in a wider dtype (compute_dtype) with its
+// kernels for that one: Registrar::emulate_narrow_dtypes.
+inline bool is_narrow(bp_dtype d) { return d >= BP_DTYPE_FLOAT16 && d <= BP_DTYPE_INT16; }
+inline bp_dtype compute_dtype(bp_dtype d) {
+  if (d == BP_DTYPE_FLOAT16 || d == BP_DTYPE_BFLOAT16) return BP_DTYPE_FLOAT32;
+  if (d == BP_DTYPE_INT8 || d == BP_DTYPE_UINT8 || d == BP_DTYPE_INT16) return BP_DTYPE_INT64;
+  return d;
 }
 
 // DLPack dtype -> bp_dtype (BP_DTYPE_COUNT when it is none of ours).
@@ -58,6 +79,11 @@ inline bp_dtype from_dl(bp_dl_dtype t) {
   if (t.code == 0 && t.bits == 64) return BP_DTYPE_INT64;
   if (t.code == 2 && t.bits == 32) return BP_DTYPE_FLOAT32;
   if (t.code == 2 && t.bits == 64) return BP_DTYPE_FLOAT64;
+  if (t.code == 2 && t.bits == 16) return BP_DTYPE_FLOAT16;
+  if (t.code == 4 && t.bits == 16) return BP_DTYPE_BFLOAT16;
+  if (t.code == 0 && t.bits == 8) return BP_DTYPE_INT8;
+  if (t.code == 1 && t.bits == 8) return BP_DTYPE_UINT8;
+  if (t.code == 0 && t.bits == 16) return BP_DTYPE_INT16;
   return BP_DTYPE_COUNT;
 }
 
@@ -68,6 +94,11 @@ inline bp_dl_dtype to_dl(bp_dtype d) {
     case BP_DTYPE_INT64: return {0, 64, 1};
     case BP_DTYPE_FLOAT32: return {2, 32, 1};
     case BP_DTYPE_FLOAT64: return {2, 64, 1};
+    case BP_DTYPE_FLOAT16: return {2, 16, 1};
+    case BP_DTYPE_BFLOAT16: return {4, 16, 1};
+    case BP_DTYPE_INT8: return {0, 8, 1};
+    case BP_DTYPE_UINT8: return {1, 8, 1};
+    case BP_DTYPE_INT16: return {0, 16, 1};
     default: return {0, 0, 0};
   }
 }
@@ -79,8 +110,15 @@ template <> struct dtype_of<int32_t> { static constexpr bp_dtype value = BP_DTYP
 template <> struct dtype_of<int64_t> { static constexpr bp_dtype value = BP_DTYPE_INT64; };
 template <> struct dtype_of<float> { static constexpr bp_dtype value = BP_DTYPE_FLOAT32; };
 template <> struct dtype_of<double> { static constexpr bp_dtype value = BP_DTYPE_FLOAT64; };
+template <> struct dtype_of<Half> { static constexpr bp_dtype value = BP_DTYPE_FLOAT16; };
+template <> struct dtype_of<BFloat16> { static constexpr bp_dtype value = BP_DTYPE_BFLOAT16; };
+template <> struct dtype_of<int8_t> { static constexpr bp_dtype value = BP_DTYPE_INT8; };
+template <> struct dtype_of<uint8_t> { static constexpr bp_dtype value = BP_DTYPE_UINT8; };
+template <> struct dtype_of<int16_t> { static constexpr bp_dtype value = BP_DTYPE_INT16; };
 
-// Calls f(T{}) with the C++ type of `d`; throws Unsupported otherwise.
+// Calls f(T{}) with the C++ type of `d`, for the dtypes of ABI 1 (bool,
+// int32, int64, float32, float64); throws Unsupported otherwise. Kernels
+// that handle the narrow dtypes natively use visit_any_dtype.
 template <class F>
 decltype(auto) visit_dtype(bp_dtype d, F&& f) {
   switch (d) {
@@ -89,7 +127,21 @@ decltype(auto) visit_dtype(bp_dtype d, F&& f) {
     case BP_DTYPE_INT64: return f(int64_t{});
     case BP_DTYPE_FLOAT32: return f(float{});
     case BP_DTYPE_FLOAT64: return f(double{});
-    default: throw Unsupported(std::string("unknown dtype code ") + std::to_string(int(d)));
+    default:
+      throw Unsupported(std::string("dtype ") + dtype_name(d) + " is not handled here");
+  }
+}
+
+// Every dtype, the narrow ones as Half, BFloat16, int8_t, uint8_t, int16_t.
+template <class F>
+decltype(auto) visit_any_dtype(bp_dtype d, F&& f) {
+  switch (d) {
+    case BP_DTYPE_FLOAT16: return f(Half{});
+    case BP_DTYPE_BFLOAT16: return f(BFloat16{});
+    case BP_DTYPE_INT8: return f(int8_t{});
+    case BP_DTYPE_UINT8: return f(uint8_t{});
+    case BP_DTYPE_INT16: return f(int16_t{});
+    default: return visit_dtype(d, std::forward<F>(f));
   }
 }
 
@@ -113,7 +165,8 @@ class TensorRef {
     return n;
   }
 
-  // Address of the first element.
+  // Address of the first element (for a plugin whose memory handles are
+  // host addresses).
   void* base() const { return static_cast<char*>(t_->data) + t_->byte_offset; }
   template <class T> T* data() const { return static_cast<T*>(base()); }
 
