@@ -79,3 +79,27 @@ TEST(Streams, ReadsWaitForTheStreamThatWrote) {
 }
 
 }  // namespace
+
+namespace {
+
+// Between plugins the bytes pass through host memory in 2 MiB chunks; into
+// sim they go through sim's page-locked buffers, which sim reads on its
+// queue after copy_from_host has returned: a buffer reused too early would
+// show up as wrong values here.
+TEST(Streams, CopiesBetweenPluginsThroughPageLockedBuffersKeepEveryValue) {
+  const bp::Device d = sim();
+  const int64_t n = (int64_t{5} << 20) / 4 + 7;  // 5 MiB and a bit: three chunks
+  const bp::Tensor host = bp::arange(n, bp::TensorOptions(bp::DType::Float32));
+  // sim's stream is busy for 100 ms: every chunk is read from its buffer late.
+  const bp::Tensor busy = bp::zeros({1}, bp::TensorOptions().device(d));
+  (void)bp::call_op("sim::delay", {busy}, {int64_t{100000}});
+  const bp::Tensor on_sim = host.to(d);
+  EXPECT_EQ(on_sim.device(), d);
+  const bp::Tensor back = (on_sim * 2).to(host.device());
+  const std::vector<float> v = back.to_vector<float>();
+  ASSERT_EQ(static_cast<int64_t>(v.size()), n);
+  for (int64_t i = 0; i < n; i += 997) ASSERT_EQ(v[i], 2.0f * static_cast<float>(i)) << i;
+  EXPECT_EQ(v[n - 1], 2.0f * static_cast<float>(n - 1));
+}
+
+}  // namespace

@@ -8,6 +8,7 @@
 #include <backplane/sdk/tensor.hpp>
 #include <backplane/tensor.h>
 
+#include <atomic>
 #include <cstdio>
 #include <functional>
 #include <span>
@@ -59,9 +60,14 @@ struct CurrentStreams {
   bp_stream stream[kMax];
 };
 extern constinit thread_local CurrentStreams t_current_streams;
+// Set once any thread has made a non-default stream current: until then
+// every call takes the default stream without touching thread-local state
+// (which costs a call into the dynamic loader from a shared library).
+extern std::atomic<bool> g_streams_guarded;
 
 // The current stream's handle for `device` (nullptr: the default stream).
 inline bp_stream current_stream_of(Device device) noexcept {
+  if (!g_streams_guarded.load(std::memory_order_relaxed)) return nullptr;
   const CurrentStreams& c = t_current_streams;
   for (int k = 0; k < c.count; ++k)
     if (c.device[k] == device) return c.stream[k];
@@ -120,6 +126,19 @@ inline void reshape_fresh(Tensor& t, DimVector shape) {
   t.impl()->refresh();
 }
 
+// DLPack's code, bits and lanes of each dtype, by enum value.
+inline constexpr bp_dl_dtype kDlDtypes[kNumDTypes] = {
+    {6, 8, 1},  {0, 32, 1}, {0, 64, 1}, {2, 32, 1}, {2, 64, 1},
+    {2, 16, 1}, {4, 16, 1}, {0, 8, 1},  {1, 8, 1},  {0, 16, 1}};
+constexpr bool dl_table_matches_sdk() {
+  for (int d = 0; d < kNumDTypes; ++d) {
+    const bp_dl_dtype a = kDlDtypes[d], b = sdk::to_dl(static_cast<bp_dtype>(d));
+    if (a.code != b.code || a.bits != b.bits || a.lanes != b.lanes) return false;
+  }
+  return true;
+}
+static_assert(dl_table_matches_sdk(), "kDlDtypes must say what bp::sdk::to_dl says");
+
 // An ABI descriptor of `t` (pointers into t's metadata; t must outlive it).
 inline bp_tensor describe(const Tensor& t, int32_t dl_device_type) {
   TensorImpl* i = t.impl();
@@ -127,7 +146,7 @@ inline bp_tensor describe(const Tensor& t, int32_t dl_device_type) {
   d.data = i->storage->data();
   d.device = {dl_device_type, i->device.index};
   d.ndim = static_cast<int32_t>(i->sizes.size());
-  d.dtype = sdk::to_dl(static_cast<bp_dtype>(i->dtype));
+  d.dtype = kDlDtypes[static_cast<int>(i->dtype)];
   d.shape = const_cast<int64_t*>(i->sizes.data());
   d.strides = const_cast<int64_t*>(i->strides.data());
   d.byte_offset = static_cast<uint64_t>(i->offset) * itemsize(i->dtype);

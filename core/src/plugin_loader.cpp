@@ -137,6 +137,8 @@ Backend::~Backend() {
   // Memory waiting for other streams, then the streams made here, then the
   // instance (the ABI destroys streams once their work is done).
   reap_deferred_frees(true);
+  for (void* b : staging_)
+    if (b) api_->host_free(api_->ctx, b);
   for (auto [device, s] : streams_) {
     detail::ErrorBuffer err;
     (void)api_->stream_synchronize(api_->ctx, device, s, err.get());
@@ -309,6 +311,27 @@ void* Backend::host_pointer(int device, const void* mem, uint64_t offset) const 
   detail::check_status(api_->host_pointer(api_->ctx, device, mem, offset, &p, err.get()),
                        "host_pointer", name_, err);
   return p;
+}
+
+void* const* Backend::try_acquire_staging() const {
+  if (api_->host_alloc == nullptr || api_->host_free == nullptr) return nullptr;
+  std::lock_guard lock(staging_mu_);
+  if (staging_busy_) return nullptr;
+  for (void*& b : staging_) {
+    if (b != nullptr) continue;
+    detail::ErrorBuffer err;
+    if (api_->host_alloc(api_->ctx, kStagingChunk, &b, err.get()) != BP_STATUS_OK || !b) {
+      b = nullptr;
+      return nullptr;  // pageable memory instead
+    }
+  }
+  staging_busy_ = true;
+  return staging_;
+}
+
+void Backend::release_staging() const {
+  std::lock_guard lock(staging_mu_);
+  staging_busy_ = false;
 }
 
 bp_stream Backend::create_stream(int device) {

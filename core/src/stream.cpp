@@ -11,6 +11,7 @@ namespace bp {
 
 namespace detail {
 constinit thread_local CurrentStreams t_current_streams{};
+std::atomic<bool> g_streams_guarded{false};
 }  // namespace detail
 
 namespace {
@@ -31,6 +32,7 @@ void set_current(Device device, bp_stream handle) {
     }
   }
   if (handle == nullptr) return;
+  detail::g_streams_guarded.store(true, std::memory_order_relaxed);
   BP_CHECK(c.count < detail::CurrentStreams::kMax, "[StreamGuard] at most ",
            detail::CurrentStreams::kMax, " devices may have a non-default current stream at once");
   c.device[c.count] = device;

@@ -22,16 +22,30 @@ StorageImpl::StorageImpl(IntrusivePtr<Backend> backend, Device device, std::size
 }
 
 StorageImpl::~StorageImpl() {
-  backend_->deallocate(device_.index, data_, nbytes_ ? nbytes_ : 1, stream_, users_.data(),
-                       users_.size());
+  StreamUsers* u = users_.load(std::memory_order_acquire);
+  if (u == nullptr) {
+    backend_->deallocate(device_.index, data_, nbytes_ ? nbytes_ : 1, stream_);
+    return;
+  }
+  backend_->deallocate(device_.index, data_, nbytes_ ? nbytes_ : 1, stream_, u->streams.data(),
+                       u->streams.size());
+  delete u;
 }
 
 void StorageImpl::record_stream(bp_stream stream) {
   if (stream == stream_) return;
-  std::lock_guard lock(users_mu_);
-  for (bp_stream s : users_)
+  StreamUsers* u = users_.load(std::memory_order_acquire);
+  if (u == nullptr) {
+    auto* fresh = new StreamUsers;
+    if (users_.compare_exchange_strong(u, fresh, std::memory_order_acq_rel))
+      u = fresh;
+    else
+      delete fresh;  // another thread made it first: `u` is theirs
+  }
+  std::lock_guard lock(u->mu);
+  for (bp_stream s : u->streams)
     if (s == stream) return;
-  users_.push_back(stream);
+  u->streams.push_back(stream);
 }
 
 namespace detail {

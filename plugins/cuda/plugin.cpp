@@ -5,6 +5,9 @@
 // device except the synchronisations (see stream.cpp, errors.cu). Creating
 // the plugin touches no CUDA API: the runtime starts on the first device
 // query, so loading works on a machine without a driver.
+#include <map>
+#include <mutex>
+
 #include "cuda_backend.h"
 
 namespace bp::cuda {
@@ -108,6 +111,14 @@ class CudaPlugin final : public bp::sdk::Plugin {
     // buffer of the driver; the transfer itself stays in stream order. From
     // page-locked or managed memory (registered by another library in the
     // process) it would read the source later, so then this waits for it.
+    // From the plugin's own page-locked buffers (host_alloc) the copy is
+    // asynchronous: the core leaves the buffer alone until an event
+    // recorded after it is reached (ABI 2.0).
+    if (owns_staging(host, n)) {
+      BP_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(mem) + offset, host, n,
+                                    cudaMemcpyHostToDevice, s.handle));
+      return;
+    }
     cudaPointerAttributes attrs{};
     bool deferred_read = false;
     if (cudaPointerGetAttributes(&attrs, host) == cudaSuccess)
@@ -212,6 +223,38 @@ class CudaPlugin final : public bp::sdk::Plugin {
     OpScope scope("memory_stats");
     bp::cuda::memory_stats(device, stats);
   }
+
+  // Page-locked host memory for the core's staging buffers: copies from it
+  // overlap with the next chunk's transfer.
+  bool has_host_alloc() const override { return true; }
+  void* host_alloc(std::size_t nbytes) override {
+    OpScope scope("host_alloc");
+    void* p = nullptr;
+    BP_CUDA_CHECK(cudaHostAlloc(&p, nbytes, cudaHostAllocPortable));
+    std::lock_guard lock(staging_mu_);
+    staging_[static_cast<const char*>(p)] = nbytes;
+    return p;
+  }
+  void host_free(void* host) override {
+    {
+      std::lock_guard lock(staging_mu_);
+      staging_.erase(static_cast<const char*>(host));
+    }
+    (void)cudaFreeHost(host);
+  }
+
+ private:
+  bool owns_staging(const void* host, std::size_t n) {
+    const char* p = static_cast<const char*>(host);
+    std::lock_guard lock(staging_mu_);
+    auto it = staging_.upper_bound(p);
+    if (it == staging_.begin()) return false;
+    --it;
+    return p >= it->first && p + n <= it->first + it->second;
+  }
+
+  std::mutex staging_mu_;
+  std::map<const char*, std::size_t> staging_;  // host_alloc buffers and their sizes
 };
 
 }  // namespace bp::cuda

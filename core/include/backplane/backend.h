@@ -81,6 +81,13 @@ class Backend : public RefCounted {
               std::size_t n) const;
   // The host address of `mem` + `offset` on a host-addressable device.
   void* host_pointer(int device, const void* mem, uint64_t offset) const;
+  // Page-locked host memory for staging, when the plugin offers it (ABI
+  // 2.0's host_alloc): two buffers of kStagingChunk bytes, made on first
+  // use and kept; one copy at a time holds them (nullptr when another does
+  // or the plugin has none). release_staging gives them back.
+  static constexpr std::size_t kStagingChunk = std::size_t{2} << 20;
+  void* const* try_acquire_staging() const;
+  void release_staging() const;
 
   // Streams made here live as long as the backend (destroyed with it).
   bp_stream create_stream(int device);
@@ -116,6 +123,9 @@ class Backend : public RefCounted {
   std::vector<std::pair<int, bp_stream>> streams_;  // made by create_stream
   mutable std::mutex deferred_mu_;
   mutable std::vector<DeferredFree> deferred_;
+  mutable std::mutex staging_mu_;
+  mutable bool staging_busy_ = false;
+  mutable void* staging_[2] = {nullptr, nullptr};
   mutable std::atomic<std::size_t> num_deferred_{0};
   // A device failure a deferred free's event reported (which clears it in
   // the plugin): raised by the next synchronisation instead.

@@ -72,8 +72,13 @@ class StorageImpl : public RefCounted {
   void* data_ = nullptr;
   bp_stream stream_ = nullptr;
   VersionCounter version_;
-  std::mutex users_mu_;
-  std::vector<bp_stream> users_;  // other streams that used the memory
+  // Other streams that used the memory (record_stream): made on first use,
+  // so that a storage of one stream carries one null pointer.
+  struct StreamUsers {
+    std::mutex mu;
+    std::vector<bp_stream> streams;
+  };
+  std::atomic<StreamUsers*> users_{nullptr};
 };
 
 struct AutogradMeta;  // autograd.h; allocated only for tensors in a graph

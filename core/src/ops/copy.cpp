@@ -14,6 +14,47 @@ namespace detail {
 // Bytes of host memory a copy between two plugins passes through at a time.
 constexpr std::size_t kStagingBytes = std::size_t{4} << 20;
 
+// Between plugins through the destination's two page-locked buffers (ABI
+// 2.0's host_alloc), when it has them and no other copy holds them: the
+// destination may still be reading one chunk (its copy_from_host from
+// page-locked memory runs in stream order) while the source writes the
+// next into the other buffer; an event per buffer says when the
+// destination is done with it. False when the buffers are not available.
+bool copy_through_pinned(Backend& db, Device dd, bp_stream ds, void* to, uint64_t to_off,
+                         Backend& sb, Device sd, bp_stream ss, const void* from,
+                         uint64_t from_off, std::size_t n) {
+  void* const* pinned = db.try_acquire_staging();
+  if (pinned == nullptr) return false;
+  struct Lease {
+    Backend& b;
+    int device;
+    bp_event read[2] = {nullptr, nullptr};  // recorded after the copy that reads buffer k
+    ~Lease() {
+      for (bp_event e : read) {
+        if (!e) continue;
+        try {
+          b.event_synchronize(device, e);  // the buffer is free again
+        } catch (...) {
+          // The stream's failure is reported by its next synchronisation.
+        }
+        b.event_destroy(device, e);
+      }
+      b.release_staging();
+    }
+  } lease{db, dd.index};
+  const std::size_t chunk = Backend::kStagingChunk;
+  for (std::size_t done = 0, k = 0; done < n; done += chunk, ++k) {
+    const std::size_t slot = k % 2, len = std::min(chunk, n - done);
+    bp_event& read = lease.read[slot];
+    if (read) db.event_synchronize(dd.index, read);
+    sb.read_to_host(sd.index, ss, pinned[slot], from, from_off + done, len);
+    db.copy_from_host(dd.index, ds, to, to_off + done, pinned[slot], len);
+    if (!read) read = db.event_create(dd.index);
+    db.event_record(dd.index, read, ds);
+  }
+  return true;
+}
+
 // The first `n` bytes of contiguous `src` into contiguous `dst`, with each
 // backend's own copy functions (DV-3), on each device's current stream.
 // Between devices of one plugin the plugin copies itself, on the
@@ -58,6 +99,9 @@ void copy_bytes(const Tensor& dst, const Tensor& src, std::size_t n) {
     db.copy_on_device(ds, dd.index, to, to_off, sd.index, from, from_off, n);
     return;
   }
+  if (n > Backend::kStagingChunk && copy_through_pinned(db, dd, ds, to, to_off, sb, sd, ss, from,
+                                                        from_off, n))
+    return;
   std::vector<char> host(std::min(n, kStagingBytes));
   for (std::size_t done = 0; done < n; done += host.size()) {
     const std::size_t k = std::min(host.size(), n - done);

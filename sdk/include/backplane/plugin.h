@@ -467,7 +467,8 @@ typedef struct bp_plugin {
   /* Byte copies, enqueued on `stream`. `mem` + offset is device memory (a
    * handle from allocate and a byte offset into it), `host` host memory.
    * copy_from_host has read all of `host` when it returns (the core reuses
-   * its buffers); copy_to_host has written `host` once the stream has
+   * its buffers), unless `host` is from host_alloc (below); copy_to_host
+   * has written `host` once the stream has
    * reached the copy (the core synchronises before reading it). A copy
    * between two devices of this plugin is one copy_on_device, enqueued on
    * `stream` of `dst_device` (the core orders the source's stream before
@@ -520,6 +521,16 @@ typedef struct bp_plugin {
    * core synchronises the streams that use the memory first. */
   bp_status (*host_pointer)(void* ctx, int32_t device, const void* mem, uint64_t offset,
                             void** out, bp_error* error);
+
+  /* Page-locked host memory for the core's staging buffers (optional: both
+   * NULL when the device has none). The core copies between plugins
+   * through two such buffers, so that one chunk's copy_from_host can run
+   * while the next chunk comes in. A copy_from_host whose `host` lies in a
+   * buffer from host_alloc may read it after returning, until `stream`
+   * reaches the copy: the core leaves the buffer alone until an event
+   * recorded after the copy is reached. */
+  bp_status (*host_alloc)(void* ctx, size_t nbytes, void** out, bp_error* error);
+  void (*host_free)(void* ctx, void* host);
 
   /* Releases `ctx` and everything this instance holds (optional, may be
    * NULL); other instances of the library may still be alive (see

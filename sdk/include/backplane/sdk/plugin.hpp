@@ -286,6 +286,16 @@ class Plugin {
     (void)stream;
     std::memset(static_cast<char*>(mem) + offset, value, n);
   }
+  // Page-locked host memory for the core's staging buffers (optional): a
+  // device whose copies from such memory run asynchronously returns true
+  // from has_host_alloc and overrides host_alloc and host_free.
+  virtual bool has_host_alloc() const { return false; }
+  virtual void* host_alloc(std::size_t nbytes) {
+    (void)nbytes;
+    throw Unsupported("this plugin has no page-locked host memory");
+  }
+  virtual void host_free(void* host) { (void)host; }
+
   // For devices whose props say host_addressable.
   virtual void* host_pointer(int32_t device, const void* mem, uint64_t offset) {
     (void)device;
@@ -372,6 +382,8 @@ class Plugin {
     table_.event_synchronize = &event_synchronize_c;
     table_.synchronize = &synchronize_c;
     table_.host_pointer = &host_pointer_c;
+    table_.host_alloc = has_host_alloc() ? &host_alloc_c : nullptr;
+    table_.host_free = has_host_alloc() ? &host_free_c : nullptr;
     table_.destroy = &destroy_c;
     table_.memory_stats = &memory_stats_c;
     tolerances_ = tolerances();
@@ -486,6 +498,15 @@ class Plugin {
   }
   static bp_status synchronize_c(void* ctx, int32_t d, bp_error* e) noexcept {
     return guarded(e, [&] { self(ctx)->synchronize(d); });
+  }
+  static bp_status host_alloc_c(void* ctx, size_t n, void** out, bp_error* e) noexcept {
+    return guarded(e, [&] { *out = self(ctx)->host_alloc(n); });
+  }
+  static void host_free_c(void* ctx, void* host) noexcept {
+    try {
+      self(ctx)->host_free(host);
+    } catch (...) {
+    }
   }
   static bp_status host_pointer_c(void* ctx, int32_t d, const void* mem, uint64_t off, void** out,
                                   bp_error* e) noexcept {

@@ -87,7 +87,7 @@ inline bp_dtype from_dl(bp_dl_dtype t) {
   return BP_DTYPE_COUNT;
 }
 
-inline bp_dl_dtype to_dl(bp_dtype d) {
+constexpr bp_dl_dtype to_dl(bp_dtype d) {
   switch (d) {
     case BP_DTYPE_BOOL: return {6, 8, 1};
     case BP_DTYPE_INT32: return {0, 32, 1};
