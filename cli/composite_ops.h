@@ -36,7 +36,7 @@ inline const std::vector<CompositeOp>& composite_ops() {
       {"to(device)",
        {Op::Copy},
        "the plugin's copy_on_device between its own devices; between plugins "
-       "copy_to_host + copy_from_host through a 4 MiB host buffer (+ copy for a view)"},
+       "copy_to_host + copy_from_host through host staging buffers (+ copy for a view)"},
       {"fill_, zero_", {Op::Fill}, "fill in place"},
       {"detach", {}, "a new handle on the same storage"},
       // Arithmetic with promotion and scalars.

@@ -15,7 +15,7 @@ function(backplane_future_abi_header in out)
          text "${text}")
   set(appended
     "bp_attrs|  int64_t future_attr\;"
-    "bp_kernel_call|  const void* future_stream\;"
+    "bp_kernel_call|  const void* future_call_field\;"
     "bp_kernel_registration|  uint64_t future_flags\;"
     "bp_registrar|  void* future_registrar_field\;"
     "bp_device_props|  char future_props[64]\;"

@@ -26,7 +26,7 @@ bp_status future_entry(void*, bp_error*) {
 
 // The add kernel checks that no call hands it the future fields.
 void add_checking_call(const bp::sdk::KernelCall& call) {
-  if (BP_HAS_FIELD(&call.raw(), bp_kernel_call, future_stream))
+  if (BP_HAS_FIELD(&call.raw(), bp_kernel_call, future_call_field))
     throw std::runtime_error("the core passed a bp_kernel_call from the future");
   bp::fake::add_f32(call);
 }

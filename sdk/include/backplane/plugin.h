@@ -472,8 +472,9 @@ typedef struct bp_plugin {
    * reached the copy (the core synchronises before reading it). A copy
    * between two devices of this plugin is one copy_on_device, enqueued on
    * `stream` of `dst_device` (the core orders the source's stream before
-   * it); between plugins the core copies through a host buffer of at most
-   * 4 MiB, one chunk at a time. */
+   * it); between plugins the core copies through host memory a chunk at a
+   * time: two 2 MiB page-locked buffers of the destination (host_alloc,
+   * below) when it has them, else one buffer of at most 4 MiB. */
   bp_status (*copy_from_host)(void* ctx, int32_t device, bp_stream stream, void* mem,
                               uint64_t offset, const void* host, size_t nbytes, bp_error* error);
   bp_status (*copy_to_host)(void* ctx, int32_t device, bp_stream stream, void* host,
