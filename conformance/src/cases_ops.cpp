@@ -4,20 +4,15 @@
 // in cases_ops_more.cpp.
 #include <backplane/conformance/op_case.h>
 
-#include <iterator>
-
 namespace bp::conformance {
 
 namespace {
 
 using namespace samples;
 
-const std::vector<DType> kAll(std::begin(kAllDTypes), std::end(kAllDTypes));
-const std::vector<DType> kNumeric = {DType::Int32,   DType::Int64,    DType::Float32,
-                                     DType::Float64, DType::Float16,  DType::BFloat16,
-                                     DType::Int8,    DType::UInt8,    DType::Int16};
-const std::vector<DType> kFloat = {DType::Float32, DType::Float64, DType::Float16,
-                                   DType::BFloat16};
+const std::vector<DType>& kAll = kOpDtypesAll;
+const std::vector<DType>& kNumeric = kOpDtypesNumeric;
+const std::vector<DType>& kFloat = kOpDtypesFloat;
 
 // A value every dtype holds exactly, of the dtype's category.
 Scalar fill_value(DType d) {

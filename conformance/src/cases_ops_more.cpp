@@ -2,7 +2,6 @@
 // reduction, softmax, indexing and random-number ops. One entry per op (see
 // cases_ops.cpp for the format).
 #include <algorithm>
-#include <iterator>
 #include <numeric>
 
 #include "random_inputs.h"
@@ -13,12 +12,9 @@ namespace {
 
 using namespace samples;
 
-const std::vector<DType> kAll(std::begin(kAllDTypes), std::end(kAllDTypes));
-const std::vector<DType> kNumeric = {DType::Int32,   DType::Int64,    DType::Float32,
-                                     DType::Float64, DType::Float16,  DType::BFloat16,
-                                     DType::Int8,    DType::UInt8,    DType::Int16};
-const std::vector<DType> kFloat = {DType::Float32, DType::Float64, DType::Float16,
-                                   DType::BFloat16};
+const std::vector<DType>& kAll = kOpDtypesAll;
+const std::vector<DType>& kNumeric = kOpDtypesNumeric;
+const std::vector<DType>& kFloat = kOpDtypesFloat;
 // Ops that compute in floating point also take integers (giving float32).
 const std::vector<DType> kMath = {DType::Int64, DType::Float32, DType::Float64};
 const std::vector<Layout> kNonEmpty = {Layout::Contiguous, Layout::Strided};

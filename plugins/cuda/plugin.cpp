@@ -5,9 +5,6 @@
 // device except the synchronisations (see stream.cpp, errors.cu). Creating
 // the plugin touches no CUDA API: the runtime starts on the first device
 // query, so loading works on a machine without a driver.
-#include <map>
-#include <mutex>
-
 #include "cuda_backend.h"
 
 namespace bp::cuda {
@@ -114,7 +111,7 @@ class CudaPlugin final : public bp::sdk::Plugin {
     // From the plugin's own page-locked buffers (host_alloc) the copy is
     // asynchronous: the core leaves the buffer alone until an event
     // recorded after it is reached (ABI 2.0).
-    if (owns_staging(host, n)) {
+    if (staging_.contains(host, n)) {
       BP_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(mem) + offset, host, n,
                                     cudaMemcpyHostToDevice, s.handle));
       return;
@@ -231,30 +228,16 @@ class CudaPlugin final : public bp::sdk::Plugin {
     OpScope scope("host_alloc");
     void* p = nullptr;
     BP_CUDA_CHECK(cudaHostAlloc(&p, nbytes, cudaHostAllocPortable));
-    std::lock_guard lock(staging_mu_);
-    staging_[static_cast<const char*>(p)] = nbytes;
+    staging_.add(p, nbytes);
     return p;
   }
   void host_free(void* host) override {
-    {
-      std::lock_guard lock(staging_mu_);
-      staging_.erase(static_cast<const char*>(host));
-    }
+    staging_.remove(host);
     (void)cudaFreeHost(host);
   }
 
  private:
-  bool owns_staging(const void* host, std::size_t n) {
-    const char* p = static_cast<const char*>(host);
-    std::lock_guard lock(staging_mu_);
-    auto it = staging_.upper_bound(p);
-    if (it == staging_.begin()) return false;
-    --it;
-    return p >= it->first && p + n <= it->first + it->second;
-  }
-
-  std::mutex staging_mu_;
-  std::map<const char*, std::size_t> staging_;  // host_alloc buffers and their sizes
+  bp::sdk::HostBuffers staging_;  // what host_alloc handed out
 };
 
 }  // namespace bp::cuda

@@ -16,7 +16,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <deque>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -129,7 +128,7 @@ class SimPlugin final : public bp::sdk::Plugin {
   void copy_from_host(int32_t, bp_stream stream, void* mem, uint64_t offset, const void* host,
                       std::size_t n) override {
     char* dst = at(mem, offset, n, "copy_from_host");
-    if (is_staging(host, n)) {
+    if (staging_.contains(host, n)) {
       // From our own page-locked memory the read happens on the queue, as
       // a DMA engine's would: the core leaves the buffer alone until then.
       queue(stream).push([this, dst, host, n] {
@@ -177,15 +176,11 @@ class SimPlugin final : public bp::sdk::Plugin {
   void* host_alloc(std::size_t nbytes) override {
     void* p = std::aligned_alloc(64, (nbytes + 63) / 64 * 64);
     if (p == nullptr) throw std::bad_alloc();
-    std::lock_guard lock(staging_mu_);
-    staging_[static_cast<char*>(p)] = nbytes;
+    staging_.add(p, nbytes);
     return p;
   }
   void host_free(void* host) override {
-    {
-      std::lock_guard lock(staging_mu_);
-      staging_.erase(static_cast<char*>(host));
-    }
+    staging_.remove(host);
     std::free(host);
   }
   void* host_pointer(int32_t, const void*, uint64_t) override {
@@ -291,14 +286,6 @@ class SimPlugin final : public bp::sdk::Plugin {
   uint64_t next_seed() {
     return static_cast<uint64_t>(env_or("BACKPLANE_SIM_SEED", 20261125)) * 0x9E3779B97F4A7C15ull +
            seeds_++;
-  }
-  bool is_staging(const void* host, std::size_t n) {
-    const char* p = static_cast<const char*>(host);
-    std::lock_guard lock(staging_mu_);
-    auto it = staging_.upper_bound(const_cast<char*>(p));
-    if (it == staging_.begin()) return false;
-    --it;
-    return p >= it->first && p + n <= it->first + it->second;
   }
   char* at(const void* mem, uint64_t offset, std::size_t n, const char* op) {
     return arena_.resolve(mem, static_cast<int64_t>(offset), static_cast<int64_t>(offset + n), op) +
@@ -420,8 +407,7 @@ class SimPlugin final : public bp::sdk::Plugin {
   std::shared_ptr<Queue> default_;
   std::mutex streams_mu_;
   std::vector<Stream*> streams_;
-  std::mutex staging_mu_;
-  std::map<char*, std::size_t> staging_;  // host_alloc buffers and their sizes
+  bp::sdk::HostBuffers staging_;  // what host_alloc handed out
 };
 
 }  // namespace bp::sim

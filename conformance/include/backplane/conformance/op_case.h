@@ -18,12 +18,22 @@
 
 #include <cstdint>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace bp::conformance {
+
+// The dtypes op cases run on: every one, the numeric ones (no bool), the
+// floating ones.
+inline const std::vector<DType> kOpDtypesAll(std::begin(kAllDTypes), std::end(kAllDTypes));
+inline const std::vector<DType> kOpDtypesNumeric = {
+    DType::Int32, DType::Int64, DType::Float32, DType::Float64, DType::Float16,
+    DType::BFloat16, DType::Int8, DType::UInt8, DType::Int16};
+inline const std::vector<DType> kOpDtypesFloat = {DType::Float32, DType::Float64,
+                                                  DType::Float16, DType::BFloat16};
 
 // A small, fully specified generator (splitmix64), so that a seed gives the
 // same inputs with every standard library.

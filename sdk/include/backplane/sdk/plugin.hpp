@@ -15,6 +15,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <map>
+#include <mutex>
 #include <exception>
 #include <initializer_list>
 #include <new>
@@ -216,6 +218,33 @@ class Registrar {
 #define BP_SDK_STR(x) BP_SDK_STR2(x)
 // "file:line" of the registration, for duplicate-kernel messages.
 #define BP_ORIGIN (__FILE__ ":" BP_SDK_STR(__LINE__))
+
+// The host_alloc buffers a plugin handed out, so that copy_from_host can
+// tell them (whose reads may be deferred) from the caller's own memory.
+class HostBuffers {
+ public:
+  void add(const void* p, std::size_t n) {
+    std::lock_guard lock(mu_);
+    sizes_[static_cast<const char*>(p)] = n;
+  }
+  void remove(const void* p) {
+    std::lock_guard lock(mu_);
+    sizes_.erase(static_cast<const char*>(p));
+  }
+  // True when [p, p + n) lies in one of them.
+  bool contains(const void* p, std::size_t n) const {
+    const char* c = static_cast<const char*>(p);
+    std::lock_guard lock(mu_);
+    auto it = sizes_.upper_bound(c);
+    if (it == sizes_.begin()) return false;
+    --it;
+    return c >= it->first && c + n <= it->first + it->second;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::map<const char*, std::size_t> sizes_;
+};
 
 // Base class of a plugin. Host memory by default: override for devices.
 class Plugin {
