@@ -13,6 +13,7 @@
 #include <backplane/sdk/checks.hpp>
 #include <backplane/sdk/plugin.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <deque>
@@ -403,7 +404,7 @@ class SimPlugin final : public bp::sdk::Plugin {
   std::deque<GuardedKernel> kernels_;  // a deque: kernel_ctx pointers stay valid
   std::deque<bp::sdk::WideKernel> wide_;  // the narrow dtypes' adapters
   const unsigned delay_us_;
-  uint64_t seeds_ = 0;
+  std::atomic<uint64_t> seeds_{0};  // streams may be made on any thread
   std::shared_ptr<Queue> default_;
   std::mutex streams_mu_;
   std::vector<Stream*> streams_;
