@@ -241,3 +241,31 @@ TEST(NarrowDTypes, SixteenBitFloatsRoundOnceAndPrintTheirDtype) {
   EXPECT_EQ(bp::ones({3000}, DType::Float16).sum().item<double>(), 3000.0);
   EXPECT_EQ(bp::full({1}, 1.00390625, DType::BFloat16).item<double>(), 1.0);
 }
+
+// Large dense bfloat16 and float16 operands may take oneDNN's primitive for
+// the dtype (where the CPU has it) instead of the float32 loops: the values
+// are the same, each the float32 result rounded once.
+TEST(NarrowDTypes, LargeSixteenBitArithmeticRoundsOnceOnEveryPath) {
+  const int64_t n = 100003;
+  std::vector<double> x(n), y(n);
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = std::sin(0.001 * static_cast<double>(i)) * 300.0;
+    y[i] = std::cos(0.003 * static_cast<double>(i)) * 7.0 + 0.01;
+  }
+  for (DType d : {DType::BFloat16, DType::Float16}) {
+    const auto a = bp::from_vector(x, {n}, d), b = bp::from_vector(y, {n}, d);
+    const std::vector<double> av = a.to_vector<double>(), bv = b.to_vector<double>();
+    const std::vector<double> sum = bp::add(a, b, 0.5).to_vector<double>();
+    const std::vector<double> quot = (a / b).to_vector<double>();
+    for (int64_t i = 0; i < n; ++i) {
+      const float s = static_cast<float>(av[i]) + 0.5f * static_cast<float>(bv[i]);
+      const float q = static_cast<float>(av[i]) / static_cast<float>(bv[i]);
+      const double want_s = d == DType::BFloat16 ? static_cast<float>(bp::BFloat16(s))
+                                                 : static_cast<float>(bp::Half(s));
+      const double want_q = d == DType::BFloat16 ? static_cast<float>(bp::BFloat16(q))
+                                                 : static_cast<float>(bp::Half(q));
+      ASSERT_EQ(sum[i], want_s) << d << " add at " << i;
+      ASSERT_EQ(quot[i], want_q) << d << " div at " << i;
+    }
+  }
+}

@@ -1,6 +1,8 @@
 // ADD, SUB, MUL, DIV, MAXIMUM, MINIMUM, POW. float32 ADD..DIV operands that
 // are dense (or dense plus a broadcast second operand) and large go to a
-// oneDNN binary primitive; the rest run the plugin's loops. int32 stays on the
+// oneDNN binary primitive; the rest run the plugin's loops. bfloat16 and
+// float16 ADD..DIV do the same in their own dtype where the CPU has oneDNN
+// support for it. int32 stays on the
 // loops too: oneDNN computes binary ops in f32, which is not exact for
 // integers beyond 2^24. MAXIMUM and MINIMUM are loops because oneDNN's
 // max/min drop a NaN operand instead of propagating it; oneDNN has no binary pow.
@@ -73,13 +75,14 @@ bool broadcast_dims(const TensorRef& t, int64_t* dims, int64_t* strides) {
   return true;
 }
 
-// Runs a f32 binary through oneDNN when the layout allows; false otherwise.
+// Runs a float32, float16 or bfloat16 binary through oneDNN when the
+// layout allows and oneDNN has an optimised implementation; false otherwise.
 bool try_dnnl_binary(BinOp op, const TensorRef& out, const TensorRef& a, const TensorRef& b,
-                     float alpha) {
+                     float alpha, bp_dtype dtype = BP_DTYPE_FLOAT32) {
   const int64_t n = out.numel();
   PrimitiveKey key{};
   key.kind = 1;
-  key.dtype = BP_DTYPE_FLOAT32;
+  key.dtype = dtype;
   key.scale1 = alpha;
   const void* src0 = a.base();
   const void* src1 = b.base();
@@ -109,16 +112,22 @@ bool try_dnnl_binary(BinOp op, const TensorRef& out, const TensorRef& a, const T
                                            : dnnl::algorithm::binary_div;
   key.alg = static_cast<int32_t>(alg);
   using dt = dnnl::memory::data_type;
-  const dnnl::memory::desc md0(to_dims(key.dims[0], key.ndim), dt::f32,
+  const dt type = dtype == BP_DTYPE_BFLOAT16 ? dt::bf16 : dtype == BP_DTYPE_FLOAT16 ? dt::f16 : dt::f32;
+  const dnnl::memory::desc md0(to_dims(key.dims[0], key.ndim), type,
                                to_dims(key.strides[0], key.ndim));
-  const dnnl::memory::desc md1(to_dims(key.dims[1], key.ndim), dt::f32,
+  const dnnl::memory::desc md1(to_dims(key.dims[1], key.ndim), type,
                                to_dims(key.strides[1], key.ndim));
   dnnl::primitive prim = cached_primitive(key, [&]() -> dnnl::primitive {
     dnnl::primitive_attr attr;
     if (alpha != 1.0f) attr.set_scales(DNNL_ARG_SRC_1, 0, {alpha});
-    dnnl::binary::primitive_desc pd(dnnl::binary::desc(alg, md0, md1, md0), attr, dnnl_engine());
-    if (is_reference_impl(pd)) return {};
-    return dnnl::binary(pd);
+    try {
+      dnnl::binary::primitive_desc pd(dnnl::binary::desc(alg, md0, md1, md0), attr,
+                                      dnnl_engine());
+      if (is_reference_impl(pd)) return {};
+      return dnnl::binary(pd);
+    } catch (const dnnl::error&) {
+      return {};  // oneDNN refuses the dtype on this CPU (16-bit floats without AVX-512)
+    }
   });
   if (!prim) return false;
   dnnl::engine& eng = dnnl_engine();
@@ -163,6 +172,45 @@ void binary_kernel(const KernelCall& c) {
       bp::sdk::unsupported(c, out.dtype());
     }
   });
+}
+
+// float16 and bfloat16 ADD..DIV, registered where oneDNN has an optimised
+// binary primitive for the dtype on this CPU (native16_binary): dense large
+// operands go to it, which computes in float32 and rounds once; everything
+// else runs the float32 kernel on widened copies (bp::sdk::run_widened),
+// which gives the same values.
+template <BinOp Op>
+void binary16_kernel(const KernelCall& c) {
+  const bp_dtype dt = check::elementwise(c, 2, false);
+  const TensorRef out = c.output(0), a = c.input(0), b = c.input(1);
+  if (out.numel() == 0) return;
+  float alpha = 1.0f;
+  if constexpr (Op == BinOp::add || Op == BinOp::sub) {
+    if (c.attrs().num_scalars > 0) alpha = bp::sdk::scalar_as<float>(c.scalar(0));
+  }
+  if (out.numel() >= kDnnlMinElements && try_dnnl_binary(Op, out, a, b, alpha, dt)) return;
+  char buf[512] = {0};
+  bp_error err{sizeof(bp_error), buf, sizeof(buf)};
+  const bp::sdk::WideKernel wide{&bp::sdk::kernel_thunk<&binary_kernel<Op>>, nullptr};
+  if (bp::sdk::run_widened(wide, c.raw(), &err) != BP_STATUS_OK)
+    throw bp::sdk::InvalidArgument(buf[0] ? buf : "[binary] the float32 kernel failed");
+}
+
+// True when oneDNN has an optimised binary primitive for `dt` here (probed
+// once with a small add): bfloat16 and float16 need AVX-512 extensions that
+// many CPUs lack, and oneDNN 2.6 then refuses or falls back to its reference
+// code. Without it the SDK's emulation (float32 kernels) serves the dtype.
+bool native16_binary(bp_dtype dt) {
+  using mdt = dnnl::memory::data_type;
+  const mdt type = dt == BP_DTYPE_BFLOAT16 ? mdt::bf16 : mdt::f16;
+  try {
+    const dnnl::memory::desc md({kDnnlMinElements}, type, dnnl::memory::format_tag::a);
+    dnnl::binary::primitive_desc pd(dnnl::binary::desc(dnnl::algorithm::binary_add, md, md, md),
+                                    dnnl_engine());
+    return !is_reference_impl(pd);
+  } catch (const dnnl::error&) {
+    return false;
+  }
 }
 
 template <class T, bool kMax>
@@ -246,6 +294,13 @@ void register_binary_kernels(Registrar& r) {
       {BP_DTYPE_BOOL, BP_DTYPE_INT32, BP_DTYPE_INT64, BP_DTYPE_FLOAT32, BP_DTYPE_FLOAT64},
       BP_ORIGIN);
   r.add<&binary_kernel<BinOp::div>>(BP_OP_DIV, {BP_DTYPE_FLOAT32, BP_DTYPE_FLOAT64}, BP_ORIGIN);
+  for (bp_dtype dt : {BP_DTYPE_BFLOAT16, BP_DTYPE_FLOAT16}) {
+    if (!native16_binary(dt)) continue;
+    r.add<&binary16_kernel<BinOp::add>>(BP_OP_ADD, {dt}, BP_ORIGIN);
+    r.add<&binary16_kernel<BinOp::sub>>(BP_OP_SUB, {dt}, BP_ORIGIN);
+    r.add<&binary16_kernel<BinOp::mul>>(BP_OP_MUL, {dt}, BP_ORIGIN);
+    r.add<&binary16_kernel<BinOp::div>>(BP_OP_DIV, {dt}, BP_ORIGIN);
+  }
   r.add<&minmax_kernel<true>>(BP_OP_MAXIMUM, kAllDtypes, BP_ORIGIN);
   r.add<&minmax_kernel<false>>(BP_OP_MINIMUM, kAllDtypes, BP_ORIGIN);
   r.add<&pow_kernel>(BP_OP_POW, kNumericDtypes, BP_ORIGIN);

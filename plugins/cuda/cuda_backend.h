@@ -279,11 +279,14 @@ void fill_zero(cudaStream_t s, const bp_tensor& out);
 
 namespace check = bp::sdk::check;  // the contract of each op (backplane/sdk/checks.hpp)
 
-inline constexpr uint32_t kAllDtypes = BP_DTYPE_MASK_ALL;
+// The dtypes the CUDA kernels handle (not yet float16, bfloat16, int8,
+// uint8, int16: the capability table says so, and the core reports them as
+// not implemented here).
 inline constexpr uint32_t kFloatDtypes =
     BP_DTYPE_BIT(BP_DTYPE_FLOAT32) | BP_DTYPE_BIT(BP_DTYPE_FLOAT64);
 inline constexpr uint32_t kNumericDtypes =
     kFloatDtypes | BP_DTYPE_BIT(BP_DTYPE_INT32) | BP_DTYPE_BIT(BP_DTYPE_INT64);
+inline constexpr uint32_t kAllDtypes = kNumericDtypes | BP_DTYPE_BIT(BP_DTYPE_BOOL);
 
 // The C entry of a kernel: names the op for error messages, then runs Fn
 // with exceptions turned into a status.

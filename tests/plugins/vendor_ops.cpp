@@ -1,4 +1,4 @@
-// Named ops of a plugin's own (ABI 1.2), for named_ops_test: host memory,
+// Named ops of a plugin's own, for named_ops_test: host memory,
 // fill and copy, three vendor ops and an override of the core's silu. Built twice: as `vendor_ops`, and
 // with VENDOR_OPS_BAD_SCHEMA as `bad_schema`, whose registration the core
 // must refuse.

@@ -52,9 +52,9 @@ class Backend : public RefCounted {
   const std::string& no_device_reason() const { return no_device_reason_; }
   bp_device_props device_props(int device) const;
   bool host_addressable(int device) const;
-  // Looser conformance tolerances the plugin declares (ABI 1.1; empty otherwise).
+  // Looser conformance tolerances the plugin declares (empty when none).
   std::vector<bp_tolerance> tolerances() const;
-  // Allocator statistics, if the plugin keeps them (ABI 1.1).
+  // Allocator statistics, if the plugin keeps them.
   std::optional<bp_memory_stats> memory_stats(int device) const;
 
   // Memory, through the plugin. Each throws a typed error on failure.

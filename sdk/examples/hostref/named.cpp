@@ -1,4 +1,4 @@
-// Named ops (ABI 1.2). One of this plugin's own, beside the primitive ones:
+// Named ops. One of this plugin's own, beside the primitive ones:
 // hostref::lerp, out = a + w * (b - a), which programs call with
 //   bp::call_op("hostref::lerp", {a, b}, {0.25})
 // The core checks each call against the schema (two tensors, one float)
@@ -80,7 +80,7 @@ void layer_norm_kernel(const KernelCall& c) {
 }  // namespace
 
 void register_named_kernels(Registrar& r) {
-  if (!r.has_named_ops()) return;  // a core older than ABI 1.2
+  if (!r.has_named_ops()) return;  // a core that takes no named ops
   r.add_named<&lerp_kernel>("hostref::lerp", "(Tensor a, Tensor b, float weight) -> Tensor",
                             kFloatDtypes, BP_ORIGIN);
   r.add_named<&layer_norm_kernel>(
