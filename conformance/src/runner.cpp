@@ -84,6 +84,7 @@ Suite default_suite() {
   add_lifecycle_cases(suite);
   add_composite_cases(suite);
   add_stream_cases(suite);
+  add_dtype_cases(suite);
   return suite;
 }
 

@@ -349,6 +349,7 @@ bp_stream Backend::create_stream(int device) {
 }
 
 void Backend::raise_pending_error() const {
+  if (!has_pending_error_.load(std::memory_order_acquire)) return;
   std::string m;
   {
     std::lock_guard lock(deferred_mu_);
@@ -362,7 +363,7 @@ void Backend::stream_synchronize(int device, bp_stream stream) const {
   detail::ErrorBuffer err;
   detail::check_status(api_->stream_synchronize(api_->ctx, device, stream, err.get()),
                        "synchronize", name_, err);
-  if (has_pending_error_.load(std::memory_order_acquire)) raise_pending_error();
+  raise_pending_error();
 }
 
 bp_event Backend::event_create(int device) const {
@@ -395,7 +396,7 @@ bool Backend::event_query(int device, bp_event event) const {
   const bp_status st = api_->event_query(api_->ctx, device, event, err.get());
   if (st == BP_STATUS_NOT_READY) return false;
   detail::check_status(st, "event_query", name_, err);
-  if (has_pending_error_.load(std::memory_order_acquire)) raise_pending_error();
+  raise_pending_error();
   return true;
 }
 
@@ -403,7 +404,7 @@ void Backend::event_synchronize(int device, bp_event event) const {
   detail::ErrorBuffer err;
   detail::check_status(api_->event_synchronize(api_->ctx, device, event, err.get()),
                        "synchronize", name_, err);
-  if (has_pending_error_.load(std::memory_order_acquire)) raise_pending_error();
+  raise_pending_error();
 }
 
 void Backend::synchronize(int device) const {
@@ -411,7 +412,7 @@ void Backend::synchronize(int device) const {
   const bp_status st = api_->synchronize(api_->ctx, device, err.get());
   if (num_deferred_.load(std::memory_order_relaxed) != 0) reap_deferred_frees(false);
   detail::check_status(st, "synchronize", name_, err);
-  if (has_pending_error_.load(std::memory_order_acquire)) raise_pending_error();
+  raise_pending_error();
 }
 
 // --- PluginLoader ---------------------------------------------------------------

@@ -22,7 +22,6 @@
 #include <string>
 #include <string_view>
 #include <thread>
-#include <type_traits>
 #include <vector>
 
 #include "arena.h"
@@ -330,28 +329,28 @@ class SimPlugin final : public bp::sdk::Plugin {
   }
 
   template <class Reg, class Add>
-  static bp_status forward(void* ctx, const Reg* reg, bool overrides, bp_error* error,
-                           Add add) noexcept {
+  static bp_status forward(void* ctx, const Reg* reg, bool overrides, bool delays,
+                           bp_error* error, Add add) noexcept {
     auto* f = static_cast<Forward*>(ctx);
     return bp::sdk::guarded(error, [&] {
       GuardedKernel& k = f->self->kernels_.emplace_back(
-          GuardedKernel{reg->fn, reg->kernel_ctx, f->self, overrides, false});
-      if constexpr (std::is_same_v<Reg, bp_named_kernel_registration>)
-        k.delays = std::string_view(reg->name) == "sim::delay";
+          GuardedKernel{reg->fn, reg->kernel_ctx, f->self, overrides, delays});
       add(*f->core, &k);
     });
   }
   static bp_status forward_registration(void* ctx, const bp_kernel_registration* reg,
                                         bp_error* error) noexcept {
-    return forward(ctx, reg, false, error, [reg](bp::sdk::Registrar& core, GuardedKernel* k) {
+    return forward(ctx, reg, false, false, error,
+                   [reg](bp::sdk::Registrar& core, GuardedKernel* k) {
       core.add_raw(static_cast<bp_op>(reg->op), reg->dtype_mask, &enqueue, k, reg->origin,
                    reg->flags);
     });
   }
   static bp_status forward_named_registration(void* ctx, const bp_named_kernel_registration* reg,
                                               bp_error* error) noexcept {
-    const bool overrides = std::string_view(reg->name).starts_with("core::");
-    return forward(ctx, reg, overrides, error, [reg](bp::sdk::Registrar& core, GuardedKernel* k) {
+    const std::string_view name(reg->name);
+    return forward(ctx, reg, name.starts_with("core::"), name == "sim::delay", error,
+                   [reg](bp::sdk::Registrar& core, GuardedKernel* k) {
       core.add_named_raw(reg->name, reg->schema, reg->dtype_mask, &enqueue, k, reg->origin);
     });
   }

@@ -131,6 +131,7 @@ class Backend : public RefCounted {
   // the plugin): raised by the next synchronisation instead.
   mutable std::string pending_error_;
   mutable std::atomic<bool> has_pending_error_{false};
+  // Throws the kept failure, if there is one (every synchronisation ends with it).
   void raise_pending_error() const;
 };
 

@@ -127,6 +127,7 @@ void add_limit_cases(Suite& suite);
 void add_lifecycle_cases(Suite& suite);
 void add_composite_cases(Suite& suite);
 void add_stream_cases(Suite& suite);
+void add_dtype_cases(Suite& suite);
 // Autograd and copies/detach (AG-*, CP-*): cases_autograd_*.cpp.
 void add_autograd_cases(Suite& suite);
 // Every case of the library.

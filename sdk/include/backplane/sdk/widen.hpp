@@ -32,7 +32,7 @@ inline void cast_copy(const TensorRef& out, const TensorRef& in) {
           const From v = *reinterpret_cast<const From*>(p[1] + i * s[1]);
           To& o = *reinterpret_cast<To*>(p[0] + i * s[0]);
           if constexpr (std::is_same_v<To, bool>) {
-            o = static_cast<float>(v) != 0.0f || static_cast<double>(v) != 0.0;
+            o = static_cast<double>(v) != 0.0;
           } else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) {
             o = To(static_cast<float>(v));
           } else if constexpr (std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>) {
