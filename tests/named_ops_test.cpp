@@ -39,20 +39,25 @@ TEST(NamedOps, CallRunsTheKernelWithItsAttributes) {
             (std::vector<float>{1, 2, 3}));
 }
 
-TEST(NamedOps, HostrefsLerpRunsOnSimBehindItsMemoryGuard) {
+TEST(NamedOps, SimsFusedLayerNormTakesStridedOperandsBehindItsMemoryGuard) {
+  // sim overrides core::layer_norm; with no gradient recorded the core runs
+  // the override, here on a transposed x (strides, no copy) in sim's
+  // arena, which only the kernel's memory guard makes readable.
   bp::Backend& sim = bp::PluginLoader::instance().load("sim");
   const bp::TensorOptions opts =
       bp::TensorOptions(bp::DType::Float64).device(bp::Device{static_cast<int16_t>(sim.id()), 0});
-  const bp::Tensor a = bp::from_vector(std::vector<double>{0, 10, -4}, {3}, opts);
-  const bp::Tensor b = bp::from_vector(std::vector<double>{8, 20, 4}, {3}, opts);
-  EXPECT_EQ(bp::call_op("hostref::lerp", {a, b}, {0.25})[0].to_vector<double>(),
-            (std::vector<double>{2, 12.5, -2}));
-  // A transposed view reaches the kernel as strides (no copy).
   const bp::Tensor m = bp::from_vector(std::vector<double>{1, 2, 3, 4}, {2, 2}, opts);
-  EXPECT_EQ(bp::call_op("hostref::lerp", {m.t(), m}, {1.0})[0].to_vector<double>(),
+  const bp::Tensor w = bp::from_vector(std::vector<double>{2, 2}, {2}, opts);
+  const bp::Tensor b = bp::from_vector(std::vector<double>{0.5, 0.5}, {2}, opts);
+  ASSERT_TRUE(bp::has_override("core::layer_norm", m));
+  bp::NoGradGuard no_grad;
+  // Rows of m.t() are [1, 3] and [2, 4]: mean +-1 around the middle, biased
+  // variance 1, so each row is [-1, 1] * 2 + 0.5 (eps 0).
+  const std::vector<double> got = bp::layer_norm(m.t(), {2}, w, b, 0.0).to_vector<double>();
+  EXPECT_EQ(got, (std::vector<double>{-1.5, 2.5, -1.5, 2.5}));
+  // sim's own named op runs on its queue like any kernel.
+  EXPECT_EQ(bp::call_op("sim::delay", {m}, {int64_t{100}})[0].to_vector<double>(),
             (std::vector<double>{1, 2, 3, 4}));
-  EXPECT_EQ(bp::call_op("hostref::lerp", {m.t(), m}, {0.0})[0].to_vector<double>(),
-            (std::vector<double>{1, 3, 2, 4}));
 }
 
 TEST(NamedOps, TwoOutputsAndABoolAttribute) {

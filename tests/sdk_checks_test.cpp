@@ -241,6 +241,36 @@ TEST(SdkChecks, ClampBoundsRoundInwardsAndSaturateForIntegers) {
             "[clamp] ints[0] = 3 needs 2 scalars, got 1");
 }
 
+TEST(SdkChecks, WhereWantsABoolConditionAndReturnsTheValuesDtype) {
+  Desc cond(BP_DTYPE_BOOL, {3}), mask(BP_DTYPE_INT32, {3}), a(BP_DTYPE_FLOAT64, {3}),
+      b(BP_DTYPE_FLOAT64, {3}), out(BP_DTYPE_FLOAT64, {3});
+  EXPECT_EQ(check::where(Call(BP_OP_WHERE, {&cond, &a, &b}, {&out}).kc()), BP_DTYPE_FLOAT64);
+  EXPECT_EQ(refusal([&] { check::where(Call(BP_OP_WHERE, {&mask, &a, &b}, {&out}).kc()); }),
+            "[where] the condition must be bool, got int32");
+}
+
+TEST(SdkChecks, LayerNormReturnsRowSizeAndEpsAndRefusesShortWeights) {
+  Desc x(BP_DTYPE_FLOAT32, {4, 2, 3}), w(BP_DTYPE_FLOAT32, {2, 3}), b(BP_DTYPE_FLOAT32, {2, 3}),
+      out(BP_DTYPE_FLOAT32, {4, 2, 3}), w3(BP_DTYPE_FLOAT32, {3}), wd(BP_DTYPE_FLOAT64, {2, 3});
+  const check::LayerNormArgs args =
+      check::layer_norm(Call(BP_OP_COUNT, {&x, &w, &b}, {&out}, {2}, {fscalar(1e-5)}).kc());
+  EXPECT_EQ(args.normalized_dims, 2);
+  EXPECT_EQ(args.row_size, 6);
+  EXPECT_EQ(args.eps, 1e-5);
+  EXPECT_EQ(refusal([&] {
+              check::layer_norm(Call(BP_OP_COUNT, {&x, &w3, &b}, {&out}, {2}, {fscalar(0)}).kc());
+            }),
+            "[core::layer_norm] weight and bias must have 6 elements");
+  EXPECT_EQ(refusal([&] {
+              check::layer_norm(Call(BP_OP_COUNT, {&x, &w, &b}, {&out}, {4}, {fscalar(0)}).kc());
+            }),
+            "[core::layer_norm] normalized_dims 4 is out of range for rank 3");
+  EXPECT_EQ(refusal([&] {
+              check::layer_norm(Call(BP_OP_COUNT, {&x, &wd, &b}, {&out}, {2}, {fscalar(0)}).kc());
+            }),
+            "[core::layer_norm] operands must share x's dtype float32");
+}
+
 TEST(SdkLoops, Map2RunsInPlaceOverATransposedOperand) {
   // a is 2x3 row-major; b is the transpose of a 3x2 buffer; out is a itself.
   std::vector<int32_t> a = {1, 2, 3, 4, 5, 6};

@@ -13,19 +13,7 @@ namespace bp::cpu {
 
 namespace {
 
-// Whether `v` replaces `best`: strictly better, so the first occurrence
-// wins; a NaN counts as the extreme value, so the first NaN wins for good.
-template <bool kMax, class T>
-inline bool better(T v, T best) {
-  if constexpr (std::is_floating_point_v<T>) {
-    if (best != best) return false;
-    if (v != v) return true;
-  }
-  if constexpr (kMax)
-    return v > best;
-  else
-    return v < best;
-}
+using bp::sdk::fn::arg_better;  // strictly better; NaN is extreme and wins for good
 
 // Index of the extreme element among x[k * sd], k in [b, e) (b < e).
 template <bool kMax, class T>
@@ -34,7 +22,7 @@ int64_t scan_line(const T* x, int64_t sd, int64_t b, int64_t e, T* value) {
   int64_t bi = b;
   for (int64_t k = b + 1; k < e; ++k) {
     const T v = x[k * sd];
-    if (better<kMax>(v, best)) {
+    if (arg_better<kMax>(v, best)) {
       best = v;
       bi = k;
     }
@@ -69,7 +57,7 @@ void arg_lines(int64_t* o, int64_t so, const T* x, int64_t sx, int64_t sd, int64
       const T* row = xb + k * sd;
       for (int64_t j = 0; j < nb; ++j) {
         const T v = row[j * sx];
-        if (better<kMax>(v, best[j])) {
+        if (arg_better<kMax>(v, best[j])) {
           best[j] = v;
           bi[j] = k;
         }
@@ -96,7 +84,7 @@ int64_t arg_line_parallel(const T* x, int64_t sd, int64_t n) {
   }
   Chunk best;
   for (const Chunk& ch : chunk)
-    if (ch.index >= 0 && (best.index < 0 || better<kMax>(ch.value, best.value))) best = ch;
+    if (ch.index >= 0 && (best.index < 0 || arg_better<kMax>(ch.value, best.value))) best = ch;
   return best.index;
 }
 

@@ -18,36 +18,20 @@ namespace {
 
 enum class BinOp { add, sub, mul, div };
 
-// Integers wrap on overflow (two's complement) rather than invoke UB: the
-// arithmetic is done in the unsigned type of the same width.
-template <class T>
-using Arith = std::conditional_t<std::is_integral_v<T> && !std::is_same_v<T, bool>,
-                                 std::make_unsigned<T>, std::type_identity<T>>::type;
-
+// The element values are the SDK's (bp::sdk::fn): integers wrap, bool
+// multiplies as "and". Without alpha the multiply by 1 is left out.
 template <class T, BinOp Op, bool kAlpha>
 struct BinaryFn {
   T alpha;
   T operator()(T x, T y) const {
-    using A = Arith<T>;
-    const A a = static_cast<A>(x), b = static_cast<A>(y);
-    if constexpr (Op == BinOp::add) {
-      if constexpr (kAlpha)
-        return static_cast<T>(a + static_cast<A>(alpha) * b);
-      else
-        return static_cast<T>(a + b);
-    } else if constexpr (Op == BinOp::sub) {
-      if constexpr (kAlpha)
-        return static_cast<T>(a - static_cast<A>(alpha) * b);
-      else
-        return static_cast<T>(a - b);
-    } else if constexpr (Op == BinOp::mul) {
-      if constexpr (std::is_same_v<T, bool>)
-        return x && y;
-      else
-        return static_cast<T>(a * b);
-    } else {
-      return x / y;
-    }
+    if constexpr (Op == BinOp::add)
+      return kAlpha ? bp::sdk::fn::add(x, y, alpha) : bp::sdk::fn::add(x, y, T(1));
+    else if constexpr (Op == BinOp::sub)
+      return kAlpha ? bp::sdk::fn::sub(x, y, alpha) : bp::sdk::fn::sub(x, y, T(1));
+    else if constexpr (Op == BinOp::mul)
+      return bp::sdk::fn::mul(x, y);
+    else
+      return bp::sdk::fn::div(x, y);
   }
 };
 
@@ -216,14 +200,7 @@ bool native16_binary(bp_dtype dt) {
 template <class T, bool kMax>
 struct MinMaxFn {
   T operator()(T x, T y) const {
-    if constexpr (std::is_floating_point_v<T>) {
-      if (x != x) return x;
-      if (y != y) return y;
-    }
-    if constexpr (kMax)
-      return x < y ? y : x;
-    else
-      return y < x ? y : x;
+    return kMax ? bp::sdk::fn::maximum(x, y) : bp::sdk::fn::minimum(x, y);
   }
 };
 
@@ -235,19 +212,6 @@ void minmax_kernel(const KernelCall& c) {
     using T = decltype(tag);
     binary_map<T, T>(c.output(0), c.input(0), c.input(1), MinMaxFn<T, kMax>{});
   });
-}
-
-// Exact in the integer's width: exponentiation by squaring in the unsigned
-// type, so overflow wraps like the other integer ops.
-template <class T>
-T int_pow(T base, T exponent) {
-  using U = std::make_unsigned_t<T>;
-  U result = 1, b = static_cast<U>(base);
-  for (T e = exponent; e > 0; e >>= 1) {
-    if (e & 1) result *= b;
-    b *= b;
-  }
-  return static_cast<T>(result);
 }
 
 // Scanned before anything is written, so a rejected call leaves out alone.
@@ -271,11 +235,11 @@ void pow_kernel(const KernelCall& c) {
   bp::sdk::visit_dtype(dt, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_floating_point_v<T>) {
-      binary_map<T, T>(out, a, b, [](T x, T y) { return std::pow(x, y); });
+      binary_map<T, T>(out, a, b, [](T x, T y) { return bp::sdk::fn::pow(x, y); });
     } else if constexpr (!std::is_same_v<T, bool>) {
       if (any_negative<T>(b))
         throw bp::sdk::InvalidArgument("[pow] integers to negative integer powers are not allowed");
-      binary_map<T, T>(out, a, b, [](T x, T y) { return int_pow(x, y); });
+      binary_map<T, T>(out, a, b, [](T x, T y) { return bp::sdk::fn::pow(x, y); });
     } else {
       throw bp::sdk::Unsupported("[pow] not implemented for bool");
     }

@@ -20,8 +20,8 @@ struct CmpFn {
     if constexpr (Op == Cmp::le) return x <= y;
     if constexpr (Op == Cmp::gt) return x > y;
     if constexpr (Op == Cmp::ge) return x >= y;
-    if constexpr (Op == Cmp::logical_and) return x != T(0) && y != T(0);
-    if constexpr (Op == Cmp::logical_or) return x != T(0) || y != T(0);
+    if constexpr (Op == Cmp::logical_and) return bp::sdk::fn::logical_and(x, y);
+    if constexpr (Op == Cmp::logical_or) return bp::sdk::fn::logical_or(x, y);
   }
 };
 
@@ -63,9 +63,7 @@ void where_typed(const TensorRef& out, const TensorRef& cond, const TensorRef& a
 }
 
 void where_kernel(const KernelCall& c) {
-  const bp_dtype dt = check::elementwise(c, 3, false, /*dispatch=*/1, /*skip=*/0);
-  BP_CHECK(c.input(0).dtype() == BP_DTYPE_BOOL, "where",
-           "the condition must be bool, got " << bp::sdk::dtype_name(c.input(0).dtype()));
+  const bp_dtype dt = check::where(c);
   if (c.output(0).numel() == 0) return;
   bp::sdk::visit_dtype(dt, [&](auto tag) {
     where_typed<decltype(tag)>(c.output(0), c.input(0), c.input(1), c.input(2));

@@ -9,14 +9,7 @@ namespace bp::cpu {
 
 namespace {
 
-template <class To, class From>
-inline To convert(From x) {
-  if constexpr (std::is_same_v<To, bool>) {
-    return x != From(0);
-  } else {
-    return static_cast<To>(x);
-  }
-}
+using bp::sdk::fn::convert;  // static_cast, but x != 0 for bool
 
 template <class T>
 void fill_typed(const TensorRef& out, T value) {

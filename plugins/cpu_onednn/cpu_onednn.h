@@ -11,6 +11,7 @@
 #include <mutex>
 #include <vector>
 #include <backplane/sdk/checks.hpp>
+#include <backplane/sdk/elementwise.hpp>
 #include <backplane/sdk/plugin.hpp>
 #include <backplane/sdk/strided.hpp>
 #include <backplane/sdk/tensor.hpp>

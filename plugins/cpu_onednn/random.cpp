@@ -10,24 +10,12 @@ namespace bp::cpu {
 namespace {
 
 template <class T, bool kNormal>
-inline T random_value(uint64_t seed, uint64_t n) {
-  namespace px = bp::sdk::philox;
-  if constexpr (kNormal) {
-    return static_cast<T>(px::normal(seed, n));
-  } else if constexpr (std::is_same_v<T, float>) {
-    return px::uniform_float(seed, n);
-  } else {
-    return px::uniform_double(seed, n);
-  }
-}
-
-template <class T, bool kNormal>
 void random_fill(const TensorRef& out, uint64_t seed, uint64_t offset) {
   const int64_t numel = out.numel();
   if (out.is_contiguous()) {
     T* o = out.data<T>();
     for_range(numel, [&](int64_t b, int64_t e) {
-      for (int64_t k = b; k < e; ++k) o[k] = random_value<T, kNormal>(seed, offset + uint64_t(k));
+      for (int64_t k = b; k < e; ++k) o[k] = bp::sdk::fn::random_value<T>(kNormal, seed, offset + uint64_t(k));
     });
     return;
   }
@@ -44,7 +32,7 @@ void random_fill(const TensorRef& out, uint64_t seed, uint64_t offset) {
     }
     T* o = out.data<T>();
     for (int64_t k = b; k < e; ++k) {
-      o[off] = random_value<T, kNormal>(seed, offset + uint64_t(k));
+      o[off] = bp::sdk::fn::random_value<T>(kNormal, seed, offset + uint64_t(k));
       for (int d = nd - 1; d >= 0; --d) {
         if (++idx[d] < out.size(d)) {
           off += out.stride(d);

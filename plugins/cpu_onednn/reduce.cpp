@@ -16,37 +16,14 @@ namespace bp::cpu {
 
 namespace {
 
-enum class Red { sum, prod, max, min };
+using Red = bp::sdk::fn::Reduction;
 
+// The SDK's identities and steps: sums and products wrap, max and min
+// propagate NaN.
 template <Red R, class Acc>
 struct Reducer {
-  static Acc identity() {
-    using lim = std::numeric_limits<Acc>;
-    if constexpr (R == Red::sum) return Acc(0);
-    if constexpr (R == Red::prod) return Acc(1);
-    if constexpr (R == Red::max) return lim::has_infinity ? -lim::infinity() : lim::lowest();
-    if constexpr (R == Red::min) return lim::has_infinity ? lim::infinity() : lim::max();
-  }
-  static Acc combine(Acc a, Acc b) {
-    if constexpr (R == Red::sum || R == Red::prod) {
-      // Integers wrap on overflow instead of invoking UB.
-      using U = std::conditional_t<std::is_integral_v<Acc>, std::make_unsigned<Acc>,
-                                   std::type_identity<Acc>>::type;
-      if constexpr (R == Red::sum)
-        return static_cast<Acc>(static_cast<U>(a) + static_cast<U>(b));
-      else
-        return static_cast<Acc>(static_cast<U>(a) * static_cast<U>(b));
-    } else {
-      if constexpr (std::is_floating_point_v<Acc>) {
-        if (a != a) return a;
-        if (b != b) return b;
-      }
-      if constexpr (R == Red::max)
-        return b > a ? b : a;
-      else
-        return b < a ? b : a;
-    }
-  }
+  static Acc identity() { return bp::sdk::fn::identity<R, Acc>(); }
+  static Acc combine(Acc a, Acc b) { return bp::sdk::fn::combine<R, Acc>(a, b); }
 };
 
 template <Red R, class Acc, class T>
@@ -242,9 +219,8 @@ void reduce_kernel(const KernelCall& c) {
   const TensorRef in = c.input(0), out = c.output(0);
   bp::sdk::visit_dtype(in.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    constexpr bool widen = R == Red::sum || R == Red::prod;
-    using Out = std::conditional_t<std::is_floating_point_v<T> || !widen, T, int64_t>;
-    using Acc = std::conditional_t<std::is_floating_point_v<T> && widen, double, Out>;
+    using Out = typename bp::sdk::fn::ReductionTypes<R, T>::Out;
+    using Acc = typename bp::sdk::fn::ReductionTypes<R, T>::Acc;
     reduce_typed<R, T, Out, Acc>(out, in);
   });
 }

@@ -42,21 +42,13 @@ template <class T, Un Op>
 struct UnaryFn {
   T lo, hi;  // CLAMP's bounds
   T operator()(T x) const {
-    // Integer NEG and ABS wrap (two's complement) rather than invoke UB.
-    using U = std::conditional_t<std::is_integral_v<T>, std::make_unsigned<T>,
-                                 std::type_identity<T>>::type;
+    namespace fn = bp::sdk::fn;  // integer NEG and ABS wrap; NaN passes RELU and CLAMP
     if constexpr (Op == Un::relu) {
-      return x < T(0) ? T(0) : x;  // NaN passes through
+      return fn::relu(x);
     } else if constexpr (Op == Un::neg) {
-      if constexpr (std::is_floating_point_v<T>)
-        return -x;  // keeps the sign of zero, which 0 - x would not
-      else
-        return static_cast<T>(U(0) - static_cast<U>(x));
+      return fn::neg(x);
     } else if constexpr (Op == Un::abs) {
-      if constexpr (std::is_floating_point_v<T>)
-        return std::fabs(x);
-      else
-        return x < T(0) ? static_cast<T>(U(0) - static_cast<U>(x)) : x;
+      return fn::abs(x);
     } else if constexpr (Op == Un::exp) {
       return std::exp(x);
     } else if constexpr (Op == Un::log) {
@@ -64,14 +56,11 @@ struct UnaryFn {
     } else if constexpr (Op == Un::sqrt) {
       return std::sqrt(x);
     } else if constexpr (Op == Un::sigmoid) {
-      return T(1) / (T(1) + std::exp(-x));
+      return fn::sigmoid(x);
     } else if constexpr (Op == Un::tanh) {
       return std::tanh(x);
     } else {
-      T r = x;  // comparisons with NaN are false: a NaN input stays NaN
-      if (r < lo) r = lo;
-      if (r > hi) r = hi;
-      return r;
+      return fn::clamp(x, lo, hi);
     }
   }
 };

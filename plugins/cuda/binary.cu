@@ -14,58 +14,31 @@ enum ArithKind : int { kAdd, kSub, kMul, kDiv, kMaximum, kMinimum, kPow };
 enum CompareKind : int { kEq, kNe, kLt, kLe, kGt, kGe };
 
 template <class T>
-__device__ __forceinline__ bool is_nan(T x) {
-  if constexpr (std::is_floating_point_v<T>)
-    return x != x;
-  else
-    return false;
-}
-
-// Exact integer power by squaring, wrapping like the other integer ops;
-// negative exponents are caught by a check kernel (see arith_kernel).
-template <class T>
-__device__ T int_pow(T base, T exp) {
-  using U = Wrapping<T>;
-  U result = 1, b = static_cast<U>(base);
-  for (U e = static_cast<U>(exp); e != 0; e >>= 1) {
-    if (e & 1) result *= b;
-    b *= b;
-  }
-  return static_cast<T>(result);
-}
-
-template <class T>
 struct ArithFn {
   int kind;
   T alpha;
 
+  // Only mul, maximum and minimum are registered for bool; div for
+  // floating dtypes only.
   __device__ T operator()(T a, T b) const {
-    if constexpr (std::is_same_v<T, bool>) {
-      // Only mul, maximum and minimum are registered for bool.
-      return kind == kMaximum ? (a || b) : (a && b);
-    } else {
-      using U = Wrapping<T>;
-      switch (kind) {
-        case kAdd:
-          return static_cast<T>(static_cast<U>(a) + static_cast<U>(alpha) * static_cast<U>(b));
-        case kSub:
-          return static_cast<T>(static_cast<U>(a) - static_cast<U>(alpha) * static_cast<U>(b));
-        case kMul:
-          return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
-        case kDiv:
-          return a / b;  // floating dtypes only
-        case kMaximum:
-          return is_nan(a) ? a : is_nan(b) ? b : (a > b ? a : b);
-        case kMinimum:
-          return is_nan(a) ? a : is_nan(b) ? b : (a < b ? a : b);
-        default:
-          if constexpr (std::is_same_v<T, float>)
-            return powf(a, b);
-          else if constexpr (std::is_same_v<T, double>)
-            return pow(a, b);
-          else
-            return int_pow(a, b);
-      }
+    switch (kind) {
+      case kAdd:
+        return fn::add(a, b, alpha);
+      case kSub:
+        return fn::sub(a, b, alpha);
+      case kMul:
+        return fn::mul(a, b);
+      case kDiv:
+        return fn::div(a, b);
+      case kMaximum:
+        return fn::maximum(a, b);
+      case kMinimum:
+        return fn::minimum(a, b);
+      default:
+        if constexpr (std::is_same_v<T, bool>)
+          return a;  // not registered
+        else
+          return fn::pow(a, b);  // negative integer exponents: see NegativeCheck
     }
   }
 };
@@ -95,7 +68,7 @@ template <class T>
 struct LogicalFn {
   bool is_and;
   __device__ bool operator()(T a, T b) const {
-    return is_and ? (a != T(0)) && (b != T(0)) : (a != T(0)) || (b != T(0));
+    return is_and ? fn::logical_and(a, b) : fn::logical_or(a, b);
   }
 };
 
@@ -128,7 +101,7 @@ struct GuardedIntPowFn {
   bool keep_exponent;  // the output is the exponent's memory, not the base's
   __device__ T operator()(T a, T b) const {
     if (*failed) return keep_exponent ? b : a;
-    return int_pow(a, b);
+    return fn::pow(a, b);
   }
 };
 
@@ -191,10 +164,8 @@ void compare_kernel(const KernelCall& c) {
 }
 
 void where_kernel(const KernelCall& c) {
-  check::elementwise(c, 3, false, /*dispatch=*/1, /*skip=*/0);
+  check::where(c);
   const TensorRef out = c.output(0), cond = c.input(0);
-  BP_CHECK(cond.dtype() == BP_DTYPE_BOOL,
-           "the condition must be bool, got " << bp::sdk::dtype_name(cond.dtype()));
   const cudaStream_t s = prepare(c).handle;
   bp::sdk::visit_dtype(out.dtype(), [&](auto tag) {
     using T = decltype(tag);

@@ -20,6 +20,7 @@
 #include <cuda_runtime.h>
 
 #include <array>
+#include <backplane/sdk/elementwise.hpp>
 #include <backplane/sdk/strided.hpp>
 #include <climits>
 #include <cstdint>
@@ -38,11 +39,10 @@ inline constexpr int kVecPerThread = 2;
 // An absent input of a value functor.
 struct None {};
 
-// The type integer arithmetic is done in so that it wraps (two's complement)
-// instead of overflowing: the unsigned twin for integers, T otherwise.
-template <class T>
-using Wrapping = typename std::conditional_t<std::is_integral_v<T> && !std::is_same_v<T, bool>,
-                                             std::make_unsigned<T>, std::type_identity<T>>::type;
+// Element values with PyTorch's rules, shared with every other backend
+// (integers wrap, NaN propagates, exact integer pow).
+using bp::sdk::Wrapping;
+namespace fn = bp::sdk::fn;
 
 // Records a failure in the stream's error record (see cuda_backend.h and
 // errors.cu): the first one claims the record, later ones are dropped until

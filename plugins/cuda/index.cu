@@ -69,14 +69,7 @@ struct ScatterLineFn {
       const int64_t i = *reinterpret_cast<const int64_t*>(p[0] + k * index_step);
       const T v = *reinterpret_cast<const T*>(p[1] + k * src_step);
       T* dst = reinterpret_cast<T*>(p[2] + i * self_step);
-      if (!add) {
-        *dst = v;
-      } else if constexpr (std::is_same_v<T, bool>) {
-        *dst = *dst || v;
-      } else {
-        using U = Wrapping<T>;
-        *dst = static_cast<T>(static_cast<U>(*dst) + static_cast<U>(v));
-      }
+      *dst = add ? fn::combine<fn::Reduction::sum>(*dst, v) : v;  // bool: or
     }
   }
 };

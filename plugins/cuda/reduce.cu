@@ -45,18 +45,12 @@ __device__ __forceinline__ bool acc_is_nan(A x) {
 
 template <class A>
 __device__ __forceinline__ A lowest() {
-  if constexpr (std::is_floating_point_v<A>)
-    return -std::numeric_limits<A>::infinity();
-  else
-    return std::numeric_limits<A>::lowest();
+  return fn::kLowest<A>;  // -infinity for floating types
 }
 
 template <class A>
 __device__ __forceinline__ A highest() {
-  if constexpr (std::is_floating_point_v<A>)
-    return std::numeric_limits<A>::infinity();
-  else
-    return std::numeric_limits<A>::max();
+  return fn::kHighest<A>;
 }
 
 template <class T>
@@ -70,16 +64,16 @@ struct ValueOps {
   }
   __device__ static Item make(T v, int64_t) { return static_cast<Item>(v); }
   __device__ static Item combine(int kind, Item a, Item b) {
-    using U = Wrapping<Item>;
+    using R = fn::Reduction;
     switch (kind) {
       case kSum:
-        return static_cast<Item>(static_cast<U>(a) + static_cast<U>(b));
+        return fn::combine<R::sum>(a, b);
       case kProd:
-        return static_cast<Item>(static_cast<U>(a) * static_cast<U>(b));
+        return fn::combine<R::prod>(a, b);
       case kMax:
-        return acc_is_nan(a) ? a : acc_is_nan(b) ? b : (a > b ? a : b);
+        return fn::combine<R::max>(a, b);
       default:
-        return acc_is_nan(a) ? a : acc_is_nan(b) ? b : (a < b ? a : b);
+        return fn::combine<R::min>(a, b);
     }
   }
   __device__ static void store(int out_dtype, char* p, Item v) {

@@ -41,25 +41,15 @@ struct UnaryFn {
   T lo, hi;  // CLAMP's bounds; an absent bound is the dtype's extreme
 
   __device__ T operator()(T x) const {
-    using U = Wrapping<T>;
     switch (kind) {
       case kNeg:
-        if constexpr (std::is_floating_point_v<T>)
-          return -x;  // keeps the sign of zero: -(+0) is -0
-        else
-          return static_cast<T>(U(0) - static_cast<U>(x));
+        return fn::neg(x);  // floating: keeps the sign of zero
       case kAbs:
-        if constexpr (std::is_floating_point_v<T>)
-          return fabs(x);
-        else
-          return x < T(0) ? static_cast<T>(U(0) - static_cast<U>(x)) : x;
+        return fn::abs(x);
       case kClamp:
-        // Comparisons with NaN are false: a NaN input stays NaN; lo > hi gives hi.
-        if (x < lo) x = lo;
-        if (x > hi) x = hi;
-        return x;
+        return fn::clamp(x, lo, hi);  // NaN stays NaN; lo > hi gives hi
       case kRelu:
-        return x < T(0) ? T(0) : x;
+        return fn::relu(x);
       default:
         break;
     }
@@ -73,7 +63,7 @@ struct UnaryFn {
         case kSqrt:
           return f32 ? sqrtf(x) : sqrt(x);
         case kSigmoid:
-          return T(1) / (T(1) + (f32 ? expf(-x) : exp(-x)));
+          return fn::sigmoid(x);
         case kTanh:
           return f32 ? tanhf(x) : tanh(x);
         default:
@@ -86,7 +76,7 @@ struct UnaryFn {
 
 template <class T>
 struct LogicalNotFn {
-  __device__ bool operator()(T x) const { return x == T(0); }
+  __device__ bool operator()(T x) const { return fn::logical_not(x); }
 };
 
 void unary_kernel(const KernelCall& c) {

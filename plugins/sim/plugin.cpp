@@ -8,8 +8,9 @@
 //     enqueued it; a read without synchronisation sees stale memory.
 //   - Asynchronous errors: a kernel that fails on the queue (an index out of
 //     range) is reported by the next synchronisation of its stream.
-// Its kernels are hostref's (sdk/examples/hostref), each run on the queue
-// inside a guard that opens the arena for the operands it touches.
+//   - Kernels written as an accelerator's (kernels/grid.h): a launch of one
+//     thread per output element, blocks run last first; each runs on the
+//     queue inside a guard that opens the arena for the operands it touches.
 #include <backplane/sdk/checks.hpp>
 #include <backplane/sdk/plugin.hpp>
 
@@ -25,7 +26,7 @@
 #include <vector>
 
 #include "arena.h"
-#include "hostref.h"
+#include "kernels/grid.h"
 #include "queue.h"
 
 namespace bp::sim {
@@ -101,7 +102,7 @@ class SimPlugin final : public bp::sdk::Plugin {
     props.host_addressable = 0;
   }
 
-  // hostref's kernels and sim::delay, each registered with the core behind
+  // The kernels and sim::delay, each registered with the core behind
   // enqueue(): a registrar of our own receives them and forwards a wrapped
   // copy.
   void register_kernels(bp::sdk::Registrar& core) override {
@@ -109,7 +110,10 @@ class SimPlugin final : public bp::sdk::Plugin {
     const bp_registrar inner{sizeof(bp_registrar), &forward, &forward_registration,
                              &forward_named_registration};
     bp::sdk::Registrar wrapped(inner);
-    hostref::register_all_kernels(wrapped);
+    register_elementwise_kernels(wrapped);
+    register_reduce_kernels(wrapped);
+    register_linalg_kernels(wrapped);
+    register_index_kernels(wrapped);
     wrapped.add_named<&delay_kernel>("sim::delay", "(Tensor x, int microseconds) -> Tensor",
                                      bp::sdk::kAllDtypes, BP_ORIGIN);
     wrapped.emulate_narrow_dtypes(wide_);
@@ -249,7 +253,7 @@ class SimPlugin final : public bp::sdk::Plugin {
     bp::sdk::Registrar* core;
     SimPlugin* self;
   };
-  // A hostref kernel and the plugin whose queues and arena it runs on.
+  // A kernel and the plugin whose queues and arena it runs on.
   struct GuardedKernel {
     bp_kernel_fn fn;
     void* ctx;

@@ -1,8 +1,6 @@
 // ADD, SUB, MUL, DIV, MAXIMUM, MINIMUM and POW. Integers wrap on overflow
 // (the arithmetic runs in the unsigned type of the same width); MAXIMUM and
 // MINIMUM propagate NaN; integer POW is exact and refuses negative exponents.
-#include <cmath>
-
 #include "hostref.h"
 
 namespace hostref {
@@ -16,25 +14,19 @@ void binary_kernel(const KernelCall& c) {
   const bp_dtype dt = check::elementwise(c, 2, false);
   bp::sdk::visit_dtype(dt, [&](auto tag) {
     using T = decltype(tag);
-    using W = Wrapping<T>;
-    if constexpr (Op == Bin::mul && std::is_same_v<T, bool>) {
-      map2<T, T>(c.output(0), c.input(0), c.input(1), [](T x, T y) { return x && y; });
+    if constexpr (Op == Bin::mul) {
+      map2<T, T>(c.output(0), c.input(0), c.input(1), [](T x, T y) { return fn::mul(x, y); });
     } else if constexpr (std::is_same_v<T, bool> ||
                          (Op == Bin::div && !std::is_floating_point_v<T>)) {
       bp::sdk::unsupported(c, dt);
     } else if constexpr (Op == Bin::add || Op == Bin::sub) {
       // scalars[0] = alpha, the multiplier of the second operand.
-      const W alpha =
-          c.attrs().num_scalars > 0 ? static_cast<W>(bp::sdk::scalar_as<T>(c.scalar(0))) : W(1);
+      const T alpha = c.attrs().num_scalars > 0 ? bp::sdk::scalar_as<T>(c.scalar(0)) : T(1);
       map2<T, T>(c.output(0), c.input(0), c.input(1), [alpha](T x, T y) {
-        const W a = static_cast<W>(x), b = static_cast<W>(y);
-        return static_cast<T>(Op == Bin::add ? a + alpha * b : a - alpha * b);
+        return Op == Bin::add ? fn::add(x, y, alpha) : fn::sub(x, y, alpha);
       });
-    } else if constexpr (Op == Bin::mul) {
-      map2<T, T>(c.output(0), c.input(0), c.input(1),
-                 [](T x, T y) { return static_cast<T>(static_cast<W>(x) * static_cast<W>(y)); });
     } else {
-      map2<T, T>(c.output(0), c.input(0), c.input(1), [](T x, T y) { return x / y; });
+      map2<T, T>(c.output(0), c.input(0), c.input(1), [](T x, T y) { return fn::div(x, y); });
     }
   });
 }
@@ -44,27 +36,9 @@ void minmax_kernel(const KernelCall& c) {
   const bp_dtype dt = check::elementwise(c, 2, false);
   bp::sdk::visit_dtype(dt, [&](auto tag) {
     using T = decltype(tag);
-    map2<T, T>(c.output(0), c.input(0), c.input(1), [](T x, T y) {
-      if constexpr (std::is_floating_point_v<T>) {
-        if (x != x) return x;
-        if (y != y) return y;
-      }
-      return kMax ? (x < y ? y : x) : (y < x ? y : x);
-    });
+    map2<T, T>(c.output(0), c.input(0), c.input(1),
+               [](T x, T y) { return kMax ? fn::maximum(x, y) : fn::minimum(x, y); });
   });
-}
-
-// Exponentiation by squaring in the unsigned type: exact, and wrapping like
-// the other integer ops.
-template <class T>
-T int_pow(T base, T exponent) {
-  using U = std::make_unsigned_t<T>;
-  U result = 1, b = static_cast<U>(base);
-  for (T e = exponent; e > 0; e >>= 1) {
-    if (e & 1) result *= b;
-    b *= b;
-  }
-  return static_cast<T>(result);
 }
 
 void pow_kernel(const KernelCall& c) {
@@ -72,18 +46,18 @@ void pow_kernel(const KernelCall& c) {
   const TensorRef out = c.output(0), a = c.input(0), b = c.input(1);
   bp::sdk::visit_dtype(dt, [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_floating_point_v<T>) {
-      map2<T, T>(out, a, b, [](T x, T y) { return std::pow(x, y); });
-    } else if constexpr (!std::is_same_v<T, bool>) {
-      // Scanned before anything is written: a refused call leaves out alone.
-      bool negative = false;
-      bp::sdk::for_each_row<1>({b}, [&](auto p, auto s, int64_t n) {
-        for (int64_t i = 0; i < n; ++i) negative |= at<T>(p[0], s[0], i) < 0;
-      });
-      BP_SDK_CHECK(!negative, "pow", "integers to negative integer powers are not allowed");
-      map2<T, T>(out, a, b, [](T x, T y) { return int_pow(x, y); });
-    } else {
+    if constexpr (std::is_same_v<T, bool>) {
       bp::sdk::unsupported(c, dt);
+    } else {
+      if constexpr (!std::is_floating_point_v<T>) {
+        // Scanned before anything is written: a refused call leaves out alone.
+        bool negative = false;
+        bp::sdk::for_each_row<1>({b}, [&](auto p, auto s, int64_t n) {
+          for (int64_t i = 0; i < n; ++i) negative |= at<T>(p[0], s[0], i) < 0;
+        });
+        BP_SDK_CHECK(!negative, "pow", "integers to negative integer powers are not allowed");
+      }
+      map2<T, T>(out, a, b, [](T x, T y) { return fn::pow(x, y); });
     }
   });
 }

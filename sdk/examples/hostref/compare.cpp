@@ -28,9 +28,9 @@ void compare_kernel(const KernelCall& c) {
         case Cmp::ge:
           return x >= y;
         case Cmp::logical_and:
-          return x != T(0) && y != T(0);
+          return fn::logical_and(x, y);
         case Cmp::logical_or:
-          return x != T(0) || y != T(0);
+          return fn::logical_or(x, y);
       }
       return false;
     });
@@ -39,9 +39,7 @@ void compare_kernel(const KernelCall& c) {
 
 // out = in0 ? in1 : in2; the condition is bool, the dispatch dtype in1's.
 void where_kernel(const KernelCall& c) {
-  const bp_dtype dt = check::elementwise(c, 3, false, /*dispatch=*/1, /*skip=*/0);
-  BP_SDK_CHECK(c.input(0).dtype() == BP_DTYPE_BOOL, "where",
-               "the condition must be bool, got " << bp::sdk::dtype_name(c.input(0).dtype()));
+  const bp_dtype dt = check::where(c);
   bp::sdk::visit_dtype(dt, [&](auto tag) {
     using T = decltype(tag);
     bp::sdk::for_each_row<4>(

@@ -10,6 +10,7 @@
 
 #include <array>
 #include <backplane/sdk/checks.hpp>
+#include <backplane/sdk/elementwise.hpp>
 #include <backplane/sdk/loops.hpp>
 #include <backplane/sdk/plugin.hpp>
 #include <backplane/sdk/strided.hpp>
@@ -30,8 +31,8 @@ using bp::sdk::kNumericDtypes;
 using bp::sdk::map1;
 using bp::sdk::map2;
 using bp::sdk::TensorDesc;  // an operand seen with another shape
-using bp::sdk::Wrapping;
 namespace check = bp::sdk::check;
+namespace fn = bp::sdk::fn;  // the value of each element (elementwise.hpp)
 
 // One function per op family, each in its own file.
 void register_copy_kernels(Registrar& r);     // copy.cpp: FILL, COPY

@@ -75,12 +75,7 @@ void scatter_kernel(const KernelCall& c) {
         for (int64_t k = 0; k < n; ++k) {
           T& dst = op[ip[k * sdi] * sdo];
           const T v = sp[k * sds];
-          if (reduction == 0)
-            dst = v;
-          else if constexpr (std::is_same_v<T, bool>)
-            dst = dst || v;
-          else
-            dst = static_cast<T>(static_cast<Wrapping<T>>(dst) + static_cast<Wrapping<T>>(v));
+          dst = reduction == 0 ? v : fn::combine<fn::Reduction::sum>(dst, v);  // bool: or
         }
       }
     });

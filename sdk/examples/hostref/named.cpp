@@ -32,27 +32,13 @@ void lerp_kernel(const KernelCall& c) {
 // composite). ints[0] = the number of normalised (trailing) dims,
 // scalars[0] = eps; inputs x, weight, bias.
 void layer_norm_kernel(const KernelCall& c) {
-  // The core has checked all of this before calling; a kernel checks again
-  // what it relies on, so that no call can make it read out of bounds.
-  check::arity(c, 3, 1);
+  const bp::sdk::check::LayerNormArgs args = check::layer_norm(c);
+  const int64_t n = args.row_size;
+  const double eps = args.eps;
   const TensorRef x = c.input(0), w = c.input(1), b = c.input(2), out = c.output(0);
-  check::same_shape(c, x, "the input", out);
   const bp_dtype dt = x.dtype();
-  BP_SDK_CHECK(c.attrs().num_ints >= 1 && c.attrs().num_scalars >= 1, "core::layer_norm",
-               "normalized_dims (ints[0]) and eps (scalars[0]) are required");
-  const int64_t k = c.attrs().ints[0];
-  BP_SDK_CHECK(k >= 1 && k <= x.ndim(), "core::layer_norm",
-               "normalized_dims " << k << " is out of range for rank " << x.ndim());
-  int64_t n = 1;
-  for (int64_t d = x.ndim() - k; d < x.ndim(); ++d) n *= x.size(static_cast<int>(d));
-  for (const TensorRef* t : {&w, &b, &out})
-    BP_SDK_CHECK(t->dtype() == dt, "core::layer_norm",
-                 "operands must share x's dtype " << bp::sdk::dtype_name(dt));
-  BP_SDK_CHECK(w.numel() == n && b.numel() == n, "core::layer_norm",
-               "weight and bias must have " << n << " elements");
   if (!x.is_contiguous() || !w.is_contiguous() || !b.is_contiguous() || !out.is_contiguous())
     throw bp::sdk::Unsupported("[core::layer_norm] non-contiguous operands: the core's composite runs");
-  const double eps = c.scalar(0).value.f;
   if (n == 0 || x.numel() == 0) return;
   const int64_t rows = x.numel() / n;
   bp::sdk::visit_dtype(dt, [&](auto tag) {

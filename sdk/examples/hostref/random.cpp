@@ -1,24 +1,12 @@
 // RANDOM: element k of out, in row-major order, is the Philox4x32-10 value
-// (seed, offset + k) of backplane/sdk/philox.hpp; ints[0] = 0 uniform [0, 1),
-// 1 standard normal; ints[1] = seed, ints[2] = offset. The walk follows
+// (seed, offset + k) of backplane/sdk/philox.hpp (bp::sdk::fn::random_value);
+// ints[0] = 0 uniform [0, 1), 1 standard normal; ints[1] = seed, ints[2] = offset. The walk follows
 // out's logical order (not its memory order) because k is the logical index.
-#include <backplane/sdk/philox.hpp>
-
 #include "hostref.h"
 
 namespace hostref {
 
 namespace {
-
-template <class T>
-T value(int64_t dist, uint64_t seed, uint64_t n) {
-  namespace px = bp::sdk::philox;
-  if (dist == 1) return static_cast<T>(px::normal(seed, n));
-  if constexpr (std::is_same_v<T, float>)
-    return px::uniform_float(seed, n);
-  else
-    return px::uniform_double(seed, n);
-}
 
 void random_kernel(const KernelCall& c) {
   const bp::sdk::check::RandomArgs args = check::random(c);
@@ -33,7 +21,7 @@ void random_kernel(const KernelCall& c) {
       std::array<int64_t, BP_MAX_DIMS> idx{};
       int64_t off = 0;  // element offset of idx
       for (int64_t k = 0; k < numel; ++k) {
-        out.data<T>()[off] = value<T>(dist, seed, offset + static_cast<uint64_t>(k));
+        out.data<T>()[off] = fn::random_value<T>(dist, seed, offset + static_cast<uint64_t>(k));
         for (int d = nd - 1; d >= 0; --d) {
           if (++idx[d] < out.size(d)) {
             off += out.stride(d);

@@ -12,36 +12,7 @@ namespace hostref {
 
 namespace {
 
-enum class Red { sum, prod, max, min };
-
-template <Red R, class Acc>
-Acc identity() {
-  using lim = std::numeric_limits<Acc>;
-  if constexpr (R == Red::sum)
-    return Acc(0);
-  else if constexpr (R == Red::prod)
-    return Acc(1);
-  else if constexpr (R == Red::max)
-    return lim::has_infinity ? -lim::infinity() : lim::lowest();
-  else
-    return lim::has_infinity ? lim::infinity() : lim::max();
-}
-
-template <Red R, class Acc>
-Acc combine(Acc a, Acc b) {
-  using W = Wrapping<Acc>;
-  if constexpr (R == Red::sum) {
-    return static_cast<Acc>(static_cast<W>(a) + static_cast<W>(b));
-  } else if constexpr (R == Red::prod) {
-    return static_cast<Acc>(static_cast<W>(a) * static_cast<W>(b));
-  } else {
-    if constexpr (std::is_floating_point_v<Acc>) {
-      if (a != a) return a;
-      if (b != b) return b;
-    }
-    return R == Red::max ? (b > a ? b : a) : (b < a ? b : a);
-  }
-}
+using fn::Reduction;
 
 // A contiguous buffer of Acc seen as a tensor of `shape` with `strides`.
 bp_tensor host_view(void* data, bp_dtype dt, int ndim, const int64_t* shape,
@@ -55,14 +26,14 @@ bp_tensor host_view(void* data, bp_dtype dt, int ndim, const int64_t* shape,
   return t;
 }
 
-template <Red R, class T, class Out, class Acc>
+template <Reduction R, class T, class Out, class Acc>
 void reduce_typed(const TensorRef& out, const TensorRef& in) {
   const int nd = in.ndim();
   const int64_t out_n = out.numel();
   if (out_n == 0) return;
   // Not a std::vector: Acc may be bool.
   std::unique_ptr<Acc[]> acc(new Acc[out_n]);
-  for (int64_t i = 0; i < out_n; ++i) acc[i] = identity<R, Acc>();
+  for (int64_t i = 0; i < out_n; ++i) acc[i] = fn::identity<R, Acc>();
   // acc, contiguous over out's shape, seen with in's shape: stride 0 on the
   // reduced dims, so walking in and acc together combines every element of
   // in into its output position.
@@ -78,34 +49,21 @@ void reduce_typed(const TensorRef& out, const TensorRef& in) {
   bp::sdk::for_each_row<2>({TensorRef(acc_in), in}, [&](auto p, auto st, int64_t n) {
     for (int64_t i = 0; i < n; ++i)
       at<Acc>(p[0], st[0], i) =
-          combine<R, Acc>(at<Acc>(p[0], st[0], i), static_cast<Acc>(at<T>(p[1], st[1], i)));
+          fn::combine<R, Acc>(at<Acc>(p[0], st[0], i), static_cast<Acc>(at<T>(p[1], st[1], i)));
   });
   const bp_tensor acc_out = host_view(acc.get(), acc_dt, nd, out.shape(), over_out.data());
   map1<Out, Acc>(out, TensorRef(acc_out), [](Acc a) { return static_cast<Out>(a); });
 }
 
-template <Red R>
+template <Reduction R>
 void reduce_kernel(const KernelCall& c) {
   check::reduce(c);
   const TensorRef in = c.input(0), out = c.output(0);
   bp::sdk::visit_dtype(in.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    constexpr bool widen = R == Red::sum || R == Red::prod;
-    using Out = std::conditional_t<std::is_floating_point_v<T> || !widen, T, int64_t>;
-    using Acc = std::conditional_t<std::is_floating_point_v<T> && widen, double, Out>;
-    reduce_typed<R, T, Out, Acc>(out, in);
+    using Types = fn::ReductionTypes<R, T>;
+    reduce_typed<R, T, typename Types::Out, typename Types::Acc>(out, in);
   });
-}
-
-// Whether v replaces best: strictly better, so the first occurrence wins; a
-// NaN is the extreme value, so the first NaN wins for good.
-template <bool kMax, class T>
-bool better(T v, T best) {
-  if constexpr (std::is_floating_point_v<T>) {
-    if (best != best) return false;
-    if (v != v) return true;
-  }
-  return kMax ? v > best : v < best;
 }
 
 template <bool kMax>
@@ -124,7 +82,7 @@ void arg_kernel(const KernelCall& c) {
         T best = line[0];
         int64_t index = 0;
         for (int64_t k = 1; k < n; ++k)
-          if (better<kMax>(line[k * sd], best)) best = line[k * sd], index = k;
+          if (fn::arg_better<kMax>(line[k * sd], best)) best = line[k * sd], index = k;
         at<int64_t>(p[0], s[0], j) = index;
       }
     });
@@ -134,10 +92,10 @@ void arg_kernel(const KernelCall& c) {
 }  // namespace
 
 void register_reduce_kernels(Registrar& r) {
-  r.add<&reduce_kernel<Red::sum>>(BP_OP_SUM, kAllDtypes, BP_ORIGIN);
-  r.add<&reduce_kernel<Red::prod>>(BP_OP_PROD, kAllDtypes, BP_ORIGIN);
-  r.add<&reduce_kernel<Red::max>>(BP_OP_MAX, kAllDtypes, BP_ORIGIN);
-  r.add<&reduce_kernel<Red::min>>(BP_OP_MIN, kAllDtypes, BP_ORIGIN);
+  r.add<&reduce_kernel<Reduction::sum>>(BP_OP_SUM, kAllDtypes, BP_ORIGIN);
+  r.add<&reduce_kernel<Reduction::prod>>(BP_OP_PROD, kAllDtypes, BP_ORIGIN);
+  r.add<&reduce_kernel<Reduction::max>>(BP_OP_MAX, kAllDtypes, BP_ORIGIN);
+  r.add<&reduce_kernel<Reduction::min>>(BP_OP_MIN, kAllDtypes, BP_ORIGIN);
   r.add<&arg_kernel<true>>(BP_OP_ARGMAX, kAllDtypes, BP_ORIGIN);
   r.add<&arg_kernel<false>>(BP_OP_ARGMIN, kAllDtypes, BP_ORIGIN);
 }

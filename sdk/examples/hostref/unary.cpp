@@ -13,25 +13,15 @@ enum class Un { relu, neg, abs, exp, log, sqrt, sigmoid, tanh };
 
 template <Un Op, class T>
 T apply(T x) {
-  using W = Wrapping<T>;
-  if constexpr (Op == Un::relu) return x < T(0) ? T(0) : x;
-  if constexpr (Op == Un::neg) {
-    if constexpr (std::is_floating_point_v<T>)
-      return -x;  // keeps the sign of zero, which 0 - x would lose
-    else
-      return static_cast<T>(W(0) - static_cast<W>(x));
-  }
-  if constexpr (Op == Un::abs) {
-    if constexpr (std::is_floating_point_v<T>)
-      return std::fabs(x);
-    else
-      return x < T(0) ? static_cast<T>(W(0) - static_cast<W>(x)) : x;
-  }
-  if constexpr (Op == Un::exp) return std::exp(x);
-  if constexpr (Op == Un::log) return std::log(x);
-  if constexpr (Op == Un::sqrt) return std::sqrt(x);
-  if constexpr (Op == Un::sigmoid) return T(1) / (T(1) + std::exp(-x));
-  if constexpr (Op == Un::tanh) return std::tanh(x);
+  using std::exp, std::log, std::sqrt, std::tanh;
+  if constexpr (Op == Un::relu) return fn::relu(x);
+  if constexpr (Op == Un::neg) return fn::neg(x);
+  if constexpr (Op == Un::abs) return fn::abs(x);
+  if constexpr (Op == Un::exp) return exp(x);
+  if constexpr (Op == Un::log) return log(x);
+  if constexpr (Op == Un::sqrt) return sqrt(x);
+  if constexpr (Op == Un::sigmoid) return fn::sigmoid(x);
+  if constexpr (Op == Un::tanh) return tanh(x);
 }
 
 template <Un Op>
@@ -58,12 +48,7 @@ void clamp_kernel(const KernelCall& c) {
     } else {
       T lo, hi;
       bp::sdk::clamp_bounds<T>(c, given, &lo, &hi);
-      map1<T, T>(c.output(0), c.input(0), [lo, hi](T x) {
-        T r = x;  // comparisons with NaN are false: NaN stays NaN
-        if (r < lo) r = lo;
-        if (r > hi) r = hi;
-        return r;
-      });
+      map1<T, T>(c.output(0), c.input(0), [lo, hi](T x) { return fn::clamp(x, lo, hi); });
     }
   });
 }
@@ -72,7 +57,7 @@ void logical_not_kernel(const KernelCall& c) {
   const bp_dtype dt = check::elementwise(c, 1, true);
   bp::sdk::visit_dtype(dt, [&](auto tag) {
     using T = decltype(tag);
-    map1<bool, T>(c.output(0), c.input(0), [](T x) { return x == T(0); });
+    map1<bool, T>(c.output(0), c.input(0), [](T x) { return fn::logical_not(x); });
   });
 }
 

@@ -158,6 +158,15 @@ inline bp_dtype elementwise(const KernelCall& c, int num_inputs, bool bool_out,
   return dt;
 }
 
+// WHERE: out = in0 ? in1 : in2 with a bool condition in0 and values in1,
+// in2 of one dtype, all of out's shape. Returns the values' dtype.
+inline bp_dtype where(const KernelCall& c) {
+  const bp_dtype dt = elementwise(c, 3, false, /*dispatch=*/1, /*skip=*/0);
+  BP_SDK_CHECK(c.input(0).dtype() == BP_DTYPE_BOOL, "where",
+               "the condition must be bool, got " << dtype_name(c.input(0).dtype()));
+  return dt;
+}
+
 // ints[slot] as a dim of a rank-`ndim` tensor, negatives counted from the
 // end; a 0-d tensor accepts 0 and -1.
 inline int dim(const KernelCall& c, int slot, int ndim) {
@@ -375,6 +384,37 @@ inline RandomArgs random(const KernelCall& c) {
                "unknown distribution " << dist << " (0 uniform, 1 normal)");
   return {dist, static_cast<uint64_t>(c.attrs().ints[1]),
           static_cast<uint64_t>(c.attrs().ints[2])};
+}
+
+struct LayerNormArgs {
+  int64_t normalized_dims;  // the trailing dims each row spans
+  int64_t row_size;         // their product: the elements of one row
+  double eps;
+};
+
+// core::layer_norm (an override of the core's composite): inputs x, weight,
+// bias of one dtype; the output has x's shape; ints[0] = the number of
+// normalised trailing dims, scalars[0] = eps; weight and bias have one
+// element per row position. The core checks this before calling; a kernel
+// checks again what it relies on, so that no call makes it read out of bounds.
+inline LayerNormArgs layer_norm(const KernelCall& c) {
+  constexpr const char* op = "core::layer_norm";
+  arity(c, 3, 1);
+  const TensorRef x = c.input(0), w = c.input(1), b = c.input(2), out = c.output(0);
+  same_shape(c, x, "the input", out);
+  BP_SDK_CHECK(c.attrs().num_ints >= 1 && c.attrs().num_scalars >= 1, op,
+               "normalized_dims (ints[0]) and eps (scalars[0]) are required");
+  const int64_t k = c.attrs().ints[0];
+  BP_SDK_CHECK(k >= 1 && k <= x.ndim(), op,
+               "normalized_dims " << k << " is out of range for rank " << x.ndim());
+  int64_t n = 1;
+  for (int64_t d = x.ndim() - k; d < x.ndim(); ++d) n *= x.size(static_cast<int>(d));
+  for (const TensorRef* t : {&w, &b, &out})
+    BP_SDK_CHECK(t->dtype() == x.dtype(), op,
+                 "operands must share x's dtype " << dtype_name(x.dtype()));
+  BP_SDK_CHECK(w.numel() == n && b.numel() == n, op,
+               "weight and bias must have " << n << " elements");
+  return {k, n, c.scalar(0).value.f};
 }
 
 // Throws unless every element of `index` (int64, in host-addressable

@@ -1,6 +1,6 @@
 // Header-only element loops for kernels on host-addressable memory: typed
-// access to a row the strided walker hands out, wrapping integer arithmetic,
-// and element-wise maps over one or two inputs of any layout.
+// access to a row the strided walker hands out, and element-wise maps over
+// one or two inputs of any layout.
 //
 //   bp::sdk::map2<float, float>(c.output(0), c.input(0), c.input(1),
 //                               [](float x, float y) { return x + y; });
@@ -10,6 +10,7 @@
 // backend that does not need more.
 #pragma once
 
+#include <backplane/sdk/elementwise.hpp>  // Wrapping and the element functions
 #include <backplane/sdk/strided.hpp>
 #include <backplane/sdk/tensor.hpp>
 
@@ -23,13 +24,6 @@ template <class T>
 inline T& at(char* p, int64_t stride, int64_t i) {
   return *reinterpret_cast<T*>(p + i * stride);
 }
-
-// The type integer arithmetic runs in so that overflow wraps (two's
-// complement, as PyTorch's integer tensors do) instead of being undefined:
-// the unsigned type of the same width; bool and floating types stay.
-template <class T>
-using Wrapping = typename std::conditional_t<std::is_integral_v<T> && !std::is_same_v<T, bool>,
-                                             std::make_unsigned<T>, std::type_identity<T>>::type;
 
 // out[i] = f(a[i]), a of type T, out of type O.
 template <class O, class T, class F>
