@@ -20,7 +20,7 @@ jobs=${JOBS:-$(nproc)}
 
 # --- dependencies: Debian packages, installed only when missing --------------
 packages=(cmake g++ make pkg-config python3
-          libboost-dev libboost-program-options-dev libboost-filesystem-dev
+          libboost-dev libboost-program-options-dev libboost-filesystem-dev libssl-dev
           libdnnl-dev ocl-icd-opencl-dev libdlpack-dev googletest libgtest-dev libbenchmark-dev)
 missing=()
 for p in "${packages[@]}"; do

@@ -4,7 +4,7 @@
 #         -P check_command.cmake -- <program> <args>...
 #
 # EXPECT_STDOUT / EXPECT_STDERR: texts separated by '|', each of which must
-# appear in that stream.
+# appear in that stream. REJECT_STDOUT: a text that must not appear in stdout.
 set(cmd "")
 set(after_dashes FALSE)
 math(EXPR last "${CMAKE_ARGC} - 1")
@@ -43,3 +43,9 @@ foreach(stream stdout stderr)
     endforeach()
   endif()
 endforeach()
+if(DEFINED REJECT_STDOUT)
+  string(FIND "${out}" "${REJECT_STDOUT}" pos)
+  if(NOT pos EQUAL -1)
+    message(FATAL_ERROR "[check_command] stdout has '${REJECT_STDOUT}'")
+  endif()
+endif()

@@ -151,10 +151,13 @@ class ConformanceCommand : public Command {
 
  private:
   // This program again, with the flags that select the same backends and
-  // seed; the runner appends --result-fd and --run-one NAME.
+  // seed; the runner appends --result-fd and --run-one NAME. The plugins
+  // passed their probe in this process before any case runs: a case's
+  // process loads them directly.
   std::vector<std::string> child_command(const BackendFlags& flags) const {
     std::vector<std::string> cmd = {"/proc/self/exe", "conformance", "--backend", flags.backend,
-                                    "--compare-to", compare_to_, "--seed", std::to_string(*seed_)};
+                                    "--compare-to", compare_to_, "--seed", std::to_string(*seed_),
+                                    "--probe", "off"};
     for (const auto& p : flags.plugin_paths) cmd.insert(cmd.end(), {"--plugin-path", p});
     cmd.insert(cmd.end(), {"--reference", reference_backend()});
     return cmd;

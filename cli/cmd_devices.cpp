@@ -1,5 +1,5 @@
 // `backplane devices`: every plugin the loader can see, whether it was
-// accepted, and its devices; for each rejected one, why.
+// accepted, and its devices; for each one that was not, what happened and why.
 #include <backplane/backplane.h>
 #include <backplane/conformance/report.h>
 
@@ -56,12 +56,20 @@ void print_candidate(const PluginCandidate& c, bool verbose, const char* note = 
   std::cout << "  " << (c.name.empty() ? "?" : c.name) << "  " << c.path << note << "\n";
   if (c.loaded && c.backend) {
     print_backend(*c.backend);
-    if (verbose) {
+  } else {
+    // refused | crashed | hung | exited, and why.
+    std::cout << "    " << to_string(c.verdict) << ": "
+              << (c.reason.empty() ? "no reason given" : c.reason) << "\n";
+  }
+  if (verbose) {
+    if (!c.probe.empty()) std::cout << "    vetted: " << c.probe << "\n";
+    const std::string sha = file_sha256(c.path);
+    if (!sha.empty()) std::cout << "    sha256: " << sha << "\n";
+    if (c.loaded && c.backend) {
       std::cout << "    kernels (x: registered; an op it lacks makes a case unsupported):\n";
       conformance::print_capability_matrix(std::cout, *c.backend);
     }
-  } else
-    std::cout << "    rejected: " << (c.reason.empty() ? "no reason given" : c.reason) << "\n";
+  }
 }
 
 class DevicesCommand : public Command {
@@ -75,15 +83,24 @@ class DevicesCommand : public Command {
            "--plugin-path folders, BACKPLANE_PLUGIN_PATH, the program's folder, the plugin\n"
            "folder beside libbackplane, the install's plugin folder) and prints, for each,\n"
            "its name, version, ABI and devices (name, memory, whether the host can address\n"
-           "it), or why it was rejected, or why it has no device. The --backend plugin is\n"
+           "it), or what kept it out, or why it has no device. The --backend plugin is\n"
            "loaded too, so a plugin given by path shows even outside those folders; when it\n"
-           "cannot be loaded the command prints why and exits 2. --verbose adds, for each\n"
-           "loaded plugin, the kernels it registered: an op x dtype matrix.\n\n"
+           "cannot be loaded the command prints why and exits 2.\n\n"
+           "Each file is first loaded in a child process (a probe, see --probe), so a plugin\n"
+           "that breaks while loading is listed with what happened, and the command goes on:\n"
+           "  refused   its answers broke a rule of the ABI (the reason follows)\n"
+           "  crashed   the probe died of a signal (which one, and in which stage of loading)\n"
+           "  hung      the probe gave no answer within BACKPLANE_PROBE_TIMEOUT seconds (30)\n"
+           "  exited    the probe exited (e.g. the plugin called exit) before answering\n"
+           "A verdict is cached by the file's sha256, so a file is probed once.\n\n"
+           "--verbose adds how each file was vetted, its sha256 and, for each loaded plugin,\n"
+           "the kernels it registered: an op x dtype matrix.\n\n"
            "Examples:\n"
            "  backplane devices\n"
            "  backplane devices --verbose\n"
            "  backplane devices --backend ./build/lib/backplane/libbackplane_cuda.so\n"
-           "  backplane --plugin-path /opt/plugins devices\n";
+           "  backplane --plugin-path /opt/plugins devices\n"
+           "  backplane --probe fresh devices\n";
   }
 
   po::options_description options() override {

@@ -130,10 +130,8 @@ void call_kernel(Op op, DType dtype, Device device, std::span<const bp_tensor> i
   }
   const bp_kernel_call call =
       detail::make_call(static_cast<int32_t>(op), dtype, device, inputs, outputs, attrs);
-  char buf[512];
-  buf[0] = '\0';
-  bp_error err{sizeof(bp_error), buf, sizeof(buf)};
-  bp_status st = k.fn(k.ctx, &call, &err);
+  detail::BasicErrorBuffer<512> err;
+  bp_status st = detail::call_plugin_kernel(k.fn, k.ctx, call, err.get());
   if (__builtin_expect(st != BP_STATUS_OK, 0)) {
     // A kernel that declines this call (a layout or a size it does not
     // handle) has written nothing: the fallback policy decides, as for a
@@ -143,7 +141,7 @@ void call_kernel(Op op, DType dtype, Device device, std::span<const bp_tensor> i
       return;
     const IntrusivePtr<Backend> b = PluginLoader::instance().acquire(device.backend);
     detail::raise_status(st, op_name(op), b ? b->name() : "?",
-                         buf[0] ? std::string(buf) : "(the kernel gave no message)");
+                         err.message("(the kernel gave no message)"));
   }
 }
 

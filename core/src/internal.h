@@ -2,15 +2,17 @@
 #pragma once
 
 #include <backplane/dispatcher.h>
-#include <backplane/named_ops.h>
 #include <backplane/error.h>
+#include <backplane/named_ops.h>
 #include <backplane/plugin.h>
 #include <backplane/sdk/tensor.hpp>
 #include <backplane/tensor.h>
 
 #include <atomic>
 #include <cstdio>
+#include <cstring>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -26,17 +28,73 @@ inline void write_error(bp_error* e, const char* msg) {
   if (e && e->message && e->capacity) std::snprintf(e->message, e->capacity, "%s", msg);
 }
 
-// A bp_error with its own buffer, for one call across the ABI.
-class ErrorBuffer {
+// A bp_error for one call across the ABI. The plugin is told kCapacity
+// bytes; behind them lie slack bytes whose first 16 hold a guard pattern,
+// so a plugin that writes a little too much hits the slack (and is caught)
+// rather than the caller's stack, and a message without its NUL is cut at
+// kCapacity instead of being read past.
+template <std::size_t kCapacity>
+class BasicErrorBuffer {
  public:
-  ErrorBuffer() { buf_[0] = '\0'; }
+  BasicErrorBuffer() {
+    buf_[0] = '\0';
+    std::memcpy(buf_ + kCapacity, kGuard, sizeof kGuard);
+  }
+  BasicErrorBuffer(const BasicErrorBuffer&) = delete;
+  BasicErrorBuffer& operator=(const BasicErrorBuffer&) = delete;
   bp_error* get() { return &err_; }
-  std::string message() const { return buf_[0] ? buf_ : "(the plugin gave no message)"; }
+  // Whether the plugin wrote past the kCapacity bytes it was given.
+  bool overrun() const { return std::memcmp(buf_ + kCapacity, kGuard, sizeof kGuard) != 0; }
+  bool empty() const { return buf_[0] == '\0'; }
+  std::string message(const char* none = "(the plugin gave no message)") const {
+    std::string m(buf_, strnlen(buf_, kCapacity));
+    if (m.empty()) m = none;
+    if (overrun()) {
+      // What it wrote is suspect: its start only.
+      if (m.size() > 60) m = m.substr(0, 60) + "...";
+      m += " [the plugin wrote past the end of the " + std::to_string(kCapacity) +
+           "-byte error buffer]";
+    }
+    return m;
+  }
 
  private:
-  char buf_[1024];
-  bp_error err_{sizeof(bp_error), buf_, sizeof(buf_)};
+  static constexpr char kGuard[16] = {'\x5a', '\xa5', '\x5a', '\xa5', 'g',    'u', 'a', 'r',
+                                      'd',    '\xa5', '\x5a', '\xa5', '\x5a', '!', '!', '!'};
+  char buf_[kCapacity + 256];
+  bp_error err_{sizeof(bp_error), buf_, kCapacity};
 };
+using ErrorBuffer = BasicErrorBuffer<1024>;
+
+// Runs f, a call into a plugin: a C++ exception that escapes the plugin
+// (one written without the SDK's trampolines) stops here, at the boundary.
+// A call with a status returns BP_STATUS_RUNTIME_ERROR with the exception's
+// message in `err`; one without (deallocate, destroy) returns normally.
+template <class F>
+auto guarded(bp_error* err, F&& f) noexcept -> decltype(f()) {
+  using R = decltype(f());
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    write_error(err, (std::string("a C++ exception escaped the plugin: ") + e.what()).c_str());
+  } catch (...) {
+    write_error(err, "a C++ exception that is not a std::exception escaped the plugin");
+  }
+  if constexpr (std::is_same_v<R, bp_status>)
+    return BP_STATUS_RUNTIME_ERROR;
+  else if constexpr (!std::is_void_v<R>)
+    return R{};
+}
+
+// A kernel call, guarded.
+inline bp_status call_plugin_kernel(bp_kernel_fn fn, void* ctx, const bp_kernel_call& call,
+                                    bp_error* err) noexcept {
+  return guarded(err, [&] { return fn(ctx, &call, err); });
+}
+
+// A string a plugin hands over (a name, a version), copied: at most
+// `max_bytes` are read; nullopt when no NUL comes within them.
+std::optional<std::string> bounded_string(const char* s, std::size_t max_bytes);
 
 // Throws the typed error for a failed plugin call.
 [[noreturn]] void raise_status(bp_status st, std::string_view what, std::string_view backend,
@@ -47,8 +105,7 @@ inline void check_status(bp_status st, std::string_view what, std::string_view b
   if (__builtin_expect(st != BP_STATUS_OK, 0)) raise_status(st, what, backend, err.message());
 }
 inline void check_status(bp_status st, std::string_view what, std::string_view backend) {
-  if (__builtin_expect(st != BP_STATUS_OK, 0))
-    raise_status(st, what, backend, "(no message)");
+  if (__builtin_expect(st != BP_STATUS_OK, 0)) raise_status(st, what, backend, "(no message)");
 }
 
 // The calling thread's non-default current streams (stream.cpp): a plain
@@ -76,7 +133,9 @@ inline bp_stream current_stream_of(Device device) noexcept {
 
 // The backend that owns a tensor's memory: valid while the tensor lives,
 // even after the backend was unloaded (DV-4).
-inline Backend& backend_of(const Tensor& t) { return t.impl()->storage->backend(); }
+inline Backend& backend_of(const Tensor& t) {
+  return t.impl()->storage->backend();
+}
 // The backend a Device value names, with a reference that keeps it loaded;
 // throws when the value names no loaded backend (DV-4).
 IntrusivePtr<Backend> acquire_backend(Device d);

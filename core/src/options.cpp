@@ -29,12 +29,25 @@ po::options_description backend_options(BackendFlags& flags) {
        "backend, copying operands; warn also prints each op once)")
       ("reference", po::value<std::string>(&flags.reference)->value_name("NAME|PATH"),
        "reference backend: where --fallback runs ops, and what conformance and fuzz compare "
-       "with (default: $BACKPLANE_REFERENCE, else cpu_onednn)");
+       "with (default: $BACKPLANE_REFERENCE, else cpu_onednn)")
+      ("probe", po::value<std::string>(&flags.probe)->value_name("on|off|fresh"),
+       "load each plugin file in a child process before this one (on), so that a plugin "
+       "that crashes, hangs or exits while loading is reported instead of taking the "
+       "program down; fresh ignores the verdicts cached by file content; off loads "
+       "directly (default: $BACKPLANE_PROBE, else on)");
   return d;
+}
+
+ProbeMode parse_probe_mode(const std::string& s) {
+  if (s == "on") return ProbeMode::On;
+  if (s == "off") return ProbeMode::Off;
+  if (s == "fresh") return ProbeMode::Fresh;
+  throw ValueError("[--probe] '" + s + "' is not a probe mode: on, off or fresh");
 }
 
 void apply_backend_flags(const BackendFlags& flags) {
   set_fallback_policy(parse_fallback_policy(flags.fallback));
+  if (!flags.probe.empty()) PluginLoader::instance().set_probe_mode(parse_probe_mode(flags.probe));
   for (const auto& p : flags.plugin_paths) PluginLoader::instance().add_search_path(p);
   set_default_backend(flags.backend);
   if (!flags.reference.empty()) set_reference_backend(flags.reference);
@@ -63,6 +76,7 @@ BackendFlags init_from_args(int& argc, char** argv) {
       continue;
     if (take("fallback", [&](std::string v) { flags.fallback = std::move(v); })) continue;
     if (take("reference", [&](std::string v) { flags.reference = std::move(v); })) continue;
+    if (take("probe", [&](std::string v) { flags.probe = std::move(v); })) continue;
     argv[out++] = argv[i];
   }
   argc = out;

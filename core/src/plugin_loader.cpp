@@ -3,18 +3,19 @@
 #include <backplane/dispatcher.h>
 #include <backplane/error.h>
 
-#include "internal.h"
-
+#include <algorithm>
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <boost/dll/shared_library.hpp>
-
-#include <algorithm>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <optional>
 #include <sstream>
+
+#include "backend_library.h"
+#include "internal.h"
+#include "plugin_probe.h"
 
 #ifndef BACKPLANE_INSTALL_PLUGIN_DIR
 #define BACKPLANE_INSTALL_PLUGIN_DIR "/usr/local/lib/backplane"
@@ -24,15 +25,20 @@ namespace fs = std::filesystem;
 
 namespace bp {
 
-struct Backend::Library {
-  boost::dll::shared_library lib;
-};
-
 bool Backend::made_from(const Library& lib) const {
   return lib_->lib.native() == lib.lib.native();
 }
 
 void forget_default_backend();  // below: the default's id after an unload
+
+namespace detail {
+std::optional<std::string> bounded_string(const char* s, std::size_t max_bytes) {
+  if (s == nullptr) return std::string();
+  const std::size_t n = strnlen(s, max_bytes);
+  if (n == max_bytes) return std::nullopt;
+  return std::string(s, n);
+}
+}  // namespace detail
 
 namespace {
 
@@ -40,10 +46,8 @@ constexpr const char* kFilePrefix = "libbackplane_";
 constexpr const char* kFileSuffix = ".so";
 
 bool looks_like_path(std::string_view s) {
-  return s.find('/') != std::string_view::npos ||
-         (s.size() > 3 && s.substr(s.size() - 3) == ".so");
+  return s.find('/') != std::string_view::npos || (s.size() > 3 && s.substr(s.size() - 3) == ".so");
 }
-
 
 // The plugin's fields that every ABI 2.x plugin must fill.
 // (2.0 was the first minor of this major: its table is sizeof(bp_plugin)
@@ -122,299 +126,6 @@ std::string exported_symbols(const std::string& path) {
 
 }  // namespace
 
-// --- Backend ------------------------------------------------------------------
-
-Backend::Backend(int id, std::unique_ptr<Library> lib, const bp_plugin* api, std::string path)
-    : lib_(std::move(lib)), api_(api), id_(id), name_(api->name), path_(std::move(path)) {
-  version_ = api->version ? api->version : "unknown";
-  char reason[512] = {0};
-  device_count_ = std::max<int32_t>(0, api_->device_count(api_->ctx, reason, sizeof(reason)));
-  if (device_count_ == 0)
-    no_device_reason_ = reason[0] ? reason : "the plugin reported no device and gave no reason";
-}
-
-Backend::~Backend() {
-  // Memory waiting for other streams, then the streams made here, then the
-  // instance (the ABI destroys streams once their work is done).
-  reap_deferred_frees(true);
-  for (void* b : staging_)
-    if (b) api_->host_free(api_->ctx, b);
-  for (auto [device, s] : streams_) {
-    detail::ErrorBuffer err;
-    (void)api_->stream_synchronize(api_->ctx, device, s, err.get());
-    api_->stream_destroy(api_->ctx, device, s);
-  }
-  if (api_->destroy) api_->destroy(api_->ctx);
-}
-
-bp_device_props Backend::device_props(int device) const {
-  bp_device_props p{};
-  p.struct_size = sizeof(p);
-  detail::check_status(api_->device_props(api_->ctx, device, &p, detail::ErrorBuffer().get()),
-                       "device_props", name_);
-  return p;
-}
-
-bool Backend::host_addressable(int device) const { return device_props(device).host_addressable; }
-
-std::vector<bp_tolerance> Backend::tolerances() const {
-  if (!BP_HAS_FIELD(api_, bp_plugin, num_tolerances) || api_->tolerances == nullptr) return {};
-  return {api_->tolerances, api_->tolerances + std::max<int32_t>(api_->num_tolerances, 0)};
-}
-
-std::optional<bp_memory_stats> Backend::memory_stats(int device) const {
-  if (!BP_HAS_FIELD(api_, bp_plugin, memory_stats) || api_->memory_stats == nullptr)
-    return std::nullopt;
-  bp_memory_stats s{};
-  s.struct_size = sizeof(s);
-  detail::ErrorBuffer err;
-  if (api_->memory_stats(api_->ctx, device, &s, err.get()) != BP_STATUS_OK) return std::nullopt;
-  return s;
-}
-
-void* Backend::allocate(int device, std::size_t nbytes, bp_stream stream) const {
-  BP_CHECK(device >= 0 && device < device_count_, "[allocate] backend '", name_,
-           "' has no device ", device, " (it has ", device_count_, ")",
-           device_count_ == 0 ? ": " + no_device_reason_ : std::string());
-  if (__builtin_expect(num_deferred_.load(std::memory_order_relaxed) != 0, 0))
-    reap_deferred_frees(false);
-  void* p = nullptr;
-  detail::ErrorBuffer err;
-  // Cache-line alignment pays for vector loads on large buffers; small ones
-  // take malloc's natural 16 so plugins can serve them from a fast path.
-  const std::size_t alignment = nbytes >= 512 ? 64 : 16;
-  detail::check_status(api_->allocate(api_->ctx, device, stream, nbytes, alignment, &p, err.get()),
-                       "allocate", name_, err);
-  if (p == nullptr) throw PluginError("[allocate] backend '" + name_ + "' returned no memory");
-  return p;
-}
-
-void Backend::deallocate(int device, void* mem, std::size_t nbytes, bp_stream stream,
-                         const bp_stream* users, std::size_t num_users) const noexcept {
-  if (num_users == 0) {
-    api_->deallocate(api_->ctx, device, stream, mem, nbytes);
-    return;
-  }
-  // Like a caching allocator's record_stream: the memory goes back to the
-  // plugin only when each stream that used it has finished what it had
-  // enqueued by now, so no other stream can be handed it while they run.
-  DeferredFree f{device, mem, nbytes, stream, {}};
-  try {
-    for (std::size_t k = 0; k < num_users; ++k) {
-      bp_event e = event_create(device);
-      f.events.push_back(e);
-      event_record(device, e, users[k]);
-    }
-  } catch (...) {
-    // Without an event to wait on, wait for the device instead.
-    for (bp_event e : f.events) event_destroy(device, e);
-    try {
-      synchronize(device);
-    } catch (...) {
-    }
-    api_->deallocate(api_->ctx, device, stream, mem, nbytes);
-    return;
-  }
-  std::lock_guard lock(deferred_mu_);
-  deferred_.push_back(std::move(f));
-  num_deferred_.store(deferred_.size(), std::memory_order_relaxed);
-}
-
-void Backend::reap_deferred_frees(bool wait) const noexcept {
-  std::vector<DeferredFree> done;
-  {
-    std::lock_guard lock(deferred_mu_);
-    for (auto it = deferred_.begin(); it != deferred_.end();) {
-      bool ready = true;
-      for (bp_event e : it->events) {
-        // The plugin's entries directly: the Backend's raise what is pending.
-        detail::ErrorBuffer err;
-        const bp_status st = wait ? api_->event_synchronize(api_->ctx, it->device, e, err.get())
-                                  : api_->event_query(api_->ctx, it->device, e, err.get());
-        if (st == BP_STATUS_NOT_READY) {
-          ready = false;
-        } else if (st == BP_STATUS_DEVICE_ERROR) {
-          // The user stream's work is over, so the memory is free; the
-          // plugin has handed its failure to us: the next synchronisation
-          // raises it.
-          if (pending_error_.empty())
-            pending_error_ = "[synchronize] backend '" + name_ + "': " + err.message();
-          has_pending_error_.store(true, std::memory_order_release);
-        }
-        if (!ready) break;
-      }
-      if (ready) {
-        done.push_back(std::move(*it));
-        it = deferred_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    num_deferred_.store(deferred_.size(), std::memory_order_relaxed);
-  }
-  for (DeferredFree& f : done) {
-    for (bp_event e : f.events) event_destroy(f.device, e);
-    api_->deallocate(api_->ctx, f.device, f.stream, f.mem, f.nbytes);
-  }
-}
-
-std::size_t Backend::deferred_frees() const {
-  std::lock_guard lock(deferred_mu_);
-  return deferred_.size();
-}
-
-void Backend::copy_from_host(int device, bp_stream stream, void* mem, uint64_t offset,
-                             const void* host, std::size_t n) const {
-  detail::ErrorBuffer err;
-  detail::check_status(
-      api_->copy_from_host(api_->ctx, device, stream, mem, offset, host, n, err.get()),
-      "copy_from_host", name_, err);
-}
-
-void Backend::copy_to_host(int device, bp_stream stream, void* host, const void* mem,
-                           uint64_t offset, std::size_t n) const {
-  detail::ErrorBuffer err;
-  detail::check_status(
-      api_->copy_to_host(api_->ctx, device, stream, host, mem, offset, n, err.get()),
-      "copy_to_host", name_, err);
-}
-
-void Backend::read_to_host(int device, bp_stream stream, void* host, const void* mem,
-                           uint64_t offset, std::size_t n) const {
-  copy_to_host(device, stream, host, mem, offset, n);
-  stream_synchronize(device, stream);
-}
-
-void Backend::copy_on_device(bp_stream stream, int dst_device, void* dst, uint64_t dst_offset,
-                             int src_device, const void* src, uint64_t src_offset,
-                             std::size_t n) const {
-  detail::ErrorBuffer err;
-  detail::check_status(api_->copy_on_device(api_->ctx, stream, dst_device, dst, dst_offset,
-                                            src_device, src, src_offset, n, err.get()),
-                       "copy_on_device", name_, err);
-}
-
-void Backend::memset(int device, bp_stream stream, void* mem, uint64_t offset, int value,
-                     std::size_t n) const {
-  detail::ErrorBuffer err;
-  detail::check_status(
-      api_->memset(api_->ctx, device, stream, mem, offset, value, n, err.get()), "memset",
-      name_, err);
-}
-
-void* Backend::host_pointer(int device, const void* mem, uint64_t offset) const {
-  if (api_->host_pointer == nullptr)
-    throw ValueError("[host_pointer] backend '" + name_ +
-                     "' gives no host address for its memory (it is not host addressable)");
-  void* p = nullptr;
-  detail::ErrorBuffer err;
-  detail::check_status(api_->host_pointer(api_->ctx, device, mem, offset, &p, err.get()),
-                       "host_pointer", name_, err);
-  return p;
-}
-
-void* const* Backend::try_acquire_staging() const {
-  if (api_->host_alloc == nullptr || api_->host_free == nullptr) return nullptr;
-  std::lock_guard lock(staging_mu_);
-  if (staging_busy_) return nullptr;
-  for (void*& b : staging_) {
-    if (b != nullptr) continue;
-    detail::ErrorBuffer err;
-    if (api_->host_alloc(api_->ctx, kStagingChunk, &b, err.get()) != BP_STATUS_OK || !b) {
-      b = nullptr;
-      return nullptr;  // pageable memory instead
-    }
-  }
-  staging_busy_ = true;
-  return staging_;
-}
-
-void Backend::release_staging() const {
-  std::lock_guard lock(staging_mu_);
-  staging_busy_ = false;
-}
-
-bp_stream Backend::create_stream(int device) {
-  BP_CHECK(device >= 0 && device < device_count_, "[stream] backend '", name_,
-           "' has no device ", device);
-  bp_stream s = nullptr;
-  detail::ErrorBuffer err;
-  detail::check_status(api_->stream_create(api_->ctx, device, &s, err.get()), "stream_create",
-                       name_, err);
-  if (s == nullptr)
-    throw PluginError("[stream_create] backend '" + name_ + "' returned no stream");
-  std::lock_guard lock(streams_mu_);
-  streams_.emplace_back(device, s);
-  return s;
-}
-
-void Backend::raise_pending_error() const {
-  if (!has_pending_error_.load(std::memory_order_acquire)) return;
-  std::string m;
-  {
-    std::lock_guard lock(deferred_mu_);
-    m.swap(pending_error_);
-    has_pending_error_.store(false, std::memory_order_relaxed);
-  }
-  if (!m.empty()) throw DeviceError(m);
-}
-
-void Backend::stream_synchronize(int device, bp_stream stream) const {
-  detail::ErrorBuffer err;
-  detail::check_status(api_->stream_synchronize(api_->ctx, device, stream, err.get()),
-                       "synchronize", name_, err);
-  raise_pending_error();
-}
-
-bp_event Backend::event_create(int device) const {
-  bp_event e = nullptr;
-  detail::ErrorBuffer err;
-  detail::check_status(api_->event_create(api_->ctx, device, &e, err.get()), "event_create",
-                       name_, err);
-  if (e == nullptr) throw PluginError("[event_create] backend '" + name_ + "' returned no event");
-  return e;
-}
-
-void Backend::event_destroy(int device, bp_event event) const noexcept {
-  api_->event_destroy(api_->ctx, device, event);
-}
-
-void Backend::event_record(int device, bp_event event, bp_stream stream) const {
-  detail::ErrorBuffer err;
-  detail::check_status(api_->event_record(api_->ctx, device, event, stream, err.get()),
-                       "event_record", name_, err);
-}
-
-void Backend::stream_wait_event(int device, bp_stream stream, bp_event event) const {
-  detail::ErrorBuffer err;
-  detail::check_status(api_->stream_wait_event(api_->ctx, device, stream, event, err.get()),
-                       "stream_wait_event", name_, err);
-}
-
-bool Backend::event_query(int device, bp_event event) const {
-  detail::ErrorBuffer err;
-  const bp_status st = api_->event_query(api_->ctx, device, event, err.get());
-  if (st == BP_STATUS_NOT_READY) return false;
-  detail::check_status(st, "event_query", name_, err);
-  raise_pending_error();
-  return true;
-}
-
-void Backend::event_synchronize(int device, bp_event event) const {
-  detail::ErrorBuffer err;
-  detail::check_status(api_->event_synchronize(api_->ctx, device, event, err.get()),
-                       "synchronize", name_, err);
-  raise_pending_error();
-}
-
-void Backend::synchronize(int device) const {
-  detail::ErrorBuffer err;
-  const bp_status st = api_->synchronize(api_->ctx, device, err.get());
-  if (num_deferred_.load(std::memory_order_relaxed) != 0) reap_deferred_frees(false);
-  detail::check_status(st, "synchronize", name_, err);
-  raise_pending_error();
-}
-
 // --- PluginLoader ---------------------------------------------------------------
 
 PluginLoader& PluginLoader::instance() {
@@ -483,6 +194,112 @@ Backend& PluginLoader::load(std::string_view name_or_path) {
   return load_file(std::string(name_or_path));
 }
 
+namespace {
+
+// The most a bp_plugin table of a newer minor may span: far more than any
+// plausible number of appended entries, far less than a garbage value.
+constexpr std::size_t kMaxPluginSize = 64 * 1024;
+constexpr std::size_t kMaxStringBytes = 256;  // names and versions, NUL included
+constexpr int32_t kMaxTolerances = 4096;
+
+// A throw of anything: its words.
+std::string exception_words(std::exception_ptr e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    return std::string("threw a C++ exception (") + x.what() + ")";
+  } catch (...) {
+    return "threw a C++ exception that is not a std::exception";
+  }
+}
+
+// Every value the plugin reports about itself at load, checked and copied.
+// Returns the reason for refusing it, or "" with `facts` filled.
+std::string read_facts(const bp_plugin* api, PluginFacts& facts) {
+  const std::optional<std::string> name = detail::bounded_string(api->name, kMaxStringBytes);
+  if (!name)
+    return "its name is not NUL-terminated within " + std::to_string(kMaxStringBytes) + " bytes";
+  if (!detail::is_plain_name(*name))
+    return "its name '" + *name + "' is not a valid backend name ([a-z0-9_]+)";
+  facts.name = *name;
+  const std::optional<std::string> version =
+      api->version ? detail::bounded_string(api->version, kMaxStringBytes) : std::string("unknown");
+  if (!version)
+    return "its version is not NUL-terminated within " + std::to_string(kMaxStringBytes) + " bytes";
+  facts.version = *version;
+
+  detail::load_phase("device_count");
+  detail::BasicErrorBuffer<512> reason;
+  std::exception_ptr thrown;
+  int32_t n = 0;
+  try {
+    n = api->device_count(api->ctx, reason.get()->message, reason.get()->capacity);
+  } catch (...) {
+    thrown = std::current_exception();
+  }
+  if (thrown) return "device_count " + exception_words(thrown);
+  if (reason.overrun())
+    return "device_count wrote past the end of its " + std::to_string(reason.get()->capacity) +
+           "-byte reason buffer";
+  if (n < 0 || n > kMaxDevicesPerBackend)
+    return "device_count returned " + std::to_string(n) + " (0 to " +
+           std::to_string(kMaxDevicesPerBackend) + " devices are accepted)";
+  facts.device_count = n;
+  if (n == 0)
+    facts.no_device_reason =
+        reason.empty() ? "the plugin reported no device and gave no reason" : reason.message();
+
+  detail::load_phase("device_props");
+  for (int d = 0; d < n; ++d) {
+    // The plugin gets the struct; behind it, slack that must stay untouched.
+    struct {
+      bp_device_props props;
+      unsigned char slack[256];
+    } guarded{};
+    std::memset(guarded.slack, 0xA5, sizeof guarded.slack);
+    guarded.props.struct_size = sizeof(bp_device_props);
+    detail::ErrorBuffer err;
+    const bp_status st = detail::guarded(
+        err.get(), [&] { return api->device_props(api->ctx, d, &guarded.props, err.get()); });
+    for (unsigned char b : guarded.slack)
+      if (b != 0xA5) return "device_props wrote past the end of bp_device_props";
+    if (st != BP_STATUS_OK)
+      return "device_props failed for device " + std::to_string(d) + ": " + err.message();
+    if (err.overrun()) return "device_props " + err.message();
+    if (strnlen(guarded.props.name, sizeof guarded.props.name) == sizeof guarded.props.name)
+      return "device_props gave device " + std::to_string(d) +
+             " a name that is not NUL-terminated within " +
+             std::to_string(sizeof guarded.props.name) + " bytes";
+    guarded.props.struct_size = sizeof(bp_device_props);
+    facts.props.push_back(guarded.props);
+  }
+
+  if (BP_HAS_FIELD(api, bp_plugin, num_tolerances) && api->tolerances != nullptr) {
+    if (api->num_tolerances < 0 || api->num_tolerances > kMaxTolerances)
+      return "num_tolerances is " + std::to_string(api->num_tolerances) + " (0 to " +
+             std::to_string(kMaxTolerances) + " are accepted)";
+    facts.tolerances.assign(api->tolerances, api->tolerances + api->num_tolerances);
+  }
+  return "";
+}
+
+}  // namespace
+
+void PluginLoader::set_probe_mode(ProbeMode mode) {
+  std::lock_guard lock(mu_);
+  probe_mode_ = mode;
+}
+
+ProbeMode PluginLoader::probe_mode() const {
+  std::lock_guard lock(mu_);
+  if (probe_mode_) return *probe_mode_;
+  const char* env = std::getenv("BACKPLANE_PROBE");
+  const std::string v = env ? env : "";
+  if (v == "off" || v == "0") return ProbeMode::Off;
+  if (v == "fresh") return ProbeMode::Fresh;
+  return ProbeMode::On;
+}
+
 Backend& PluginLoader::load_file(const std::string& path_in) {
   std::error_code ec;
   fs::path abs = fs::weakly_canonical(fs::absolute(path_in, ec), ec);
@@ -491,11 +308,24 @@ Backend& PluginLoader::load_file(const std::string& path_in) {
     if (b->path() == path) return *b;
 
   auto reject = [&](const std::string& why) -> PluginError {
-    return PluginError("[plugin] " + path + " rejected: " + why);
+    return PluginError("[plugin] " + path + " refused: " + why);
   };
   if (!fs::exists(path, ec)) throw reject("no such file");
 
+  // The file is loaded in a child process first: what would take this
+  // process down takes the probe down instead.
+  const ProbeMode mode = probe_mode();
+  std::erase_if(probe_notes_, [&](const auto& n) { return n.first == path; });
+  if (mode != ProbeMode::Off) {
+    const detail::ProbeResult probe = detail::probe_plugin(path, mode == ProbeMode::Fresh);
+    probe_notes_.emplace_back(path, probe.note);
+    if (!probe.passed)
+      throw PluginError("[plugin] " + path + " " + to_string(probe.verdict) + ": " + probe.reason,
+                        probe.verdict);
+  }
+
   auto lib = std::make_unique<Backend::Library>();
+  detail::load_phase("open");
   try {
     lib->lib.load(path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
   } catch (const std::exception& e) {
@@ -511,26 +341,42 @@ Backend& PluginLoader::load_file(const std::string& path_in) {
     throw reject(std::string("entry symbol '") + BP_PLUGIN_ENTRY_SYMBOL +
                  "' is missing; the file exports: " + exported_symbols(path) +
                  ". Define it with BP_SDK_PLUGIN(YourClass), or extern \"C\" BP_PLUGIN_EXPORT.");
-  auto init = lib->lib.get<bp_status(const bp_host*, const bp_plugin**, bp_error*)>(
-      BP_PLUGIN_ENTRY_SYMBOL);
+  auto init =
+      lib->lib.get<bp_status(const bp_host*, const bp_plugin**, bp_error*)>(BP_PLUGIN_ENTRY_SYMBOL);
 
   bp_host host{sizeof(bp_host), BP_ABI_MAJOR, BP_ABI_MINOR, BACKPLANE_VERSION};
   const bp_plugin* api = nullptr;
   detail::ErrorBuffer err;
-  bp_status st = init(&host, &api, err.get());
+  detail::load_phase("init");
+  bp_status st = BP_STATUS_OK;
+  try {
+    st = init(&host, &api, err.get());
+  } catch (...) {
+    throw reject(std::string(BP_PLUGIN_ENTRY_SYMBOL) + " " +
+                 exception_words(std::current_exception()));
+  }
+  if (err.overrun()) throw reject(std::string(BP_PLUGIN_ENTRY_SYMBOL) + ": " + err.message());
   if (st != BP_STATUS_OK)
     throw reject(std::string(BP_PLUGIN_ENTRY_SYMBOL) + " failed: " + err.message());
   if (api == nullptr) throw reject(std::string(BP_PLUGIN_ENTRY_SYMBOL) + " returned no plugin");
   if (api->abi_major != BP_ABI_MAJOR) {
     std::ostringstream os;
-    os << "ABI major version " << api->abi_major << "." << api->abi_minor
-       << " is not this core's " << BP_ABI_MAJOR << "." << BP_ABI_MINOR
-       << "; rebuild the plugin against this SDK";
+    os << "ABI major version " << api->abi_major << "." << api->abi_minor << " is not this core's "
+       << BP_ABI_MAJOR << "." << BP_ABI_MINOR << "; rebuild the plugin against this SDK";
     throw reject(os.str());
   }
+  // A table no larger than the declared minor can have: a minor up to this
+  // core's is at most this core's table; a newer one appends, within reason.
+  const std::size_t max_size = api->abi_minor <= BP_ABI_MINOR ? sizeof(bp_plugin) : kMaxPluginSize;
+  if (api->struct_size > max_size)
+    throw reject("its bp_plugin table claims " + std::to_string(api->struct_size) +
+                 " bytes, more than ABI " + std::to_string(api->abi_major) + "." +
+                 std::to_string(api->abi_minor) + " can have (" + std::to_string(max_size) + ")");
   // From here on the table's layout is ours: release it on every rejection.
   auto destroy_and_reject = [&](const std::string& why) -> PluginError {
-    if (api->struct_size >= kMinPluginSize && api->destroy) api->destroy(api->ctx);
+    detail::load_phase("destroy");
+    if (api->struct_size >= kMinPluginSize && api->destroy)
+      detail::guarded(nullptr, [&] { api->destroy(api->ctx); });
     return reject(why);
   };
   // A newer minor is accepted: its table only appends fields, which this
@@ -540,36 +386,54 @@ Backend& PluginLoader::load_file(const std::string& path_in) {
     throw reject("its bp_plugin table is " + std::to_string(api->struct_size) +
                  " bytes, smaller than ABI 2.0's " + std::to_string(kMinPluginSize));
   const char* missing = nullptr;
-  if (!api->device_count) missing = "device_count";
-  else if (!api->device_props) missing = "device_props";
-  else if (!api->register_kernels) missing = "register_kernels";
-  else if (!api->allocate) missing = "allocate";
-  else if (!api->deallocate) missing = "deallocate";
-  else if (!api->copy_from_host) missing = "copy_from_host";
-  else if (!api->copy_to_host) missing = "copy_to_host";
-  else if (!api->copy_on_device) missing = "copy_on_device";
-  else if (!api->memset) missing = "memset";
-  else if (!api->stream_create) missing = "stream_create";
-  else if (!api->stream_destroy) missing = "stream_destroy";
-  else if (!api->stream_synchronize) missing = "stream_synchronize";
-  else if (!api->event_create) missing = "event_create";
-  else if (!api->event_destroy) missing = "event_destroy";
-  else if (!api->event_record) missing = "event_record";
-  else if (!api->stream_wait_event) missing = "stream_wait_event";
-  else if (!api->event_query) missing = "event_query";
-  else if (!api->event_synchronize) missing = "event_synchronize";
-  else if (!api->synchronize) missing = "synchronize";
+  if (!api->device_count)
+    missing = "device_count";
+  else if (!api->device_props)
+    missing = "device_props";
+  else if (!api->register_kernels)
+    missing = "register_kernels";
+  else if (!api->allocate)
+    missing = "allocate";
+  else if (!api->deallocate)
+    missing = "deallocate";
+  else if (!api->copy_from_host)
+    missing = "copy_from_host";
+  else if (!api->copy_to_host)
+    missing = "copy_to_host";
+  else if (!api->copy_on_device)
+    missing = "copy_on_device";
+  else if (!api->memset)
+    missing = "memset";
+  else if (!api->stream_create)
+    missing = "stream_create";
+  else if (!api->stream_destroy)
+    missing = "stream_destroy";
+  else if (!api->stream_synchronize)
+    missing = "stream_synchronize";
+  else if (!api->event_create)
+    missing = "event_create";
+  else if (!api->event_destroy)
+    missing = "event_destroy";
+  else if (!api->event_record)
+    missing = "event_record";
+  else if (!api->stream_wait_event)
+    missing = "stream_wait_event";
+  else if (!api->event_query)
+    missing = "event_query";
+  else if (!api->event_synchronize)
+    missing = "event_synchronize";
+  else if (!api->synchronize)
+    missing = "synchronize";
   if (missing) throw destroy_and_reject(std::string("required function '") + missing + "' is NULL");
-  const std::string name = api->name ? api->name : "";
-  if (!detail::is_plain_name(name))
-    throw destroy_and_reject("its name '" + name + "' is not a valid backend name ([a-z0-9_]+)");
+  PluginFacts facts;
+  if (const std::string why = read_facts(api, facts); !why.empty()) throw destroy_and_reject(why);
+  const std::string name = facts.name;
   if (Backend* other = find(name))
     throw destroy_and_reject("a plugin named '" + name + "' is already loaded from " +
                              other->path());
   const int slot = free_slot();
   if (slot < 0)
-    throw destroy_and_reject("too many backends loaded (at most " +
-                             std::to_string(kMaxBackends) +
+    throw destroy_and_reject("too many backends loaded (at most " + std::to_string(kMaxBackends) +
                              " at once, counting unloaded ones whose tensors still live)");
   // The slot's next generation: an id kept from an earlier backend in this
   // slot names nothing (int16 Device ids wrap after 1024 generations).
@@ -579,11 +443,20 @@ Backend& PluginLoader::load_file(const std::string& path_in) {
   bp_registrar registrar{sizeof(bp_registrar), &state, &register_kernel_c,
                          &register_named_kernel_c};
   detail::ErrorBuffer reg_err;
-  if (api->register_kernels(api->ctx, &registrar, reg_err.get()) != BP_STATUS_OK) {
-    remove_kernels(id);
-    throw destroy_and_reject("registering kernels failed: " + reg_err.message());
+  detail::load_phase("register_kernels");
+  std::exception_ptr thrown;
+  bp_status reg_st = BP_STATUS_OK;
+  try {
+    reg_st = api->register_kernels(api->ctx, &registrar, reg_err.get());
+  } catch (...) {
+    thrown = std::current_exception();
   }
-  auto backend = make_intrusive<Backend>(id, std::move(lib), api, path);
+  if (thrown || reg_st != BP_STATUS_OK || reg_err.overrun()) {
+    remove_kernels(id);
+    throw destroy_and_reject(thrown ? "register_kernels " + exception_words(thrown)
+                                    : "registering kernels failed: " + reg_err.message());
+  }
+  auto backend = make_intrusive<Backend>(id, std::move(lib), api, path, std::move(facts));
   backends_.push_back(backend);
   slots_[slot] = backend;
   by_id_[slot].store(backend.get(), std::memory_order_release);
@@ -648,8 +521,7 @@ std::vector<PluginCandidate> PluginLoader::discover() {
       PluginCandidate c;
       c.path = p;
       std::string fname = f.filename().string();
-      c.name = fname.substr(std::strlen(kFilePrefix),
-                            fname.size() - std::strlen(kFilePrefix) - 3);
+      c.name = fname.substr(std::strlen(kFilePrefix), fname.size() - std::strlen(kFilePrefix) - 3);
       try {
         Backend& b = load_file(p);
         if (b.path() == p) {
@@ -661,17 +533,20 @@ std::vector<PluginCandidate> PluginLoader::discover() {
           c.reason = "the same file as " + b.path() + ", which is loaded";
         }
       } catch (const PluginError& e) {
+        c.verdict = e.verdict();
         c.reason = e.what();
-        const std::string prefix = "[plugin] " + p + " rejected: ";
+        const std::string prefix = "[plugin] " + p + " " + to_string(e.verdict()) + ": ";
         if (c.reason.rfind(prefix, 0) == 0) c.reason = c.reason.substr(prefix.size());
       }
+      for (const auto& [file, note] : probe_notes_)
+        if (file == p) c.probe = note;
       out.push_back(std::move(c));
     }
   }
   // Backends loaded by path from elsewhere (--backend path/to/x.so).
   for (const auto& b : backends_)
     if (std::find(seen.begin(), seen.end(), b->path()) == seen.end())
-      out.push_back(PluginCandidate{b->path(), b->name(), true, "", b});
+      out.push_back(PluginCandidate{b->path(), b->name(), true, "", b, PluginVerdict::Refused, ""});
   return out;
 }
 
@@ -704,7 +579,9 @@ std::string g_default_spec = kDefaultBackend;
 std::atomic<int> g_default_id{-1};
 }  // namespace
 
-void forget_default_backend() { g_default_id.store(-1, std::memory_order_release); }
+void forget_default_backend() {
+  g_default_id.store(-1, std::memory_order_release);
+}
 
 void set_default_backend(std::string_view name_or_path) {
   std::lock_guard lock(g_default_mu);
@@ -764,10 +641,11 @@ Device device(std::string_view spec) {
 
 std::string to_string(Device d) {
   const IntrusivePtr<Backend> b = PluginLoader::instance().acquire(d.backend);
-  return (b ? b->name() : "backend#" + std::to_string(d.backend)) + ":" +
-         std::to_string(d.index);
+  return (b ? b->name() : "backend#" + std::to_string(d.backend)) + ":" + std::to_string(d.index);
 }
 
-std::ostream& operator<<(std::ostream& os, Device d) { return os << to_string(d); }
+std::ostream& operator<<(std::ostream& os, Device d) {
+  return os << to_string(d);
+}
 
 }  // namespace bp

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <backplane/device.h>
+#include <backplane/error.h>
 #include <backplane/intrusive_ptr.h>
 #include <backplane/plugin.h>
 
@@ -23,15 +24,31 @@ namespace bp {
 // (a Device value kept across an unload) names nothing.
 inline constexpr int kMaxBackends = 32;
 static_assert((kMaxBackends & (kMaxBackends - 1)) == 0, "slot = id & (kMaxBackends - 1)");
-inline constexpr int backend_slot(int id) { return id & (kMaxBackends - 1); }
+inline constexpr int backend_slot(int id) {
+  return id & (kMaxBackends - 1);
+}
 inline constexpr const char* kDefaultBackend = "cpu_onednn";
+
+// Most devices one plugin may report.
+inline constexpr int kMaxDevicesPerBackend = 1024;
+
+// What the loader read from a plugin when it loaded it, each value checked
+// and copied (strings bounded, counts in range).
+struct PluginFacts {
+  std::string name, version;
+  int device_count = 0;
+  std::string no_device_reason;        // when device_count == 0
+  std::vector<bp_device_props> props;  // one per device, names NUL-terminated
+  std::vector<bp_tolerance> tolerances;
+};
 
 // One plugin library, opened and accepted. Storages and the loader hold it
 // by reference; the library is unloaded when the last reference goes.
 class Backend : public RefCounted {
  public:
   struct Library;  // the Boost.DLL handle, kept out of this header
-  Backend(int id, std::unique_ptr<Library> lib, const bp_plugin* api, std::string path);
+  Backend(int id, std::unique_ptr<Library> lib, const bp_plugin* api, std::string path,
+          PluginFacts facts);
   ~Backend() override;
 
   int id() const { return id_; }
@@ -53,7 +70,7 @@ class Backend : public RefCounted {
   bp_device_props device_props(int device) const;
   bool host_addressable(int device) const;
   // Looser conformance tolerances the plugin declares (empty when none).
-  std::vector<bp_tolerance> tolerances() const;
+  const std::vector<bp_tolerance>& tolerances() const { return tolerances_; }
   // Allocator statistics, if the plugin keeps them.
   std::optional<bp_memory_stats> memory_stats(int device) const;
 
@@ -67,8 +84,8 @@ class Backend : public RefCounted {
   // stream, in a list that allocate() and synchronize() go through.
   void deallocate(int device, void* mem, std::size_t nbytes, bp_stream stream,
                   const bp_stream* users = nullptr, std::size_t num_users = 0) const noexcept;
-  void copy_from_host(int device, bp_stream stream, void* mem, uint64_t offset,
-                      const void* host, std::size_t n) const;
+  void copy_from_host(int device, bp_stream stream, void* mem, uint64_t offset, const void* host,
+                      std::size_t n) const;
   // Enqueues a copy to host memory; `host` holds the bytes once `stream`
   // has reached it (read_to_host waits for that).
   void copy_to_host(int device, bp_stream stream, void* host, const void* mem, uint64_t offset,
@@ -119,6 +136,8 @@ class Backend : public RefCounted {
   std::string name_, version_, path_;
   int device_count_ = 0;
   std::string no_device_reason_;
+  std::vector<bp_device_props> props_;
+  std::vector<bp_tolerance> tolerances_;
   mutable std::mutex streams_mu_;
   std::vector<std::pair<int, bp_stream>> streams_;  // made by create_stream
   mutable std::mutex deferred_mu_;
@@ -140,8 +159,23 @@ struct PluginCandidate {
   std::string path;
   std::string name;  // from the plugin, or guessed from the file name
   bool loaded = false;
-  std::string reason;  // why it was rejected, when !loaded
+  std::string reason;             // why it was rejected, when !loaded
   IntrusivePtr<Backend> backend;  // when loaded
+  // When not loaded: refused (the plugin's answers broke a rule), or what
+  // became of the probe process: crashed, hung, exited.
+  PluginVerdict verdict = PluginVerdict::Refused;
+  std::string probe;  // how the file was vetted before loading (see ProbeMode)
+};
+
+// Whether a plugin file is first loaded in a child process (a probe) before
+// the host process opens it: a plugin that crashes, hangs or exits while
+// loading then takes the probe down, not the host. A passed probe is cached
+// by the file's content (sha256), so a file is probed once. Set with
+// PluginLoader::set_probe_mode or BACKPLANE_PROBE=on|off|fresh; on by default.
+enum class ProbeMode {
+  Off,    // load in the host process directly
+  On,     // probe first; use a cached verdict when there is one
+  Fresh,  // probe first, ignoring (and replacing) cached verdicts
 };
 
 // Finds, opens and vets plugins. Search order for a name: the --plugin-path
@@ -186,6 +220,10 @@ class PluginLoader {
   // Safe while other threads run ops on its tensors.
   void unload(std::string_view name);
 
+  // How plugin files are vetted before they are loaded (see ProbeMode).
+  void set_probe_mode(ProbeMode mode);
+  ProbeMode probe_mode() const;
+
  private:
   PluginLoader() = default;
   Backend& load_file(const std::string& path);
@@ -198,11 +236,17 @@ class PluginLoader {
   // so that no acquire() can pick up a backend being destroyed.
   mutable std::shared_mutex slots_mu_;
   std::vector<std::string> extra_dirs_;
-  std::vector<IntrusivePtr<Backend>> backends_;        // loaded, by name
-  IntrusivePtr<Backend> slots_[kMaxBackends];          // loaded or unloaded-but-used
+  std::optional<ProbeMode> probe_mode_;                           // unset: BACKPLANE_PROBE, else On
+  std::vector<std::pair<std::string, std::string>> probe_notes_;  // path, how it was vetted
+  std::vector<IntrusivePtr<Backend>> backends_;                   // loaded, by name
+  IntrusivePtr<Backend> slots_[kMaxBackends];                     // loaded or unloaded-but-used
   uint16_t generation_[kMaxBackends] = {};
   std::atomic<Backend*> by_id_[kMaxBackends] = {};
 };
+
+// The sha256 of a file's content as 64 hex digits ("" if it cannot be read):
+// what ties a plugin's probe verdict, and a conformance report, to a binary.
+std::string file_sha256(const std::string& path);
 
 // The default backend used when TensorOptions name no device. Set by
 // --backend (see options.h) or set_default_backend; cpu_onednn otherwise.

@@ -40,10 +40,21 @@ class AutogradError : public Error {
  public:
   using Error::Error;
 };
+// What became of a plugin file that was not loaded: its answers broke a
+// rule (Refused), or the process loading it crashed, hung or exited.
+enum class PluginVerdict { Refused, Crashed, Hung, Exited };
+const char* to_string(PluginVerdict v);
+
 // A plugin that could not be found, loaded or accepted.
 class PluginError : public Error {
  public:
   using Error::Error;
+  PluginError(const std::string& message, PluginVerdict verdict)
+      : Error(message), verdict_(verdict) {}
+  PluginVerdict verdict() const { return verdict_; }
+
+ private:
+  PluginVerdict verdict_ = PluginVerdict::Refused;
 };
 // A backend ran out of memory.
 class OutOfMemoryError : public Error {

@@ -6,7 +6,11 @@
 //   --reference NAME|PATH the reference backend (default: BACKPLANE_REFERENCE,
 //                         else cpu_onednn): the fallback's, and what
 //                         conformance and fuzz compare with
+//   --probe MODE          on | off | fresh: load each plugin file in a child
+//                         process first (default: BACKPLANE_PROBE, else on)
 #pragma once
+
+#include <backplane/backend.h>
 
 #include <boost/program_options/options_description.hpp>
 #include <boost/program_options/variables_map.hpp>
@@ -21,7 +25,11 @@ struct BackendFlags {
   std::vector<std::string> plugin_paths;
   std::string fallback = "deny";  // deny | warn | allow (see fallback.h)
   std::string reference;          // empty: BACKPLANE_REFERENCE, else cpu_onednn
+  std::string probe;              // on | off | fresh; empty: BACKPLANE_PROBE, else on
 };
+
+// "on", "off", "fresh" as a ProbeMode; ValueError naming the choices otherwise.
+ProbeMode parse_probe_mode(const std::string& s);
 
 // The two flags as a Program_options group bound to `flags`.
 boost::program_options::options_description backend_options(BackendFlags& flags);
@@ -30,7 +38,7 @@ boost::program_options::options_description backend_options(BackendFlags& flags)
 // (loaded on first use).
 void apply_backend_flags(const BackendFlags& flags);
 
-// For any program: finds --backend/--plugin-path/--fallback/--reference (also as --backend=X)
+// For any program: finds --backend/--plugin-path/--fallback/--reference/--probe (also as --backend=X)
 // anywhere in argv, removes them, applies them, and returns them. Other
 // arguments are left, in order, for the program's own parsing.
 BackendFlags init_from_args(int& argc, char** argv);

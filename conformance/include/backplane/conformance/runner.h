@@ -107,7 +107,4 @@ void describe_backends(Report& report, const Context& ctx);
 // "add (float32)" from "[add] not implemented for dtype float32 on backend 'x'...".
 std::vector<std::string> missing_from_message(std::string_view message);
 
-// "SIGSEGV" for 11; "signal 77" for one it does not know.
-std::string signal_name(int sig);
-
 }  // namespace bp::conformance
