@@ -243,6 +243,16 @@ TEST(Loader, ThrowingKernelBecomesATypedErrorAndTheProcessGoesOn) {
   } catch (const bp::ValueError& e) {
     EXPECT_TRUE(contains(e.what(), "mul refuses these operands")) << e.what();
   }
+  // A kernel without the SDK's trampoline throws through the C ABI: the
+  // core stops the exception at the boundary.
+  try {
+    (void)(x / y);
+    FAIL() << "the div kernel throws";
+  } catch (const bp::Error& e) {
+    EXPECT_TRUE(contains(e.what(), "[div] backend 'throwing': a C++ exception that is not a "
+                                   "std::exception escaped the plugin"))
+        << e.what();
+  }
   EXPECT_EQ((x - y).to_vector<float>(), (std::vector<float>{3, 3}));
   EXPECT_EQ((bp::ones({2}) + bp::ones({2})).to_vector<float>(), (std::vector<float>{2, 2}));
 }

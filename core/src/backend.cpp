@@ -57,14 +57,23 @@ bool Backend::host_addressable(int device) const {
 std::optional<bp_memory_stats> Backend::memory_stats(int device) const {
   if (!BP_HAS_FIELD(api_, bp_plugin, memory_stats) || api_->memory_stats == nullptr)
     return std::nullopt;
-  bp_memory_stats s{};
-  s.struct_size = sizeof(s);
+  // Slack behind the struct: a plugin that writes past it is refused.
+  struct {
+    bp_memory_stats stats;
+    unsigned char slack[256];
+  } guarded{};
+  std::memset(guarded.slack, 0xA5, sizeof guarded.slack);
+  guarded.stats.struct_size = sizeof(bp_memory_stats);
   detail::ErrorBuffer err;
-  if (detail::guarded(err.get(), [&] {
-        return api_->memory_stats(api_->ctx, device, &s, err.get());
-      }) != BP_STATUS_OK)
-    return std::nullopt;
-  return s;
+  const bp_status st = detail::guarded(
+      err.get(), [&] { return api_->memory_stats(api_->ctx, device, &guarded.stats, err.get()); });
+  for (unsigned char b : guarded.slack)
+    if (b != 0xA5)
+      throw PluginError("[memory_stats] backend '" + name_ +
+                        "' wrote past the end of bp_memory_stats");
+  if (st != BP_STATUS_OK) return std::nullopt;
+  guarded.stats.struct_size = sizeof(bp_memory_stats);
+  return guarded.stats;
 }
 
 void* Backend::allocate(int device, std::size_t nbytes, bp_stream stream) const {
@@ -233,6 +242,8 @@ void* Backend::host_pointer(int device, const void* mem, uint64_t offset) const 
           err.get(),
           [&] { return api_->host_pointer(api_->ctx, device, mem, offset, &p, err.get()); }),
       "host_pointer", name_, err);
+  if (p == nullptr)
+    throw PluginError("[host_pointer] backend '" + name_ + "' returned no address");
   return p;
 }
 

@@ -69,8 +69,11 @@ bp_status register_with(void* ctx, const Reg* reg, const char* what, bp_error* e
     BP_CHECK(reg != nullptr && reg->struct_size >= offsetof(Reg, origin), "[", what,
              "] registration struct is missing or too small");
     std::string origin = st->plugin_name;
-    if (BP_HAS_FIELD(reg, Reg, origin) && reg->origin != nullptr)
-      origin += std::string(" at ") + reg->origin;
+    if (BP_HAS_FIELD(reg, Reg, origin) && reg->origin != nullptr) {
+      const std::optional<std::string> at = detail::bounded_string(reg->origin, 1024);
+      BP_CHECK(at.has_value(), "[", what, "] the origin is not NUL-terminated within 1024 bytes");
+      origin += " at " + *at;
+    }
     add(*st, *reg, std::move(origin));
     return BP_STATUS_OK;
   } catch (const std::exception& e) {
@@ -95,6 +98,10 @@ bp_status register_named_kernel_c(void* ctx, const bp_named_kernel_registration*
   return register_with(
       ctx, reg, "register_named_kernel", error,
       [](RegistrarState& st, const bp_named_kernel_registration& r, std::string o) {
+        BP_CHECK(detail::bounded_string(r.name, 256).has_value(),
+                 "[register_named_kernel] the name is not NUL-terminated within 256 bytes");
+        BP_CHECK(detail::bounded_string(r.schema, 4096).has_value(),
+                 "[register_named_kernel] the schema is not NUL-terminated within 4096 bytes");
         detail::register_named_kernel(st.backend, st.plugin_name, r, std::move(o));
       });
 }

@@ -1,6 +1,8 @@
 // A plugin whose kernels throw C++ exceptions: add throws a plain
 // std::runtime_error, mul an SDK InvalidArgument. The SDK must catch both at
-// the boundary; sub works, so a test can show the process goes on.
+// the boundary. div is registered raw (no SDK trampoline) and throws an int
+// straight through the C ABI: the core must stop it. sub works, so a test
+// can show the process goes on.
 #include <stdexcept>
 
 #include "fake_kernels.hpp"
@@ -14,6 +16,8 @@ void add_throws(const bp::sdk::KernelCall&) {
 void mul_rejects(const bp::sdk::KernelCall&) {
   throw bp::sdk::InvalidArgument("throwing plugin: mul refuses these operands");
 }
+
+bp_status div_throws_raw(void*, const bp_kernel_call*, bp_error*) { throw 42; }
 
 void sub_f32(const bp::sdk::KernelCall& call) {
   const float alpha = bp::sdk::scalar_as<float>(call.scalar(0));
@@ -34,6 +38,7 @@ class ThrowingPlugin final : public bp::sdk::Plugin {
     r.add<&add_throws>(BP_OP_ADD, {BP_DTYPE_FLOAT32}, BP_ORIGIN);
     r.add<&mul_rejects>(BP_OP_MUL, {BP_DTYPE_FLOAT32}, BP_ORIGIN);
     r.add<&sub_f32>(BP_OP_SUB, {BP_DTYPE_FLOAT32}, BP_ORIGIN);
+    r.add_raw(BP_OP_DIV, BP_DTYPE_BIT(BP_DTYPE_FLOAT32), &div_throws_raw, nullptr, BP_ORIGIN);
   }
 };
 
