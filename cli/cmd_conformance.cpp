@@ -11,6 +11,8 @@
 #include <random>
 #include <string>
 
+#include <backplane/conformance/profile.h>
+
 #include "commands.h"
 #include "conformance_child.h"
 
@@ -23,8 +25,17 @@ const char* kDetails =
     "The rules' IDs (IP-6, AG-7, ...) are defined in docs/semantics.md; --list shows\n"
     "the IDs each case checks, and --filter 'AG-*' selects the cases of a rule.\n"
     "A case is passed, failed (with expected and actual values), unsupported (the\n"
-    "backend lacks an op it needs) or skipped. Unsupported cases do not make the run\n"
-    "fail.\n\n"
+    "backend lacks an op it needs) or skipped.\n\n"
+    "Certification: a profile (--profile, default core) names the kernels (op x\n"
+    "dtype) a backend must have: core (construction, copy and fill, arithmetic,\n"
+    "comparisons, reductions, views; float32 and int64), training (core, every op\n"
+    "in float32, the float64 kernels gradient checks use), full (every kernel the\n"
+    "reference has). The run exits 0 only when the backend is certified: every\n"
+    "required kernel registered, no case unsupported for lack of one, no case\n"
+    "failed, and the whole suite run (a --filter run exits 0 when nothing failed,\n"
+    "but certifies nothing). A rule with unsupported cases is \"partial\". The report\n"
+    "names the plugin file's sha256, the core's version, the date and the machine.\n"
+    "--list-profile NAME prints the kernels a profile requires.\n\n"
     "Each case runs in a child process with a time limit, so a crash or a hang fails\n"
     "that case (\"killed by signal 11 (SIGSEGV)\", \"timed out after 60 s\") and the run\n"
     "goes on. The op cases (category op) run every op on the backend and on the\n"
@@ -38,7 +49,9 @@ const char* kDetails =
     "  backplane --backend ./libbackplane_mine.so conformance --filter 'IP-*'\n"
     "  backplane conformance --filter 'op.matmul.*' --seed 1234 --verbose\n"
     "  backplane conformance --backend cuda --compare-to cpu_onednn --timeout 20\n"
-    "  backplane conformance --list --filter 'view.*'\n";
+    "  backplane conformance --list --filter 'view.*'\n"
+    "  backplane conformance --backend ./libbackplane_mine.so --profile training\n"
+    "  backplane conformance --list-profile core\n";
 
 class ConformanceCommand : public Command {
  public:
@@ -51,6 +64,10 @@ class ConformanceCommand : public Command {
   po::options_description options() override {
     po::options_description own("Options");
     own.add_options()
+        ("profile", po::value<std::string>(&profile_)->value_name("core|training|full"),
+         "certification profile: the kernels the backend must have (default core)")
+        ("list-profile", po::value<std::string>(&list_profile_)->value_name("PROFILE"),
+         "print the kernels PROFILE requires (of the reference backend's) and exit")
         ("json", po::value<std::string>(&json_path_)->value_name("FILE"),
          "also write the report to FILE as JSON")
         ("junit", po::value<std::string>(&junit_path_)->value_name("FILE"),
@@ -89,8 +106,28 @@ class ConformanceCommand : public Command {
       std::cerr << "[conformance] --timeout must be a positive number of seconds\n";
       return kExitUsage;
     }
+    for (const std::string* p : {&profile_, &list_profile_})
+      if (!p->empty() && !conformance::is_profile(*p)) {
+        std::cerr << "[conformance] '" << *p << "' is not a profile: core, training or full\n";
+        return kExitUsage;
+      }
+    if (profile_.empty()) profile_ = conformance::kDefaultProfile;
     if (!seed_) seed_ = std::random_device{}();
     if (compare_to_.empty()) compare_to_ = reference_backend();
+    if (!list_profile_.empty()) {
+      Backend* ref = nullptr;
+      try {
+        ref = &PluginLoader::instance().load(reference_backend());
+      } catch (const Error& e) {
+        std::cerr << e.what() << "\n";
+        return kExitUsage;
+      }
+      const auto kernels = conformance::required_kernels(list_profile_, *ref);
+      std::cout << "profile " << list_profile_ << ": " << kernels.size() << " kernels (of "
+                << ref->name() << "'s)\n";
+      for (const auto& k : kernels) std::cout << "  " << k << "\n";
+      return kExitOk;
+    }
     const conformance::Suite suite = conformance::default_suite();
     if (!run_one_.empty())
       return run_one_case(suite, run_one_, flags.backend, compare_to_, *seed_, result_fd_);
@@ -131,6 +168,8 @@ class ConformanceCommand : public Command {
     conformance::Report report = conformance::run_suite(suite, ctx, options);
     progress.clear();
     conformance::describe_backends(report, ctx);
+    conformance::certify(report, profile_, *backends.dut, PluginLoader::instance().load(reference_backend()),
+                         filters_.empty());
     conformance::print_report(std::cout, report,
                               {conformance::wants_colour(STDOUT_FILENO), verbose_});
     try {
@@ -146,7 +185,10 @@ class ConformanceCommand : public Command {
       std::cerr << e.what() << "\n";
       return kExitUsage;
     }
-    return report.summary().failed == 0 ? kExitOk : kExitFailed;
+    if (report.summary().failed != 0) return kExitFailed;
+    // A subset of the suite (--filter) certifies nothing, and fails only by
+    // its failures.
+    return !filters_.empty() || report.certification.certified ? kExitOk : kExitFailed;
   }
 
  private:
@@ -163,7 +205,7 @@ class ConformanceCommand : public Command {
     return cmd;
   }
 
-  std::string json_path_, junit_path_, compare_to_, run_one_;
+  std::string json_path_, junit_path_, compare_to_, run_one_, profile_, list_profile_;
   std::vector<std::string> filters_;
   std::optional<uint64_t> seed_;
   double timeout_s_ = 60;

@@ -149,9 +149,14 @@ backplane --backend build/lib/backplane/libbackplane_@NAME@.so conformance
 ```
 
 `devices` shows that it loads (name, version, ABI, device). `conformance`
-(also `ctest --test-dir build`) runs every case: the ones that need an op or dtype this plugin does not
-register are reported as `unsupported`, not failed, so a fresh plugin exits
-0. `backplane ops --only-backend --backend <the .so>` lists the primitive ops
+(also `ctest --test-dir build`) runs every case: the ones that need an op or
+dtype this plugin does not register are reported as `unsupported`, not
+failed. The run exits 0 only once the plugin is certified for its profile
+(`--profile core`, the default): every kernel the profile requires
+registered, every case run and passed. A fresh plugin has no failure and is
+not certified yet; `backplane conformance --list-profile core` lists what is
+required, and the report's "required kernels missing" line what is left.
+`backplane ops --only-backend --backend <the .so>` lists the primitive ops
 and what this plugin registers for each.
 
 ## Next

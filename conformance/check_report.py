@@ -2,7 +2,9 @@
 
 Usage: check_report.py BACKPLANE_EXE JSON_FILE
 """
+import hashlib
 import json
+import re
 import subprocess
 import sys
 
@@ -26,14 +28,23 @@ def main():
         report = json.load(f)
     for key in ("backend", "device", "device_name", "plugin", "core_version", "contract",
                 "compare_to", "compare_device", "seed", "isolation", "timeout_s", "fallback",
-                "filters", "tolerances", "missing_ops", "cases", "summary", "duration_ms"):
+                "filters", "tolerances", "missing_ops", "cases", "summary", "duration_ms",
+                "date", "machine", "categories", "rules", "certification"):
         if key not in report:
             fail(f"missing key '{key}'")
     if report["contract"] != "docs/semantics.md":
         fail(f"contract {report['contract']!r}: the rule IDs are defined in docs/semantics.md")
-    for key in ("name", "version", "abi", "path"):
+    for key in ("name", "version", "abi", "path", "sha256"):
         if not isinstance(report["plugin"].get(key), str):
             fail(f"plugin.{key} must be a string")
+    with open(report["plugin"]["path"], "rb") as f:
+        sha = hashlib.sha256(f.read()).hexdigest()
+    if report["plugin"]["sha256"] != sha:
+        fail(f"plugin.sha256 {report['plugin']['sha256']} is not the file's {sha}")
+    if not re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", report["date"]):
+        fail(f"date {report['date']!r} is not ISO 8601 UTC")
+    if not report["machine"]:
+        fail("machine is empty")
     if not isinstance(report["seed"], int) or report["isolation"] not in ("process", "none"):
         fail(f"seed {report['seed']!r}, isolation {report['isolation']!r}")
     if report["fallback"] != "deny":
@@ -61,6 +72,20 @@ def main():
         counts[case["status"]] += 1
     if report["summary"] != counts:
         fail(f"summary {report['summary']} does not match the cases {counts}")
+    # Coverage per rule: a rule with an unsupported or skipped case is never "passed".
+    for rule in report["rules"]:
+        c = rule["counts"]
+        want = ("failed" if c["failed"] else
+                ("partial" if c["passed"] else "not checked") if c["unsupported"] or c["skipped"]
+                else "passed" if c["passed"] else "not checked")
+        if rule["status"] != want:
+            fail(f"rule {rule['name']} is {rule['status']!r} with counts {c}, expected {want!r}")
+    if sum(cat["counts"]["passed"] for cat in report["categories"]) != counts["passed"]:
+        fail("the categories' counts do not add up to the summary")
+    cert = report["certification"]
+    # A filtered run certifies nothing.
+    if cert["profile"] != "core" or cert["complete"] or cert["certified"]:
+        fail(f"a --filter run must not certify: {cert}")
     print(f"[check_report] {path}: {len(report['cases'])} cases, summary {counts}")
 
 

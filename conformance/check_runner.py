@@ -46,7 +46,8 @@ def run(exe, work, args, expect_exit, limit_s):
 
 def check_junit(path, report):
     """Well-formed JUnit: a testsuite per category, a testcase per case, a
-    failure per failed case, a skipped per unsupported or skipped case."""
+    failure per failed case, a skipped per unsupported or skipped case, and
+    a "certification" suite with the profile's verdict."""
     try:
         root = ET.parse(path).getroot()
     except ET.ParseError as e:
@@ -74,7 +75,9 @@ def check_junit(path, report):
                 fail(f"{path}: {case.get('name')} has classname {case.get('classname')} "
                      f"in testsuite {suite.get('name')}")
             float(case.get("time"))
-            by_name[case.get("name")] = case
+            # The certification verdict is a test case of its own suite.
+            if suite.get("name") != "certification":
+                by_name[case.get("name")] = case
     for c in report["cases"]:
         case = by_name.get(c["name"])
         if case is None:
@@ -86,6 +89,12 @@ def check_junit(path, report):
             fail(f"{path}: the failure of {c['name']} has no message")
     if len(by_name) != len(report["cases"]):
         fail(f"{path} has {len(by_name)} test cases, the JSON report {len(report['cases'])}")
+    cert = [s for s in root.findall("testsuite") if s.get("name") == "certification"]
+    if len(cert) != 1:
+        fail(f"{path} has {len(cert)} certification suites, expected 1")
+    certified = report["certification"]["certified"]
+    if (cert[0].find("testcase/failure") is None) != certified:
+        fail(f"{path}: the certification test case disagrees with certified={certified}")
     return root
 
 

@@ -2,6 +2,10 @@
 // `backplane devices --verbose`: plugin and device descriptions, declared
 // tolerances, and the kernel registry's op x dtype matrix.
 #include <backplane/conformance/report.h>
+#include <sys/utsname.h>
+
+#include <ctime>
+#include <thread>
 
 #include <iomanip>
 #include <iterator>
@@ -21,6 +25,23 @@ bool has(const Backend& b, Op op, DType d) {
 }
 bool emulated(const Backend& b, Op op, DType d) {
   return KernelRegistry::instance().lookup(op, b.id(), d).flags & BP_KERNEL_EMULATED;
+}
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// "host (Linux 6.1.0 x86_64, 2 CPUs)".
+std::string machine_description() {
+  utsname u{};
+  if (uname(&u) != 0) return "unknown";
+  return std::string(u.nodename) + " (" + u.sysname + " " + u.release + " " + u.machine + ", " +
+         std::to_string(std::thread::hardware_concurrency()) + " CPUs)";
 }
 
 void add_tolerances(Report& report, const Backend& b) {
@@ -45,6 +66,9 @@ void describe_backends(Report& report, const Context& ctx) {
   report.device = to_string(ctx.device());
   report.plugin_version = b.version();
   report.plugin_path = b.path();
+  report.plugin_sha256 = file_sha256(b.path());
+  report.date = utc_now();
+  report.machine = machine_description();
   report.abi_major = b.abi_major();
   report.abi_minor = b.abi_minor();
   report.device_name = b.device_props(ctx.device().index).name;

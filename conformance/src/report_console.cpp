@@ -160,24 +160,41 @@ void print_skipped(std::ostream& os, const Report& report, const Paint& paint) {
   }
 }
 
-// One line per rule ID: it holds on this backend when every case
-// that checks it passed.
+// One line per rule ID: it holds on this backend when every case that
+// checks it ran and passed; "partial" when some could not run.
 void print_spec_coverage(std::ostream& os, const Report& report, const Paint& paint) {
-  std::vector<std::string> ids;
-  for (const auto& r : report.results)
-    for (const auto& id : r.c->spec)
-      if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
-  if (ids.empty()) return;
+  const auto rules = rule_coverage(report);
+  if (rules.empty()) return;
   os << "\nRule IDs (defined in " << kContractPath << ")\n";
-  for (const auto& id : ids) {
-    Summary s;
-    for (const auto& r : report.results)
-      if (std::find(r.c->spec.begin(), r.c->spec.end(), id) != r.c->spec.end()) s.add(r.status);
+  for (const auto& [id, s] : rules) {
+    const std::string_view status = coverage_status(s);
     std::ostringstream verdict;
-    verdict << std::left << std::setw(12) << (s.failed ? "FAILED" : s.passed ? "passed" : "not checked");
-    os << "  " << std::left << std::setw(8) << id
-       << paint(verdict.str(), s.failed ? kRed : s.passed ? kGreen : kDim) << counts(s) << "\n";
+    verdict << std::left << std::setw(12) << (s.failed ? std::string("FAILED") : std::string(status));
+    const char* colour = s.failed ? kRed : status == "passed" ? kGreen : status == "partial" ? kYellow : kDim;
+    os << "  " << std::left << std::setw(8) << id << paint(verdict.str(), colour) << counts(s)
+       << "\n";
   }
+}
+
+void print_certification(std::ostream& os, const Report& report, const Paint& paint) {
+  const Certification& c = report.certification;
+  if (c.profile.empty()) return;
+  os << "\nCertification, profile " << c.profile << " (" << c.required_kernels
+     << " required kernels; backplane conformance --list-profile " << c.profile << ")\n";
+  os << "  plugin " << report.plugin_path << "\n  sha256 " << report.plugin_sha256
+     << "\n  core " << report.core_version << ", " << report.date << ", " << report.machine
+     << "\n";
+  if (!c.missing_kernels.empty()) {
+    os << "  required kernels missing (" << c.missing_kernels.size() << "): ";
+    for (std::size_t i = 0; i < c.missing_kernels.size() && i < 12; ++i)
+      os << (i ? ", " : "") << c.missing_kernels[i];
+    if (c.missing_kernels.size() > 12) os << ", ... (" << c.missing_kernels.size() - 12 << " more)";
+    os << "\n";
+  }
+  if (!c.blocked_cases.empty())
+    os << "  cases that could not run for a required kernel: " << c.blocked_cases.size()
+       << " (e.g. " << c.blocked_cases.front() << ")\n";
+  os << "  " << paint(certification_line(report), c.certified ? kGreen : kRed) << "\n";
 }
 
 void print_backend_notes(std::ostream& os, const Report& report) {
@@ -204,6 +221,50 @@ bool wants_colour(int fd) {
   return isatty(fd) == 1;
 }
 
+std::string_view coverage_status(const Summary& s) {
+  if (s.failed) return "failed";
+  if (s.unsupported || s.skipped) return s.passed ? "partial" : "not checked";
+  return s.passed ? "passed" : "not checked";
+}
+
+std::vector<std::pair<std::string, Summary>> rule_coverage(const Report& report) {
+  std::vector<std::pair<std::string, Summary>> out;
+  for (const auto& r : report.results)
+    for (const auto& id : r.c->spec) {
+      auto it = std::find_if(out.begin(), out.end(), [&](const auto& e) { return e.first == id; });
+      if (it == out.end()) it = out.insert(out.end(), {id, Summary{}});
+      it->second.add(r.status);
+    }
+  return out;
+}
+
+std::vector<std::pair<std::string, Summary>> category_coverage(const Report& report) {
+  std::vector<std::pair<std::string, Summary>> out;
+  for (const auto& r : report.results) {
+    auto it = std::find_if(out.begin(), out.end(),
+                           [&](const auto& e) { return e.first == r.c->category; });
+    if (it == out.end()) it = out.insert(out.end(), {r.c->category, Summary{}});
+    it->second.add(r.status);
+  }
+  return out;
+}
+
+std::string certification_line(const Report& report) {
+  const Certification& c = report.certification;
+  if (c.certified)
+    return report.backend + " is certified for profile " + c.profile + ": all " +
+           std::to_string(c.required_kernels) + " required kernels present, every case ran and passed";
+  std::string why;
+  auto add = [&](const std::string& part) { why += (why.empty() ? "" : "; ") + part; };
+  if (!c.complete) add("only part of the suite ran (--filter)");
+  if (c.failed) add(std::to_string(c.failed) + " case(s) failed");
+  if (!c.missing_kernels.empty())
+    add(std::to_string(c.missing_kernels.size()) + " required kernel(s) missing");
+  if (!c.blocked_cases.empty())
+    add(std::to_string(c.blocked_cases.size()) + " case(s) could not run for a required kernel");
+  return report.backend + " is NOT certified for profile " + c.profile + ": " + why;
+}
+
 std::string summary_line(const Report& report) {
   Summary s = report.summary();
   return report.backend + ": " + counts(s) + " (" + std::to_string(s.total()) + " cases)";
@@ -225,6 +286,7 @@ void print_report(std::ostream& os, const Report& report, const ConsoleStyle& st
   print_skipped(os, report, paint);
   print_spec_coverage(os, report, paint);
   print_backend_notes(os, report);
+  print_certification(os, report, paint);
   Summary s = report.summary();
   os << "\n" << paint(summary_line(report), s.failed ? kRed : kGreen) << " in " << std::fixed
      << std::setprecision(1) << report.duration_ms / 1000 << " s\n";

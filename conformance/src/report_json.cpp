@@ -81,7 +81,10 @@ std::string to_json(const Report& report) {
   j += "  \"plugin\": {\"name\": " + json_quote(report.backend) +
        ", \"version\": " + json_quote(report.plugin_version) + ", \"abi\": " +
        json_quote(std::to_string(report.abi_major) + "." + std::to_string(report.abi_minor)) +
-       ", \"path\": " + json_quote(report.plugin_path) + "},\n";
+       ", \"path\": " + json_quote(report.plugin_path) +
+       ", \"sha256\": " + json_quote(report.plugin_sha256) + "},\n";
+  j += "  \"date\": " + json_quote(report.date) + ",\n";
+  j += "  \"machine\": " + json_quote(report.machine) + ",\n";
   j += "  \"core_version\": " + json_quote(report.core_version) + ",\n";
   j += "  \"contract\": " + json_quote(kContractPath) + ",\n";
   j += "  \"compare_to\": " + json_quote(report.compare_to) + ",\n";
@@ -119,6 +122,24 @@ std::string to_json(const Report& report) {
   }
   j += report.results.empty() ? "],\n" : "\n  ],\n";
   j += "  \"summary\": " + summary_json(report.summary()) + ",\n";
+  auto coverage = [&](const char* key, const std::vector<std::pair<std::string, Summary>>& v) {
+    j += std::string("  \"") + key + "\": [";
+    for (std::size_t i = 0; i < v.size(); ++i)
+      j += (i ? ",\n    " : "\n    ") + std::string("{\"name\": ") + json_quote(v[i].first) +
+           ", \"status\": " + json_quote(coverage_status(v[i].second)) +
+           ", \"counts\": " + summary_json(v[i].second) + "}";
+    j += v.empty() ? "],\n" : "\n  ],\n";
+  };
+  coverage("categories", category_coverage(report));
+  coverage("rules", rule_coverage(report));
+  const Certification& c = report.certification;
+  j += "  \"certification\": {\"profile\": " + json_quote(c.profile) +
+       ", \"certified\": " + (c.certified ? "true" : "false") +
+       ", \"complete\": " + (c.complete ? "true" : "false") +
+       ", \"required_kernels\": " + std::to_string(c.required_kernels) +
+       ", \"missing_kernels\": " + strings(c.missing_kernels) +
+       ", \"blocked_cases\": " + strings(c.blocked_cases) +
+       ", \"verdict\": " + json_quote(c.profile.empty() ? "" : certification_line(report)) + "},\n";
   j += "  \"duration_ms\": " + number(report.duration_ms, "%.3f") + "\n}\n";
   return j;
 }

@@ -92,9 +92,13 @@ std::string to_junit(const Report& report) {
     if (std::find(categories.begin(), categories.end(), r.c->category) == categories.end())
       categories.push_back(r.c->category);
   Summary all = report.summary();
+  const Certification& cert = report.certification;
+  const bool has_cert = !cert.profile.empty();
+  const int cert_failure = has_cert && !cert.certified ? 1 : 0;
   std::string x = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   x += "<testsuites" + attr("name", "backplane conformance: " + report.backend) +
-       attr("tests", std::to_string(all.total())) + attr("failures", std::to_string(all.failed)) +
+       attr("tests", std::to_string(all.total() + (has_cert ? 1 : 0))) +
+       attr("failures", std::to_string(all.failed + cert_failure)) +
        attr("errors", "0") + attr("skipped", std::to_string(all.unsupported + all.skipped)) +
        attr("time", seconds(report.duration_ms)) + ">\n";
   for (const auto& cat : categories) {
@@ -117,9 +121,33 @@ std::string to_junit(const Report& report) {
     property("compare_to", report.compare_to);
     property("seed", std::to_string(report.seed));
     property("contract", kContractPath);
+    property("plugin_path", report.plugin_path);
+    property("plugin_sha256", report.plugin_sha256);
+    property("core_version", report.core_version);
+    property("date", report.date);
+    property("machine", report.machine);
     x += "    </properties>\n";
     for (const auto& r : report.results)
       if (r.c->category == cat) add_case(x, r);
+    x += "  </testsuite>\n";
+  }
+  // The verdict as a test of its own, so that a plugin that is not
+  // certified fails the JUnit report even when no case failed.
+  if (has_cert) {
+    x += "  <testsuite" + attr("name", "certification") + attr("tests", "1") +
+         attr("failures", std::to_string(cert_failure)) + attr("errors", "0") +
+         attr("skipped", "0") + attr("time", "0") + ">\n";
+    x += "    <testcase" + attr("classname", "certification") + attr("name", "profile " + cert.profile) +
+         attr("time", "0");
+    if (cert.certified) {
+      x += "/>\n";
+    } else {
+      std::string detail = certification_line(report);
+      for (const auto& k : cert.missing_kernels) detail += "\nmissing kernel: " + k;
+      for (const auto& b : cert.blocked_cases) detail += "\ncould not run: " + b;
+      x += ">\n      <failure" + attr("message", certification_line(report)) +
+           attr("type", "not certified") + ">" + xml_escape(detail) + "</failure>\n    </testcase>\n";
+    }
     x += "  </testsuite>\n";
   }
   x += "</testsuites>\n";

@@ -6,6 +6,8 @@
 #include <iosfwd>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace bp::conformance {
 
@@ -26,6 +28,18 @@ bool wants_colour(int fd);
 void print_report(std::ostream& os, const Report& report, const ConsoleStyle& style = {});
 // "cpu_onednn: 40 passed, 1 failed, 2 unsupported, 0 skipped (43 cases)".
 std::string summary_line(const Report& report);
+
+// A rule ID's (or category's) standing from the counts of its cases:
+// "failed" (any failed), "partial" (any unsupported or skipped: not all of
+// it was checked), "passed", or "not checked" (no case ran).
+std::string_view coverage_status(const Summary& s);
+// The rule IDs the cases name, in first-seen order, each with its counts.
+std::vector<std::pair<std::string, Summary>> rule_coverage(const Report& report);
+// The categories, in first-seen order, each with its counts.
+std::vector<std::pair<std::string, Summary>> category_coverage(const Report& report);
+// "certified for profile core (36 required kernels)" or "NOT certified for
+// profile core: ..." with the first reasons.
+std::string certification_line(const Report& report);
 
 // The "[37/120] view.expand" line rewritten in place on a terminal while the
 // suite runs; does nothing when `fd` is not a terminal.

@@ -43,11 +43,25 @@ struct MissingOp {
   std::vector<std::string> dtypes;
 };
 
+// The verdict for a certification profile (profile.h).
+struct Certification {
+  std::string profile;                      // core | training | full
+  bool complete = false;                    // the whole suite ran (no --filter)
+  int required_kernels = 0;                 // how many the profile requires
+  std::vector<std::string> missing_kernels; // required, not registered: "add (int64)"
+  std::vector<std::string> blocked_cases;   // "case: add (int64)": unsupported for a required kernel
+  int failed = 0;
+  bool certified = false;
+};
+
 struct Report {
   std::string backend;  // the backend's name
   std::string device;   // "cpu_onednn:0"
   std::string device_name;  // the plugin's words: "x86_64 CPU (2 threads)"
   std::string plugin_version, plugin_path;
+  std::string plugin_sha256;  // of the plugin file: ties the report to the binary
+  std::string date;           // when the run ended, UTC, ISO 8601
+  std::string machine;        // host name, OS, architecture
   uint32_t abi_major = 0, abi_minor = 0;
   std::string core_version;
   std::string compare_to;         // the reference backend's name
@@ -60,6 +74,7 @@ struct Report {
   std::vector<MissingOp> missing_ops;
   std::vector<CaseResult> results;
   double duration_ms = 0;  // the whole run
+  Certification certification;
   Summary summary() const;
 };
 

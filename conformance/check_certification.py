@@ -1,0 +1,49 @@
+"""A plugin that lacks most kernels is not certified: the whole suite runs,
+nothing fails, and yet the run exits 1, and every report says why.
+
+Usage: check_certification.py BACKPLANE_EXE PLUGIN_SO WORK_DIR
+
+The plugin is tests/plugins/minimal.cpp: fill and copy for float32 and add
+for float32 only, so the core profile's int64 kernels and the rest of the
+float32 ones are missing.
+"""
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+
+def fail(msg):
+    print(f"[check_certification] {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def main():
+    exe, plugin, work = sys.argv[1:4]
+    os.makedirs(work, exist_ok=True)
+    json_path, junit_path = os.path.join(work, "minimal.json"), os.path.join(work, "minimal.xml")
+    run = subprocess.run([exe, "conformance", "--backend", plugin, "--json", json_path,
+                          "--junit", junit_path], capture_output=True, text=True)
+    out = run.stdout
+    if run.returncode != 1:
+        fail(f"exit {run.returncode}, expected 1 (not certified)\n{out[-2000:]}")
+    for text in ("minimal is NOT certified for profile core", "required kernels missing",
+                 "add (int64)", "could not run for a required kernel", " 0 failed"):
+        if text not in out:
+            fail(f"the console report lacks {text!r}\n{out[-2000:]}")
+    with open(json_path, encoding="utf-8") as f:
+        cert = json.load(f)["certification"]
+    if cert["certified"] or not cert["complete"] or "add (int64)" not in cert["missing_kernels"]:
+        fail(f"JSON certification {cert}")
+    if "add (float32)" in cert["missing_kernels"]:
+        fail("add (float32) is registered by the plugin, yet listed as missing")
+    suites = {s.get("name"): s for s in ET.parse(junit_path).getroot()}
+    c = suites.get("certification")
+    if c is None or c.get("failures") != "1" or c.find("testcase/failure") is None:
+        fail("the JUnit report has no failed certification test case")
+    print("[check_certification] minimal: not certified, exit 1, in console, JSON and JUnit")
+
+
+if __name__ == "__main__":
+    main()
