@@ -151,6 +151,17 @@ def main():
         if not any(c["missing"] for c in cases_with(report, "unsupported")):
             fail("no unsupported case names the op it lacks")
         print(f"[check_runner] {len(wrong)} add cases failed with wrong values")
+    elif scenario == "out_of_bounds":
+        # Every value is right; the write past the output's end is what fails.
+        report, _, _ = run(exe, work, ["--backend", plugin, "--filter", "op.add.*"], 1, 300)
+        bad = [c for c in cases_with(report, "failed", "op.add.")
+               if "out of bounds: an allocation of" in c["message"]
+               and "after its end overwritten" in c["message"]]
+        if not bad:
+            fail("no add case failed as out of bounds")
+        if any("elements differ" in c["message"] for c in cases_with(report, "failed")):
+            fail("an out-of-bounds case was reported as wrong values")
+        print(f"[check_runner] {len(bad)} add cases failed as out of bounds")
     elif scenario == "filter":
         report, _, _ = run(exe, work, ["--backend", "cpu_onednn", "--filter", "IP-*"], 0, 300)
         if not report["cases"]:

@@ -144,6 +144,15 @@ class OpCaseRun {
     if (got.size() != want.size())
       throw CaseFailure("the op gave " + std::to_string(got.size()) + " outputs on the device " +
                         "under test and " + std::to_string(want.size()) + " on the reference");
+    // An input the op only reads keeps its values on the device under test
+    // (the reference's copy of it holds the same values).
+    for (std::size_t i = 0; i < sample.inputs.size(); ++i) {
+      if (sample.inputs[i].writable) continue;
+      const std::string changed = compare(dut.inputs[i], ref.inputs[i], Tolerance{}, 1);
+      if (!changed.empty())
+        throw CaseFailure("the op changed input " + std::to_string(i) + ", which it only reads: " +
+                          changed + context_);
+    }
     for (std::size_t o = 0; o < got.size(); ++o) {
       const Tolerance tol = tolerance_for(ctx_, spec_, dtype_, want[o].dtype());
       std::string diff = compare(got[o], want[o], tol, sample.terms);

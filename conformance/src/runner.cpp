@@ -1,6 +1,7 @@
 // Selecting cases, running them (in this process or one child process per
 // case) and classifying what they threw.
 #include <backplane/conformance/runner.h>
+#include <backplane/debug.h>
 #include <cxxabi.h>
 #include <fnmatch.h>
 
@@ -143,6 +144,11 @@ CaseResult run_case(const Case& c, const Context& ctx) {
   CaseResult r;
   r.c = &c;
   const auto t0 = std::chrono::steady_clock::now();
+  // Every allocation the case makes carries a guard after its end, checked
+  // when it is freed (backplane/debug.h): a kernel that writes past the end
+  // of its output fails the case on any device.
+  debug::set_guard_bytes(kGuardBytes);
+  (void)debug::take_guard_violations();
   try {
     c.run(ctx);
     r.status = Status::Passed;
@@ -163,6 +169,19 @@ CaseResult run_case(const Case& c, const Context& ctx) {
   } catch (...) {
     r.status = Status::Failed;
     r.message = "an exception of an unknown type";
+  }
+  debug::set_guard_bytes(0);
+  const std::vector<debug::GuardViolation> overwritten = debug::take_guard_violations();
+  if (!overwritten.empty()) {
+    std::string m = "out of bounds: " + debug::describe(overwritten.front());
+    if (overwritten.size() > 1)
+      m += " (and " + std::to_string(overwritten.size() - 1) + " more allocation(s))";
+    if (r.status == Status::Passed) {
+      r.status = Status::Failed;
+      r.message = m;
+    } else if (r.status == Status::Failed) {
+      r.message += "\n" + m;
+    }
   }
   r.duration_ms = ms_since(t0);
   return r;

@@ -3,6 +3,7 @@
 // becomes an error status at the boundary), with the plugin's statuses
 // turned into the core's typed errors.
 #include <backplane/backend.h>
+#include <backplane/debug.h>
 #include <backplane/error.h>
 
 #include <algorithm>
@@ -87,18 +88,54 @@ void* Backend::allocate(int device, std::size_t nbytes, bp_stream stream) const 
   // Cache-line alignment pays for vector loads on large buffers; small ones
   // take malloc's natural 16 so plugins can serve them from a fast path.
   const std::size_t alignment = nbytes >= 512 ? 64 : 16;
+  const std::size_t guard = detail::guard_for_new();  // 0 unless debug::set_guard_bytes
   detail::check_status(detail::guarded(err.get(),
                                        [&] {
-                                         return api_->allocate(api_->ctx, device, stream, nbytes,
-                                                               alignment, &p, err.get());
+                                         return api_->allocate(api_->ctx, device, stream,
+                                                               nbytes + guard, alignment, &p,
+                                                               err.get());
                                        }),
                        "allocate", name_, err);
   if (p == nullptr) throw PluginError("[allocate] backend '" + name_ + "' returned no memory");
+  if (__builtin_expect(guard != 0, 0)) {
+    memset(device, stream, p, nbytes, detail::kGuardPattern, guard);
+    detail::remember_guard(p, guard);
+  }
   return p;
+}
+
+// A guarded allocation's pattern, read back before it is freed: a change is
+// recorded (debug::take_guard_violations). Returns the size to free.
+std::size_t Backend::check_guard(int device, void* mem, std::size_t nbytes,
+                                 bp_stream stream) const noexcept {
+  const std::size_t guard = detail::forget_guard(mem);
+  if (guard == 0) return nbytes;
+  try {
+    std::vector<unsigned char> tail(guard);
+    read_to_host(device, stream, tail.data(), mem, nbytes, guard);
+    debug::GuardViolation v{name_, nbytes, guard, 0};
+    for (std::size_t i = 0; i < guard; ++i)
+      if (tail[i] != static_cast<unsigned char>(detail::kGuardPattern)) {
+        v.first = std::min(v.first, i);
+        ++v.changed;
+      }
+    if (v.changed) detail::record_guard_violation(std::move(v));
+  } catch (const DeviceError& e) {
+    // The read reached the stream's earlier failure, which the plugin has
+    // now handed over: the next synchronisation raises it, as it would have.
+    std::lock_guard lock(deferred_mu_);
+    if (pending_error_.empty()) pending_error_ = e.what();
+    has_pending_error_.store(true, std::memory_order_release);
+  } catch (...) {
+    // The memory could not be read back: nothing to say about it.
+  }
+  return nbytes + guard;
 }
 
 void Backend::deallocate(int device, void* mem, std::size_t nbytes, bp_stream stream,
                          const bp_stream* users, std::size_t num_users) const noexcept {
+  if (__builtin_expect(detail::g_any_guarded.load(std::memory_order_relaxed), 0))
+    nbytes = check_guard(device, mem, nbytes, stream);
   if (num_users == 0) {
     detail::guarded(nullptr,
                     [&] { return api_->deallocate(api_->ctx, device, stream, mem, nbytes); });

@@ -1,6 +1,7 @@
 // Helpers shared by the core's sources; not installed.
 #pragma once
 
+#include <backplane/debug.h>
 #include <backplane/dispatcher.h>
 #include <backplane/error.h>
 #include <backplane/named_ops.h>
@@ -91,6 +92,14 @@ inline bp_status call_plugin_kernel(bp_kernel_fn fn, void* ctx, const bp_kernel_
                                     bp_error* err) noexcept {
   return guarded(err, [&] { return fn(ctx, &call, err); });
 }
+
+// Guarded allocations (guard.cpp, backplane/debug.h).
+extern std::atomic<bool> g_any_guarded;  // set once one was made: frees look them up
+inline constexpr int kGuardPattern = 0xA5;
+std::size_t guard_for_new();
+void remember_guard(const void* mem, std::size_t guard);
+void record_guard_violation(debug::GuardViolation v);
+std::size_t forget_guard(const void* mem);  // its guard bytes; 0 when unguarded
 
 // A string a plugin hands over (a name, a version), copied: at most
 // `max_bytes` are read; nullopt when no NUL comes within them.

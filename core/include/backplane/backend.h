@@ -152,6 +152,10 @@ class Backend : public RefCounted {
   mutable std::atomic<bool> has_pending_error_{false};
   // Throws the kept failure, if there is one (every synchronisation ends with it).
   void raise_pending_error() const;
+  // For a guarded allocation (backplane/debug.h): reads its guard back,
+  // records a change, and returns the size to free.
+  std::size_t check_guard(int device, void* mem, std::size_t nbytes,
+                          bp_stream stream) const noexcept;
 };
 
 // What the loader saw for one candidate file (for `backplane devices`).

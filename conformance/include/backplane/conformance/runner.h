@@ -100,7 +100,11 @@ struct RunOptions {
 // The cases `filters` select, in suite order.
 std::vector<const Case*> select_cases(const Suite& suite, const std::vector<std::string>& filters);
 
-// Runs one case in this process and classifies what it threw.
+// Bytes of guard after each allocation a case makes (backplane/debug.h).
+inline constexpr std::size_t kGuardBytes = 64;
+
+// Runs one case in this process and classifies what it threw; a write past
+// the end of an allocation the case made fails it ("out of bounds: ...").
 CaseResult run_case(const Case& c, const Context& ctx);
 // Runs one case in a child process (see Isolation): a crash, an abort or a
 // hang past the time limit becomes a failed result naming the signal or the

@@ -1,0 +1,33 @@
+// Guarded allocations, for conformance: every allocation on every backend
+// gets `bytes` more at its end, filled with a pattern through the plugin's
+// memset; when it is freed the pattern is read back through the plugin's
+// copy to host, and a change is recorded. A kernel that writes past the end
+// of its output is so caught on any device, host-addressable or not. Off (0)
+// by default; it costs a memset per allocation and a synchronous read per
+// free.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace bp::debug {
+
+void set_guard_bytes(std::size_t bytes);
+std::size_t guard_bytes();
+
+struct GuardViolation {
+  std::string backend;
+  std::size_t size = 0;     // the allocation's size as asked for
+  std::size_t first = 0;    // the first changed byte, counted from the end of the allocation
+  std::size_t changed = 0;  // how many of the guard bytes changed
+};
+
+// The violations recorded since the last call, which it clears.
+std::vector<GuardViolation> take_guard_violations();
+
+// "an allocation of 16 bytes on wrong_add had 4 of the 64 bytes after its end
+// overwritten (the first at +0): a kernel wrote past the end of its output".
+std::string describe(const GuardViolation& v);
+
+}  // namespace bp::debug
