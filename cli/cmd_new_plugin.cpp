@@ -2,6 +2,7 @@
 // builds against an installed SDK (find_package(Backplane) and
 // backplane_add_plugin), loads, and runs the conformance suite: its missing
 // ops show as unsupported, and the author fills them in from there.
+#include <backplane/backend.h>
 #include <backplane/plugin.h>
 
 #include <filesystem>
@@ -255,6 +256,19 @@ class NewPluginCommand : public Command {
     if (!std::regex_match(plugin_name_, std::regex("[a-z0-9_]+")))
       return refuse("invalid plugin name '" + plugin_name_ +
                     "': use lower-case letters, digits and '_' ([a-z0-9_]+)");
+    // A name a plugin of Backplane or one in the plugin folders already has
+    // would replace it when installed (and could not load beside it).
+    for (const char* taken : {"cpu_onednn", "cuda", "sim", "opencl", "hostref"})
+      if (plugin_name_ == taken)
+        return refuse("'" + plugin_name_ + "' is the name of a backend of Backplane; installing "
+                      "a plugin of that name would replace it: choose another name");
+    for (const std::string& folder : PluginLoader::instance().search_dirs()) {
+      const fs::path existing = fs::path(folder) / ("libbackplane_" + plugin_name_ + ".so");
+      std::error_code exists_ec;
+      if (fs::exists(existing, exists_ec))
+        return refuse("a plugin named '" + plugin_name_ + "' is already installed: " +
+                      existing.string() + "; choose another name");
+    }
     const fs::path dir = fs::absolute(dir_.empty() ? plugin_name_ : dir_).lexically_normal();
     std::error_code ec;
     if (fs::exists(dir, ec)) {

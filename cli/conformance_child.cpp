@@ -39,6 +39,16 @@ int load_both(const std::string& backend, const std::string& compare_to, Backend
   if (int code = load(compare_to, "reference backend (--compare-to)", out.ref, why);
       code != kExitOk)
     return code;
+  // A plugin compared with itself agrees with itself: its op cases would
+  // pass whatever its kernels compute. Only the reference backend, which
+  // has nothing to be compared with, is run that way.
+  if (out.dut == out.ref && out.dut->name() != PluginLoader::instance().load(reference_backend()).name()) {
+    why = "[conformance] --compare-to names the backend under test itself (" + out.dut->name() +
+          ", " + out.dut->path() + "): its op cases would compare it with itself and pass "
+          "whatever it computes; compare with the reference backend (the default) or another "
+          "backend";
+    return kExitUsage;
+  }
   return kExitOk;
 }
 

@@ -58,23 +58,16 @@ bool Backend::host_addressable(int device) const {
 std::optional<bp_memory_stats> Backend::memory_stats(int device) const {
   if (!BP_HAS_FIELD(api_, bp_plugin, memory_stats) || api_->memory_stats == nullptr)
     return std::nullopt;
-  // Slack behind the struct: a plugin that writes past it is refused.
-  struct {
-    bp_memory_stats stats;
-    unsigned char slack[256];
-  } guarded{};
-  std::memset(guarded.slack, 0xA5, sizeof guarded.slack);
-  guarded.stats.struct_size = sizeof(bp_memory_stats);
+  detail::GuardedStruct<bp_memory_stats> stats;
   detail::ErrorBuffer err;
   const bp_status st = detail::guarded(
-      err.get(), [&] { return api_->memory_stats(api_->ctx, device, &guarded.stats, err.get()); });
-  for (unsigned char b : guarded.slack)
-    if (b != 0xA5)
-      throw PluginError("[memory_stats] backend '" + name_ +
-                        "' wrote past the end of bp_memory_stats");
+      err.get(), [&] { return api_->memory_stats(api_->ctx, device, &stats.value, err.get()); });
+  if (!stats.intact())
+    throw PluginError("[memory_stats] backend '" + name_ +
+                      "' wrote past the end of bp_memory_stats");
   if (st != BP_STATUS_OK) return std::nullopt;
-  guarded.stats.struct_size = sizeof(bp_memory_stats);
-  return guarded.stats;
+  stats.value.struct_size = sizeof(bp_memory_stats);
+  return stats.value;
 }
 
 void* Backend::allocate(int device, std::size_t nbytes, bp_stream stream) const {

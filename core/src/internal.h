@@ -67,6 +67,24 @@ class BasicErrorBuffer {
 };
 using ErrorBuffer = BasicErrorBuffer<1024>;
 
+// A struct the core hands a plugin to fill (bp_device_props,
+// bp_memory_stats), with slack behind it holding a pattern: intact() is
+// false when the plugin wrote past the struct.
+template <class T>
+struct GuardedStruct {
+  T value{};
+  unsigned char slack[256];
+  GuardedStruct() {
+    std::memset(slack, 0xA5, sizeof slack);
+    value.struct_size = sizeof(T);
+  }
+  bool intact() const {
+    for (unsigned char b : slack)
+      if (b != 0xA5) return false;
+    return true;
+  }
+};
+
 // Runs f, a call into a plugin: a C++ exception that escapes the plugin
 // (one written without the SDK's trampolines) stops here, at the boundary.
 // A call with a status returns BP_STATUS_RUNTIME_ERROR with the exception's

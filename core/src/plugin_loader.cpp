@@ -258,27 +258,20 @@ std::string read_facts(const bp_plugin* api, PluginFacts& facts) {
 
   detail::load_phase("device_props");
   for (int d = 0; d < n; ++d) {
-    // The plugin gets the struct; behind it, slack that must stay untouched.
-    struct {
-      bp_device_props props;
-      unsigned char slack[256];
-    } guarded{};
-    std::memset(guarded.slack, 0xA5, sizeof guarded.slack);
-    guarded.props.struct_size = sizeof(bp_device_props);
+    detail::GuardedStruct<bp_device_props> props;
     detail::ErrorBuffer err;
     const bp_status st = detail::guarded(
-        err.get(), [&] { return api->device_props(api->ctx, d, &guarded.props, err.get()); });
-    for (unsigned char b : guarded.slack)
-      if (b != 0xA5) return "device_props wrote past the end of bp_device_props";
+        err.get(), [&] { return api->device_props(api->ctx, d, &props.value, err.get()); });
+    if (!props.intact()) return "device_props wrote past the end of bp_device_props";
     if (st != BP_STATUS_OK)
       return "device_props failed for device " + std::to_string(d) + ": " + err.message();
     if (err.overrun()) return "device_props " + err.message();
-    if (strnlen(guarded.props.name, sizeof guarded.props.name) == sizeof guarded.props.name)
+    const std::size_t cap = sizeof props.value.name;
+    if (strnlen(props.value.name, cap) == cap)
       return "device_props gave device " + std::to_string(d) +
-             " a name that is not NUL-terminated within " +
-             std::to_string(sizeof guarded.props.name) + " bytes";
-    guarded.props.struct_size = sizeof(bp_device_props);
-    facts.props.push_back(guarded.props);
+             " a name that is not NUL-terminated within " + std::to_string(cap) + " bytes";
+    props.value.struct_size = sizeof(bp_device_props);
+    facts.props.push_back(props.value);
   }
 
   if (BP_HAS_FIELD(api, bp_plugin, num_tolerances) && api->tolerances != nullptr) {
