@@ -3,7 +3,10 @@
 // not installed.
 #pragma once
 
+#include <backplane/backend.h>
 #include <backplane/error.h>
+
+#include <exception>
 
 #include <string>
 
@@ -26,6 +29,13 @@ ProbeResult probe_plugin(const std::string& path, bool fresh);
 using PhaseHook = void (*)(const char* phase);
 void set_load_phase_hook(PhaseHook hook);
 void load_phase(const char* phase);
+
+// Every value the plugin reports about itself at load, checked and copied
+// (plugin_facts.cpp). Returns the reason for refusing it, or "" with
+// `facts` filled.
+std::string read_facts(const bp_plugin* api, PluginFacts& facts);
+// "threw a C++ exception (what)" for any thrown object.
+std::string exception_words(std::exception_ptr e);
 
 // The report line of a passed probe and the first line of a refused one.
 inline constexpr const char* kProbePassed = "passed";
