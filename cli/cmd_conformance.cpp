@@ -168,8 +168,14 @@ class ConformanceCommand : public Command {
     conformance::Report report = conformance::run_suite(suite, ctx, options);
     progress.clear();
     conformance::describe_backends(report, ctx);
-    conformance::certify(report, profile_, *backends.dut, PluginLoader::instance().load(reference_backend()),
-                         filters_.empty());
+    // The profile's kernels are the reference backend's; when it cannot be
+    // loaded (a --reference given only for the fallback), the one compared with.
+    const Backend* reference = backends.ref;
+    try {
+      reference = &PluginLoader::instance().load(reference_backend());
+    } catch (const PluginError&) {
+    }
+    conformance::certify(report, profile_, *backends.dut, *reference, filters_.empty());
     conformance::print_report(std::cout, report,
                               {conformance::wants_colour(STDOUT_FILENO), verbose_});
     try {

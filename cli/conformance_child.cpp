@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 
@@ -42,7 +43,11 @@ int load_both(const std::string& backend, const std::string& compare_to, Backend
   // A plugin compared with itself agrees with itself: its op cases would
   // pass whatever its kernels compute. Only the reference backend, which
   // has nothing to be compared with, is run that way.
-  if (out.dut == out.ref && out.dut->name() != PluginLoader::instance().load(reference_backend()).name()) {
+  const std::string reference = reference_backend();
+  std::error_code ec;
+  const bool is_reference = out.dut->name() == reference ||
+                            std::filesystem::equivalent(out.dut->path(), reference, ec);
+  if (out.dut == out.ref && !is_reference) {
     why = "[conformance] --compare-to names the backend under test itself (" + out.dut->name() +
           ", " + out.dut->path() + "): its op cases would compare it with itself and pass "
           "whatever it computes; compare with the reference backend (the default) or another "
