@@ -65,12 +65,10 @@ int main(int argc, char** argv) {
     bp::Backend& b = loader.load(path);
     refused = memory_check(b);
     loader.unload(b.name());  // destroy() runs here
+  } catch (const bp::PluginError& e) {
+    refused = e.reason().empty() ? e.what() : e.reason();
   } catch (const std::exception& e) {
     refused = e.what();
-    const std::string prefix = "[plugin] ";
-    const std::size_t at = refused.find(" refused: ");
-    if (refused.rfind(prefix, 0) == 0 && at != std::string::npos)
-      refused = refused.substr(at + std::strlen(" refused: "));
   }
   report_phase("done");
   bp::write_all(g_fd, refused.empty() ? std::string(bp::detail::kProbePassed) + "\n"

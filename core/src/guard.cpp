@@ -12,7 +12,6 @@ namespace bp {
 
 namespace {
 
-std::atomic<std::size_t> g_guard_bytes{0};
 std::mutex g_mu;
 std::unordered_map<const void*, std::size_t> g_guarded;  // handle -> its guard bytes
 std::vector<debug::GuardViolation> g_violations;
@@ -22,8 +21,7 @@ std::vector<debug::GuardViolation> g_violations;
 namespace detail {
 
 std::atomic<bool> g_any_guarded{false};
-
-std::size_t guard_for_new() { return g_guard_bytes.load(std::memory_order_relaxed); }
+std::atomic<std::size_t> g_guard_bytes{0};
 
 void remember_guard(const void* mem, std::size_t guard) {
   std::lock_guard lock(g_mu);
@@ -49,8 +47,8 @@ void record_guard_violation(debug::GuardViolation v) {
 
 namespace debug {
 
-void set_guard_bytes(std::size_t bytes) { g_guard_bytes.store(bytes); }
-std::size_t guard_bytes() { return g_guard_bytes.load(); }
+void set_guard_bytes(std::size_t bytes) { detail::g_guard_bytes.store(bytes); }
+std::size_t guard_bytes() { return detail::g_guard_bytes.load(); }
 
 std::vector<GuardViolation> take_guard_violations() {
   std::lock_guard lock(g_mu);

@@ -114,7 +114,9 @@ inline bp_status call_plugin_kernel(bp_kernel_fn fn, void* ctx, const bp_kernel_
 // Guarded allocations (guard.cpp, backplane/debug.h).
 extern std::atomic<bool> g_any_guarded;  // set once one was made: frees look them up
 inline constexpr int kGuardPattern = 0xA5;
-std::size_t guard_for_new();
+extern std::atomic<std::size_t> g_guard_bytes;  // debug::set_guard_bytes
+// The guard a new allocation gets: an inline load on the allocation path.
+inline std::size_t guard_for_new() { return g_guard_bytes.load(std::memory_order_relaxed); }
 void remember_guard(const void* mem, std::size_t guard);
 void record_guard_violation(debug::GuardViolation v);
 std::size_t forget_guard(const void* mem);  // its guard bytes; 0 when unguarded

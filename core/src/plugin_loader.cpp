@@ -232,7 +232,7 @@ Backend& PluginLoader::load_file(const std::string& path_in) {
     if (b->path() == path) return *b;
 
   auto reject = [&](const std::string& why) -> PluginError {
-    return PluginError("[plugin] " + path + " refused: " + why);
+    return PluginError(path, PluginVerdict::Refused, why);
   };
   if (!fs::exists(path, ec)) throw reject("no such file");
 
@@ -244,8 +244,7 @@ Backend& PluginLoader::load_file(const std::string& path_in) {
     const detail::ProbeResult probe = detail::probe_plugin(path, mode == ProbeMode::Fresh);
     probe_notes_.emplace_back(path, probe.note);
     if (!probe.passed)
-      throw PluginError("[plugin] " + path + " " + to_string(probe.verdict) + ": " + probe.reason,
-                        probe.verdict);
+      throw PluginError(path, probe.verdict, probe.reason);
   }
 
   auto lib = std::make_unique<Backend::Library>();
@@ -459,9 +458,7 @@ std::vector<PluginCandidate> PluginLoader::discover() {
         }
       } catch (const PluginError& e) {
         c.verdict = e.verdict();
-        c.reason = e.what();
-        const std::string prefix = "[plugin] " + p + " " + to_string(e.verdict()) + ": ";
-        if (c.reason.rfind(prefix, 0) == 0) c.reason = c.reason.substr(prefix.size());
+        c.reason = e.reason().empty() ? e.what() : e.reason();
       }
       for (const auto& [file, note] : probe_notes_)
         if (file == p) c.probe = note;

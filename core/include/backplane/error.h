@@ -49,12 +49,18 @@ const char* to_string(PluginVerdict v);
 class PluginError : public Error {
  public:
   using Error::Error;
-  PluginError(const std::string& message, PluginVerdict verdict)
-      : Error(message), verdict_(verdict) {}
+  // A file's verdict: "[plugin] PATH <verdict>: <reason>".
+  PluginError(const std::string& path, PluginVerdict verdict, const std::string& reason)
+      : Error("[plugin] " + path + " " + to_string(verdict) + ": " + reason),
+        verdict_(verdict),
+        reason_(reason) {}
   PluginVerdict verdict() const { return verdict_; }
+  // The reason alone, for a file's verdict (empty for other errors).
+  const std::string& reason() const { return reason_; }
 
  private:
   PluginVerdict verdict_ = PluginVerdict::Refused;
+  std::string reason_;
 };
 // A backend ran out of memory.
 class OutOfMemoryError : public Error {
