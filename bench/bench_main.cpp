@@ -2,8 +2,8 @@
 // programs, with the references they are judged against measured in the
 // same run, and the ratios printed at the end.
 //
-//   backplane-bench [--backend NAME|PATH] [--plugin-path DIR] [--benchmark_*]
-// Exit status 3 when the selected backend has no device.
+//   backplane-bench [--backend NAME[:N]|PATH] [--plugin-path DIR] [--benchmark_*]
+// Exit status 2 when the backend cannot be loaded, 3 when it has no device.
 //
 // Benchmarks: tiny_add/{backplane,libtorch} (eager overhead of a 1-element
 // float32 add), add_16M/{backplane,plain_loop,libtorch} (a 16M-element add
@@ -199,21 +199,17 @@ void print_ratio(const RatioReporter& r, const char* label, const char* num, con
 }  // namespace bp::bench
 
 int main(int argc, char** argv) {
-  // --backend and --plugin-path first: the remaining flags are Benchmark's.
-  bp::init_from_args(argc, argv);
+  // --backend and the other backend flags first: the remaining flags are
+  // Benchmark's, which prints its own --help after the backend options.
+  bp::init_from_args(argc, argv, {.exit_on_help = false});
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   bp::bench::register_benchmarks();
 
+  // init_from_args loaded the backend and checked its device (exit 2 or 3).
   std::string device_backend;
   try {
     const bp::Device d = bp::default_device();
-    const bp::Backend& b = *bp::PluginLoader::instance().by_id(d.backend);
-    if (b.device_count() == 0) {
-      std::fprintf(stderr, "backplane-bench: no device on backend '%s': %s\n", b.name().c_str(),
-                   b.no_device_reason().c_str());
-      return 3;
-    }
     std::printf("backend: %s\n", bp::to_string(d).c_str());
     device_backend = bp::bench::register_device_benchmarks();
   } catch (const bp::Error& e) {

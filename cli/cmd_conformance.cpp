@@ -6,6 +6,10 @@
 #include <backplane/conformance.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <iostream>
 #include <optional>
 #include <random>
@@ -52,6 +56,18 @@ const char* kDetails =
     "  backplane conformance --list --filter 'view.*'\n"
     "  backplane conformance --backend ./libbackplane_mine.so --profile training\n"
     "  backplane conformance --list-profile core\n";
+
+// Whether `path` can be opened for writing; a file made to find out is
+// removed again.
+bool can_write(const std::string& path) {
+  const bool existed = ::access(path.c_str(), F_OK) == 0;
+  {
+    std::ofstream probe(path, std::ios::app);
+    if (!probe) return false;
+  }
+  if (!existed) std::remove(path.c_str());
+  return true;
+}
 
 class ConformanceCommand : public Command {
  public:
@@ -148,12 +164,19 @@ class ConformanceCommand : public Command {
       return kExitOk;
     }
 
+    // A report that cannot be written is found now, not after the run.
+    for (const std::string* path : {&json_path_, &junit_path_})
+      if (!path->empty() && !can_write(*path)) {
+        std::cerr << "[conformance] cannot write the report to '" << *path << "': "
+                  << std::strerror(errno) << "\n";
+        return kExitUsage;
+      }
+
     BackendPair backends;
     if (int code = load_backends(flags.backend, compare_to_, backends); code != kExitOk)
       return code;
-    conformance::Context ctx(*backends.dut, Device{static_cast<int16_t>(backends.dut->id()), 0},
-                             *backends.ref, Device{static_cast<int16_t>(backends.ref->id()), 0},
-                             *seed_);
+    conformance::Context ctx(*backends.dut, backends.dut_device, *backends.ref,
+                             backends.ref_device, *seed_);
     std::cout << "conformance of " << backends.dut->name() << " against " << backends.ref->name()
               << ": " << selected.size() << " cases, seed " << *seed_ << " (replay with --seed "
               << *seed_ << ")" << std::endl;
@@ -178,6 +201,11 @@ class ConformanceCommand : public Command {
     conformance::certify(report, profile_, *backends.dut, *reference, filters_.empty());
     conformance::print_report(std::cout, report,
                               {conformance::wants_colour(STDOUT_FILENO), verbose_});
+    // A subset of the suite (--filter) certifies nothing, and fails only by
+    // its failures.
+    const int code = report.summary().failed != 0 ? kExitFailed
+                     : !filters_.empty() || report.certification.certified ? kExitOk
+                                                                            : kExitFailed;
     try {
       if (!json_path_.empty()) {
         conformance::write_json(json_path_, report);
@@ -188,13 +216,11 @@ class ConformanceCommand : public Command {
         std::cout << "JUnit report written to " << junit_path_ << "\n";
       }
     } catch (const Error& e) {
+      // The run's outcome still decides the exit code when it failed.
       std::cerr << e.what() << "\n";
-      return kExitUsage;
+      return code != kExitOk ? code : kExitUsage;
     }
-    if (report.summary().failed != 0) return kExitFailed;
-    // A subset of the suite (--filter) certifies nothing, and fails only by
-    // its failures.
-    return !filters_.empty() || report.certification.certified ? kExitOk : kExitFailed;
+    return code;
   }
 
  private:

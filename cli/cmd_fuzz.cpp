@@ -15,6 +15,7 @@
 #include <string>
 
 #include "commands.h"
+#include "conformance_child.h"
 
 namespace bp::cli {
 
@@ -80,22 +81,12 @@ void install_crash_handler() {
 }
 
 // Loads a backend; prints why not and returns the exit code when it cannot.
-int load(const std::string& spec, const char* role, Backend*& out) {
-  try {
-    out = &PluginLoader::instance().load(spec);
-  } catch (const PluginError& e) {
-    std::cerr << "[fuzz] cannot load the " << role << " '" << spec << "': " << e.what() << "\n";
-    return kExitUsage;
-  }
-  if (out->device_count() == 0) {
-    std::cerr << "[fuzz] the " << role << " " << out->name() << " (" << out->path()
-              << ") has no device: "
-              << (out->no_device_reason().empty() ? "the plugin gave no reason"
-                                                  : out->no_device_reason())
-              << "\n";
-    return kExitNoDevice;
-  }
-  return kExitOk;
+// Loads a backend and picks its device, or says why not on stderr.
+int load(const std::string& spec, const char* role, Backend*& out, Device& device) {
+  std::string why;
+  const int code = load_device(spec, "fuzz", role, out, device, why);
+  if (code != kExitOk) std::cerr << why << "\n";
+  return code;
 }
 
 class FuzzCommand : public Command {
@@ -146,13 +137,12 @@ class FuzzCommand : public Command {
 
     if (compare_to_.empty()) compare_to_ = reference_backend();
     Backend *dut = nullptr, *ref = nullptr;
-    if (int code = load(flags.backend, "backend", dut); code != kExitOk) return code;
-    if (int code = load(compare_to_, "reference backend (--compare-to)", ref); code != kExitOk)
+    conformance::fuzz::Options o;
+    if (int code = load(flags.backend, "backend", dut, o.device); code != kExitOk) return code;
+    if (int code = load(compare_to_, "reference backend (--compare-to)", ref, o.reference);
+        code != kExitOk)
       return code;
 
-    conformance::fuzz::Options o;
-    o.device = Device{static_cast<int16_t>(dut->id()), 0};
-    o.reference = Device{static_cast<int16_t>(ref->id()), 0};
     o.seed = seed_.value_or(std::random_device{}() * 0x100000000ull + std::random_device{}());
     o.cases = cases_;
     o.seconds = seconds_.value_or(cases_ || case_ ? 0 : 60);

@@ -16,28 +16,42 @@ namespace bp::cli {
 
 namespace {
 
-// Loads one backend; on failure `why` says why and the exit code is returned.
-int load(const std::string& spec, const char* role, Backend*& out, std::string& why) {
+}  // namespace
+
+int load_device(const std::string& spec, const char* command, const char* role, Backend*& out,
+                Device& device, std::string& why) {
+  DeviceSpec parsed;
   try {
-    out = &PluginLoader::instance().load(spec);
-  } catch (const PluginError& e) {
-    why = e.what();
+    parsed = parse_device_spec(spec);
+    out = &PluginLoader::instance().load(parsed.backend);
+  } catch (const Error& e) {
+    why = std::string("[") + command + "] cannot load the " + role + " '" + spec + "': " + e.what();
     return kExitUsage;
   }
-  if (out->device_count() == 0) {
-    why = std::string("[conformance] no device on the ") + role + ": " +
-          (out->no_device_reason().empty() ? "the plugin gave no reason"
-                                           : out->no_device_reason()) +
-          " (backend " + out->name() + ", " + out->path() + ")";
+  const int index = parsed.index.value_or(0);
+  if (index >= out->device_count()) {
+    why = std::string("[") + command + "] the " + role + " " + out->name() + " (" + out->path() +
+          ") has no device " + std::to_string(index) + " (it has " +
+          std::to_string(out->device_count()) + ")" +
+          (out->device_count() == 0
+               ? ": " + (out->no_device_reason().empty() ? std::string("the plugin gave no reason")
+                                                         : out->no_device_reason())
+               : std::string());
     return kExitNoDevice;
   }
+  device = Device{static_cast<int16_t>(out->id()), static_cast<int16_t>(index)};
   return kExitOk;
 }
 
+namespace {
+
 int load_both(const std::string& backend, const std::string& compare_to, BackendPair& out,
               std::string& why) {
-  if (int code = load(backend, "backend under test", out.dut, why); code != kExitOk) return code;
-  if (int code = load(compare_to, "reference backend (--compare-to)", out.ref, why);
+  if (int code = load_device(backend, "conformance", "backend under test", out.dut, out.dut_device, why);
+      code != kExitOk)
+    return code;
+  if (int code = load_device(compare_to, "conformance", "reference backend (--compare-to)", out.ref,
+                             out.ref_device, why);
       code != kExitOk)
     return code;
   // A plugin compared with itself agrees with itself: its op cases would
@@ -85,9 +99,8 @@ int run_one_case(const conformance::Suite& suite, const std::string& name,
   } else if (load_both(backend, compare_to, backends, why) != kExitOk) {
     result.message = why;
   } else {
-    conformance::Context ctx(*backends.dut, Device{static_cast<int16_t>(backends.dut->id()), 0},
-                             *backends.ref, Device{static_cast<int16_t>(backends.ref->id()), 0},
-                             seed);
+    conformance::Context ctx(*backends.dut, backends.dut_device, *backends.ref,
+                             backends.ref_device, seed);
     ctx.set_own_process(true);
     result = conformance::run_case(*c, ctx);
   }

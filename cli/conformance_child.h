@@ -13,7 +13,15 @@ namespace bp::cli {
 struct BackendPair {
   Backend* dut = nullptr;  // the backend under test
   Backend* ref = nullptr;  // the reference it is compared with
+  Device dut_device, ref_device;
 };
+
+// Loads the backend of `spec` (NAME, NAME:N, PATH or PATH:N) and picks its
+// device (0 without an index). On failure `why` says why ("[fuzz] the
+// backend cuda (...) has no device 0: it has 0: <the plugin's reason>"), and
+// kExitUsage (cannot load, bad index) or kExitNoDevice is returned.
+int load_device(const std::string& spec, const char* command, const char* role, Backend*& out,
+                Device& device, std::string& why);
 
 // Loads both backends. When one cannot be loaded or has no device, prints
 // why on stderr and returns kExitUsage or kExitNoDevice; else kExitOk.

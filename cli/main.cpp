@@ -111,16 +111,37 @@ int find_command_index(const std::vector<std::string>& args,
   return -1;
 }
 
-// Ops that ran on the reference backend because the selected one lacks them
-// (--fallback warn|allow): counted by the core, shown once at the end.
-void print_fallbacks(std::ostream& os) {
-  std::vector<FallbackRecord> records = fallback_records();
-  if (records.empty()) return;
-  os << "[fallback] ops run on " << reference_backend() << " because the backend lacks them (--fallback "
-     << to_string(fallback_policy()) << "):\n";
-  for (const auto& r : records)
-    os << "  " << r.op << " (" << r.dtype << ") on " << r.backend << ": " << r.count
-       << (r.count == 1 ? " call" : " calls") << "\n";
+// Edit distance, for suggesting the flag a mistyped one was meant to be.
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// "unrecognised option '--backed' (did you mean '--backend'?)": the closest
+// long option of `options` within two edits, or a longer one it begins.
+std::string unknown_option_message(const std::string& flag, const po::options_description& options) {
+  const std::string name = flag.substr(flag.find_first_not_of('-'));
+  std::string best;
+  std::size_t best_distance = 3;
+  for (const auto& o : options.options()) {
+    const std::string& candidate = o->long_name();
+    if (candidate.empty()) continue;
+    std::size_t d = edit_distance(name, candidate);
+    if (d >= best_distance && candidate.rfind(name, 0) == 0 && !name.empty()) d = 2;
+    if (d < best_distance) best_distance = d, best = candidate;
+  }
+  return "unrecognised option '" + flag + "'" +
+         (best.empty() ? std::string() : " (did you mean '--" + best + "'?)");
 }
 
 int usage_error(const std::string& message, const std::string& command = {}) {
@@ -160,7 +181,13 @@ int run(int argc, char** argv) {
     return kExitOk;
   }
   Command* cmd = find_command(commands, name);
-  if (!cmd) return usage_error("unknown command '" + name + "'");
+  if (!cmd) {
+    // "--backed sim devices": the mistyped flag, not its value, is the mistake.
+    if (at > 0 && args[at - 1].rfind("--", 0) == 0 &&
+        global.find_nothrow(args[at - 1].substr(2), false) == nullptr)
+      return usage_error(unknown_option_message(args[at - 1], global));
+    return usage_error("unknown command '" + name + "'");
+  }
 
   po::options_description all;
   all.add(cmd->options()).add(cmd->hidden_options()).add(global);
@@ -168,12 +195,17 @@ int run(int argc, char** argv) {
   try {
     // Only the command's own positionals; without any, a positional is an error.
     const po::positional_options_description positional = cmd->positional();
-    po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
+    // No abbreviations: "--verb" is not taken for "--verbose".
+    const int style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
+    po::store(po::command_line_parser(args).options(all).positional(positional).style(style).run(),
+              vm);
     po::notify(vm);
   } catch (const po::too_many_positional_options_error&) {
     return usage_error(
         name + ": unexpected argument; the usage is 'backplane " + name + " " + cmd->usage() + "'",
         name);
+  } catch (const po::unknown_option& e) {
+    return usage_error(name + ": " + unknown_option_message(e.get_option_name(), all), name);
   } catch (const po::error& e) {
     return usage_error(name + ": " + e.what(), name);
   }
@@ -187,7 +219,7 @@ int run(int argc, char** argv) {
     return usage_error(e.what(), name);
   }
   int code = cmd->run(flags);
-  print_fallbacks(std::cerr);
+  print_fallback_summary(std::cerr);  // ops run on the reference backend (--fallback)
   return code;
 }
 

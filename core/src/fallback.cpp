@@ -82,6 +82,16 @@ void reset_fallback_records() {
   g_counts.clear();
 }
 
+void print_fallback_summary(std::ostream& os) {
+  const std::vector<FallbackRecord> records = fallback_records();
+  if (records.empty()) return;
+  os << "[fallback] ops run on " << reference_backend()
+     << " because the backend lacks them (--fallback " << to_string(fallback_policy()) << "):\n";
+  for (const auto& r : records)
+    os << "  " << r.op << " (" << r.dtype << ") on " << r.backend << ": " << r.count
+       << (r.count == 1 ? " call" : " calls") << "\n";
+}
+
 namespace detail {
 
 bool try_fallback(Op op, DType dtype, Device device, std::span<const bp_tensor> inputs,

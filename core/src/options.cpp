@@ -5,7 +5,10 @@
 
 #include <boost/program_options.hpp>
 
+#include <cstdlib>
 #include <cstring>
+#include <iostream>
+#include <sstream>
 #include <string_view>
 
 #include "internal.h"
@@ -21,7 +24,8 @@ po::options_description backend_options(BackendFlags& flags) {
   d.add_options()
       ("backend", po::value<std::string>(&flags.backend)->default_value(flags.backend),
        "backend to run on: a name (cpu_onednn, cuda, ...) looked up as "
-       "libbackplane_NAME.so in the plugin folders, or a path to a plugin .so")
+       "libbackplane_NAME.so in the plugin folders, or a path to a plugin .so; NAME:N or "
+       "PATH:N picks its device N (default 0)")
       ("plugin-path", po::value<std::vector<std::string>>(&flags.plugin_paths)->composing(),
        "folder searched for plugins before the default ones (repeatable)")
       ("fallback", po::value<std::string>(&flags.fallback)->default_value(flags.fallback),
@@ -53,7 +57,7 @@ void apply_backend_flags(const BackendFlags& flags) {
   if (!flags.reference.empty()) set_reference_backend(flags.reference);
 }
 
-BackendFlags init_from_args(int& argc, char** argv) {
+BackendFlags parse_backend_args(int& argc, char** argv) {
   BackendFlags flags;
   int out = 1;
   for (int i = 1; i < argc; ++i) {
@@ -61,11 +65,13 @@ BackendFlags init_from_args(int& argc, char** argv) {
     auto take = [&](std::string_view name, auto&& set) {
       const std::string flag = "--" + std::string(name);
       if (a == flag) {
-        BP_CHECK(i + 1 < argc, "[", flag, "] needs a value");
+        BP_CHECK(i + 1 < argc && std::string_view(argv[i + 1]).rfind("--", 0) != 0, "[", flag,
+                 "] needs a value");
         set(std::string(argv[++i]));
         return true;
       }
       if (a.rfind(flag + "=", 0) == 0) {
+        BP_CHECK(a.size() > flag.size() + 1, "[", flag, "] needs a value");
         set(std::string(a.substr(flag.size() + 1)));
         return true;
       }
@@ -81,7 +87,74 @@ BackendFlags init_from_args(int& argc, char** argv) {
   }
   argc = out;
   argv[argc] = nullptr;
-  apply_backend_flags(flags);
+  return flags;
+}
+
+std::string backend_options_help() {
+  BackendFlags flags;
+  std::ostringstream os;
+  os << backend_options(flags);
+  return os.str();
+}
+
+namespace {
+
+std::string program_name(const char* argv0) {
+  std::string_view p = argv0 != nullptr ? argv0 : "program";
+  if (auto slash = p.rfind('/'); slash != std::string_view::npos) p.remove_prefix(slash + 1);
+  return std::string(p);
+}
+
+void print_fallback_summary_at_exit() { print_fallback_summary(std::cerr); }
+
+}  // namespace
+
+BackendFlags init_from_args(int& argc, char** argv, const InitOptions& options) {
+  const std::string prog = program_name(argc > 0 ? argv[0] : nullptr);
+  const auto fail = [&](int code, const std::string& message) {
+    std::cerr << prog << ": " << message << "\n";
+    if (code == 2) std::cerr << prog << ": run '" << prog << " --help' for the backend options\n";
+    std::exit(code);
+  };
+  BackendFlags flags;
+  try {
+    flags = parse_backend_args(argc, argv);
+  } catch (const Error& e) {
+    fail(2, e.what());
+  }
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::cout << "Usage: " << prog << " [backend options] [arguments]\n\n"
+                << backend_options_help() << "\n";
+      if (options.exit_on_help) std::exit(0);
+      break;
+    }
+  }
+  try {
+    apply_backend_flags(flags);
+  } catch (const Error& e) {
+    fail(2, e.what());
+  }
+  if (options.load_backend) {
+    try {
+      const DeviceSpec spec = parse_device_spec(flags.backend);
+      Backend& b = PluginLoader::instance().load(spec.backend);
+      if (b.device_count() == 0)
+        fail(3, "backend '" + b.name() + "' has no device: " + b.no_device_reason());
+      if (spec.index && *spec.index >= b.device_count())
+        fail(3, "backend '" + b.name() + "' has no device " + std::to_string(*spec.index) +
+                    " (it has " + std::to_string(b.device_count()) + ")");
+      default_device();
+    } catch (const Error& e) {
+      fail(2, e.what());
+    }
+  }
+  const char* env = std::getenv("BACKPLANE_FALLBACK_SUMMARY");
+  if (options.fallback_summary && !(env != nullptr && std::string_view(env) == "0")) {
+    fallback_records();  // the registry outlives the handler
+    std::atexit(print_fallback_summary_at_exit);
+  }
   return flags;
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -19,7 +20,17 @@ struct Device {
 std::string to_string(Device d);
 std::ostream& operator<<(std::ostream& os, Device d);
 
-// Parses "NAME", "NAME:INDEX" or a plugin path; loads the backend if needed.
+// Parses "NAME", "NAME:INDEX", a plugin path or "PATH:INDEX"; loads the
+// backend if needed. An index the backend lacks is an IndexError.
 Device device(std::string_view spec);
+
+// The parts of such a spec, without loading anything: the backend's name or
+// path, and the device index when one is given. ValueError for an index
+// that is not a number in [0, 32767].
+struct DeviceSpec {
+  std::string backend;
+  std::optional<int16_t> index;
+};
+DeviceSpec parse_device_spec(std::string_view spec);
 
 }  // namespace bp

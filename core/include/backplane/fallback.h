@@ -9,6 +9,7 @@
 #include <backplane/dtype.h>
 
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,5 +33,11 @@ struct FallbackRecord {
 };
 std::vector<FallbackRecord> fallback_records();
 void reset_fallback_records();
+
+// Prints the ops that ran on the reference backend and how often, in the
+// form every Backplane program ends with ("[fallback] ops run on cpu_onednn
+// because the backend lacks them (--fallback warn): ..."); nothing when no
+// op fell back.
+void print_fallback_summary(std::ostream& os);
 
 }  // namespace bp

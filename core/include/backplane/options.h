@@ -1,5 +1,5 @@
 // The command-line flags every program built on Backplane shares:
-//   --backend NAME|PATH   the default backend (default cpu_onednn)
+//   --backend NAME[:N]|PATH[:N]  the default backend and device (default cpu_onednn, device 0)
 //   --plugin-path DIR     a folder searched for plugins first (repeatable)
 //   --fallback POLICY     deny | warn | allow: run ops the backend lacks on
 //                         the reference backend (default deny)
@@ -21,7 +21,7 @@
 namespace bp {
 
 struct BackendFlags {
-  std::string backend = "cpu_onednn";
+  std::string backend = "cpu_onednn";  // NAME, NAME:N, PATH or PATH:N
   std::vector<std::string> plugin_paths;
   std::string fallback = "deny";  // deny | warn | allow (see fallback.h)
   std::string reference;          // empty: BACKPLANE_REFERENCE, else cpu_onednn
@@ -31,16 +31,39 @@ struct BackendFlags {
 // "on", "off", "fresh" as a ProbeMode; ValueError naming the choices otherwise.
 ProbeMode parse_probe_mode(const std::string& s);
 
-// The two flags as a Program_options group bound to `flags`.
+// The flags as a Program_options group bound to `flags`.
 boost::program_options::options_description backend_options(BackendFlags& flags);
 
-// Registers the plugin folders and makes flags.backend the default backend
+// The flags' help, as `--help` prints it ("Backend selection:\n  --backend ...").
+std::string backend_options_help();
+
+// Checks the flags' values (a ValueError names the flag and the choices),
+// registers the plugin folders and makes flags.backend the default device
 // (loaded on first use).
 void apply_backend_flags(const BackendFlags& flags);
 
-// For any program: finds --backend/--plugin-path/--fallback/--reference/--probe (also as --backend=X)
-// anywhere in argv, removes them, applies them, and returns them. Other
-// arguments are left, in order, for the program's own parsing.
-BackendFlags init_from_args(int& argc, char** argv);
+// Takes the flags out of argv (anywhere, also as --backend=X), leaving the
+// other arguments in order for the program's own parsing, and returns them;
+// applies nothing. A flag without its value is a ValueError.
+BackendFlags parse_backend_args(int& argc, char** argv);
+
+struct InitOptions {
+  // --help or -h: print the backend options and exit 0. When false, print
+  // them and leave the flag for the program's own help.
+  bool exit_on_help = true;
+  // Load the backend now, so that a misspelt name or a missing device stops
+  // the program at start-up rather than at its first tensor op.
+  bool load_backend = true;
+  // At exit, print the ops that ran on the reference backend (--fallback
+  // warn|allow), as the backplane program does. BACKPLANE_FALLBACK_SUMMARY=0
+  // turns it off too.
+  bool fallback_summary = true;
+};
+
+// For any program: parse_backend_args, then apply_backend_flags, then load.
+// A bad flag or a backend that cannot be loaded prints one line
+// ("prog: [--fallback] 'sometimes' is not a fallback policy: ...") and
+// exits 2; a backend without the device asked for exits 3 with the reason.
+BackendFlags init_from_args(int& argc, char** argv, const InitOptions& options = {});
 
 }  // namespace bp
