@@ -1,5 +1,5 @@
-// `backplane conformance`: runs the conformance suite on device 0 of the
-// selected backend, each case in a child process of this program (the hidden
+// `backplane conformance`: runs the conformance suite on a device of the
+// selected backend (device 0, NAME:N, or each with --all-devices), each case in a child process of this program (the hidden
 // --run-one flag, conformance_child.cpp), compares values with a reference
 // backend, and reports to the console, JSON and JUnit XML.
 #include <backplane/backplane.h>
@@ -25,7 +25,8 @@ namespace bp::cli {
 namespace {
 
 const char* kDetails =
-    "Each case checks rules of the behavioural contract on device 0 of the backend.\n"
+    "Each case checks rules of the behavioural contract on a device of the backend:\n"
+    "device 0, the one --backend NAME:N names, or each in turn with --all-devices.\n"
     "The rules' IDs (IP-6, AG-7, ...) are defined in docs/semantics.md; --list shows\n"
     "the IDs each case checks, and --filter 'AG-*' selects the cases of a rule.\n"
     "A case is passed, failed (with expected and actual values), unsupported (the\n"
@@ -55,7 +56,9 @@ const char* kDetails =
     "  backplane conformance --backend cuda --compare-to cpu_onednn --timeout 20\n"
     "  backplane conformance --list --filter 'view.*'\n"
     "  backplane conformance --backend ./libbackplane_mine.so --profile training\n"
-    "  backplane conformance --list-profile core\n";
+    "  backplane conformance --list-profile core\n"
+    "  backplane conformance --backend cuda:1 --json cuda1.json\n"
+    "  backplane conformance --backend cuda --all-devices --json cuda.json\n";
 
 // Whether `path` can be opened for writing; a file made to find out is
 // removed again.
@@ -98,6 +101,9 @@ class ConformanceCommand : public Command {
          "--reference)")
         ("timeout", po::value<double>(&timeout_s_)->value_name("SECONDS"),
          "time limit of one case (default 60); a case over it is killed and fails")
+        ("all-devices", po::bool_switch(&all_devices_),
+         "run the suite on every device of the backend in turn (reports FILE-devN.json, ...); "
+         "exit 0 only when every device is certified")
         ("no-isolate", po::bool_switch(&no_isolate_),
          "run every case in this process (for a debugger; a crash ends the run)")
         ("list", po::bool_switch(&list_), "list the cases, their categories and IDs; run nothing")
@@ -175,11 +181,42 @@ class ConformanceCommand : public Command {
     BackendPair backends;
     if (int code = load_backends(flags.backend, compare_to_, backends); code != kExitOk)
       return code;
+    if (!all_devices_) return run_on(flags, backends, suite, selected.size(), json_path_, junit_path_);
+    if (parse_device_spec(flags.backend).index) {
+      std::cerr << "[conformance] --all-devices runs on every device of the backend; give "
+                   "--backend without ':N'\n";
+      return kExitUsage;
+    }
+    // Each device in turn, with reports of their own (r.json: r-dev0.json, ...).
+    const int devices = backends.dut->device_count();
+    int worst = kExitOk;
+    for (int i = 0; i < devices; ++i) {
+      BackendFlags one = flags;
+      one.backend += ":" + std::to_string(i);
+      backends.dut_device.index = static_cast<int16_t>(i);
+      std::cout << (i ? "\n" : "") << "== device " << i << " of " << devices << "\n";
+      const int code = run_on(one, backends, suite, selected.size(), per_device(json_path_, i),
+                              per_device(junit_path_, i));
+      if (code != kExitOk && (worst == kExitOk || code < worst)) worst = code;
+    }
+    if (devices > 1)
+      std::cout << "\n" << backends.dut->name() << ": " << devices << " devices, "
+                << (worst == kExitOk ? "every one passed" : "not every one passed") << "\n";
+    return worst;
+  }
+
+ private:
+  // The suite on the devices of `backends` (flags.backend names the one
+  // under test, for the cases' own processes): report, certification and
+  // the exit code.
+  int run_on(const BackendFlags& flags, const BackendPair& backends,
+             const conformance::Suite& suite, std::size_t cases, const std::string& json_path,
+             const std::string& junit_path) {
     conformance::Context ctx(*backends.dut, backends.dut_device, *backends.ref,
                              backends.ref_device, *seed_);
-    std::cout << "conformance of " << backends.dut->name() << " against " << backends.ref->name()
-              << ": " << selected.size() << " cases, seed " << *seed_ << " (replay with --seed "
-              << *seed_ << ")" << std::endl;
+    std::cout << "conformance of " << to_string(backends.dut_device) << " against "
+              << to_string(backends.ref_device) << ": " << cases << " cases, seed " << *seed_
+              << " (replay with --seed " << *seed_ << ")" << std::endl;
 
     conformance::RunOptions options;
     options.filters = filters_;
@@ -207,13 +244,13 @@ class ConformanceCommand : public Command {
                      : !filters_.empty() || report.certification.certified ? kExitOk
                                                                             : kExitFailed;
     try {
-      if (!json_path_.empty()) {
-        conformance::write_json(json_path_, report);
-        std::cout << "JSON report written to " << json_path_ << "\n";
+      if (!json_path.empty()) {
+        conformance::write_json(json_path, report);
+        std::cout << "JSON report written to " << json_path << "\n";
       }
-      if (!junit_path_.empty()) {
-        conformance::write_junit(junit_path_, report);
-        std::cout << "JUnit report written to " << junit_path_ << "\n";
+      if (!junit_path.empty()) {
+        conformance::write_junit(junit_path, report);
+        std::cout << "JUnit report written to " << junit_path << "\n";
       }
     } catch (const Error& e) {
       // The run's outcome still decides the exit code when it failed.
@@ -223,7 +260,15 @@ class ConformanceCommand : public Command {
     return code;
   }
 
- private:
+  // "r.json" for device 2: "r-dev2.json".
+  static std::string per_device(const std::string& path, int device) {
+    if (path.empty()) return path;
+    const auto slash = path.rfind('/');
+    auto dot = path.rfind('.');
+    if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) dot = path.size();
+    return path.substr(0, dot) + "-dev" + std::to_string(device) + path.substr(dot);
+  }
+
   // This program again, with the flags that select the same backends and
   // seed; the runner appends --result-fd and --run-one NAME. The plugins
   // passed their probe in this process before any case runs: a case's
@@ -233,6 +278,7 @@ class ConformanceCommand : public Command {
                                     "--compare-to", compare_to_, "--seed", std::to_string(*seed_),
                                     "--probe", "off"};
     for (const auto& p : flags.plugin_paths) cmd.insert(cmd.end(), {"--plugin-path", p});
+    for (const auto& o : flags.options) cmd.insert(cmd.end(), {"--backend-option", o});
     cmd.insert(cmd.end(), {"--reference", reference_backend()});
     return cmd;
   }
@@ -242,7 +288,7 @@ class ConformanceCommand : public Command {
   std::optional<uint64_t> seed_;
   double timeout_s_ = 60;
   int result_fd_ = -1;
-  bool no_isolate_ = false, list_ = false, verbose_ = false;
+  bool no_isolate_ = false, list_ = false, verbose_ = false, all_devices_ = false;
 };
 
 }  // namespace

@@ -66,6 +66,10 @@ void print_candidate(const PluginCandidate& c, bool verbose, const char* note = 
     const std::string sha = file_sha256(c.path);
     if (!sha.empty()) std::cout << "    sha256: " << sha << "\n";
     if (c.loaded && c.backend) {
+      const auto& options = c.backend->options();
+      std::cout << "    options (--backend-option KEY=VALUE):" << (options.empty() ? " none" : "")
+                << "\n";
+      for (const auto& [key, text] : options) std::cout << "      " << key << ": " << text << "\n";
       std::cout << "    kernels (x: registered; an op it lacks makes a case unsupported):\n";
       conformance::print_capability_matrix(std::cout, *c.backend);
     }
@@ -94,10 +98,12 @@ class DevicesCommand : public Command {
            "  exited    the probe exited (e.g. the plugin called exit) before answering\n"
            "A verdict is cached by the file's sha256, so a file is probed once.\n\n"
            "--verbose adds how each file was vetted, its sha256 and, for each loaded plugin,\n"
-           "the kernels it registered: an op x dtype matrix.\n\n"
+           "the options it takes (--backend-option KEY=VALUE, given to the --backend plugin\n"
+           "when it loads) and the kernels it registered: an op x dtype matrix.\n\n"
            "Examples:\n"
            "  backplane devices\n"
            "  backplane devices --verbose\n"
+           "  backplane --backend sim --backend-option devices=2 devices\n"
            "  backplane devices --backend ./build/lib/backplane/libbackplane_cuda.so\n"
            "  backplane --plugin-path /opt/plugins devices\n"
            "  backplane --probe fresh devices\n";

@@ -152,6 +152,7 @@ class FuzzCommand : public Command {
     o.shrink_seconds = shrink_seconds_;
     o.replay_command = "backplane fuzz --backend " + flags.backend;
     for (const auto& p : flags.plugin_paths) o.replay_command += " --plugin-path " + p;
+    for (const auto& opt : flags.options) o.replay_command += " --backend-option " + opt;
     if (compare_to_ != kDefaultBackend) o.replay_command += " --compare-to " + compare_to_;
     std::snprintf(g_crash_note, sizeof g_crash_note, "%s", "");
     o.on_case_start = [&](uint64_t k) {

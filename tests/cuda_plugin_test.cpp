@@ -58,7 +58,7 @@ Loaded& loaded() {
     auto init = reinterpret_cast<bp_plugin_init_fn>(dlsym(handle, BP_PLUGIN_ENTRY_SYMBOL));
     char buf[512] = {0};
     bp_error err{sizeof(bp_error), buf, sizeof(buf)};
-    bp_host host{sizeof(bp_host), BP_ABI_MAJOR, BP_ABI_MINOR, "test"};
+    bp_host host{sizeof(bp_host), BP_ABI_MAJOR, BP_ABI_MINOR, "test", nullptr, 0, 0};
     if (init == nullptr) {
       p.error = "no " BP_PLUGIN_ENTRY_SYMBOL;
     } else if (init(&host, &p.plugin, &err) != BP_STATUS_OK) {

@@ -55,7 +55,7 @@ inline const LoadedPlugin& plugin() {
     auto init = reinterpret_cast<bp_plugin_init_fn>(dlsym(handle, BP_PLUGIN_ENTRY_SYMBOL));
     char buf[512] = {0};
     bp_error err{sizeof(bp_error), buf, sizeof(buf)};
-    bp_host host{sizeof(bp_host), BP_ABI_MAJOR, BP_ABI_MINOR, "test"};
+    bp_host host{sizeof(bp_host), BP_ABI_MAJOR, BP_ABI_MINOR, "test", nullptr, 0, 0};
     if (init == nullptr || init(&host, &p.plugin, &err) != BP_STATUS_OK) {
       p.error = std::string("init failed: ") + buf;
       return p;

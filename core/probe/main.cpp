@@ -4,7 +4,7 @@
 // (core/src/plugin_probe.cpp), so that a plugin that crashes, hangs or
 // exits while loading takes this process down rather than the host.
 //
-//   backplane-probe --result-fd 3 /path/to/libbackplane_x.so
+//   backplane-probe --result-fd 3 [--option KEY=VALUE]... /path/to/libbackplane_x.so
 //
 // Report, one item per line: "phase <name>" as each stage of loading
 // begins, then "passed", or "refused" and the reason on the lines after.
@@ -48,16 +48,31 @@ std::string memory_check(bp::Backend& b) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4 || std::strcmp(argv[1], "--result-fd") != 0) {
+  bp::BackendOptions options;
+  bool usage = argc < 4 || std::strcmp(argv[1], "--result-fd") != 0 || argc % 2 != 0;
+  for (int i = 3; !usage && i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--option") != 0) {
+      usage = true;
+      break;
+    }
+    try {
+      options.push_back(bp::parse_backend_option(argv[i + 1]));
+    } catch (const bp::Error&) {
+      usage = true;
+    }
+  }
+  if (usage) {
     std::fprintf(stderr,
-                 "usage: backplane-probe --result-fd FD PLUGIN.so\n"
-                 "Loads PLUGIN.so as a Backplane host would and reports on FD how far it got\n"
-                 "and whether it passed; the loader runs it before opening a plugin itself.\n");
+                 "usage: backplane-probe --result-fd FD [--option KEY=VALUE]... PLUGIN.so\n"
+                 "Loads PLUGIN.so as a Backplane host would, with the options given to its\n"
+                 "entry point, and reports on FD how far it got and whether it passed; the\n"
+                 "loader runs it before opening a plugin itself.\n");
     return 2;
   }
   g_fd = std::atoi(argv[2]);
-  const std::string path = argv[3];
+  const std::string path = argv[argc - 1];
   bp::PluginLoader& loader = bp::PluginLoader::instance();
+  loader.set_backend_options(path, options);
   loader.set_probe_mode(bp::ProbeMode::Off);
   bp::detail::set_load_phase_hook(&report_phase);
   std::string refused;

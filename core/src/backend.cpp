@@ -27,7 +27,8 @@ Backend::Backend(int id, std::unique_ptr<Library> lib, const bp_plugin* api, std
       device_count_(facts.device_count),
       no_device_reason_(std::move(facts.no_device_reason)),
       props_(std::move(facts.props)),
-      tolerances_(std::move(facts.tolerances)) {}
+      tolerances_(std::move(facts.tolerances)),
+      options_(std::move(facts.options)) {}
 
 Backend::~Backend() {
   // Memory waiting for other streams, then the streams made here, then the

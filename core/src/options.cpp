@@ -38,7 +38,11 @@ po::options_description backend_options(BackendFlags& flags) {
        "load each plugin file in a child process before this one (on), so that a plugin "
        "that crashes, hangs or exits while loading is reported instead of taking the "
        "program down; fresh ignores the verdicts cached by file content; off loads "
-       "directly (default: $BACKPLANE_PROBE, else on)");
+       "directly (default: $BACKPLANE_PROBE, else on)")
+      ("backend-option", po::value<std::vector<std::string>>(&flags.options)->composing()
+           ->value_name("KEY=VALUE"),
+       "an option for the --backend plugin, given to it when it loads (repeatable); "
+       "'backplane devices --verbose' lists the options each plugin takes");
   return d;
 }
 
@@ -53,7 +57,11 @@ void apply_backend_flags(const BackendFlags& flags) {
   set_fallback_policy(parse_fallback_policy(flags.fallback));
   if (!flags.probe.empty()) PluginLoader::instance().set_probe_mode(parse_probe_mode(flags.probe));
   for (const auto& p : flags.plugin_paths) PluginLoader::instance().add_search_path(p);
+  BackendOptions options;
+  for (const auto& o : flags.options) options.push_back(parse_backend_option(o));
   set_default_backend(flags.backend);
+  PluginLoader::instance().set_backend_options(parse_device_spec(flags.backend).backend,
+                                               std::move(options));
   if (!flags.reference.empty()) set_reference_backend(flags.reference);
 }
 
@@ -83,6 +91,8 @@ BackendFlags parse_backend_args(int& argc, char** argv) {
     if (take("fallback", [&](std::string v) { flags.fallback = std::move(v); })) continue;
     if (take("reference", [&](std::string v) { flags.reference = std::move(v); })) continue;
     if (take("probe", [&](std::string v) { flags.probe = std::move(v); })) continue;
+    if (take("backend-option", [&](std::string v) { flags.options.push_back(std::move(v)); }))
+      continue;
     argv[out++] = argv[i];
   }
   argc = out;

@@ -1,5 +1,5 @@
 // What a plugin reports about itself at load (name, version, devices,
-// device properties, tolerances), each value checked and copied before the
+// device properties, tolerances, options), each value checked and copied before the
 // core uses it; see docs/plugin-abi.md, "What the host checks".
 #include <backplane/backend.h>
 
@@ -17,6 +17,8 @@ namespace {
 
 constexpr std::size_t kMaxStringBytes = 256;  // names and versions, NUL included
 constexpr int32_t kMaxTolerances = 4096;
+constexpr int32_t kMaxOptions = 256;
+constexpr std::size_t kMaxDescriptionBytes = 1024;
 
 }  // namespace
 
@@ -88,6 +90,25 @@ std::string read_facts(const bp_plugin* api, PluginFacts& facts) {
       return "num_tolerances is " + std::to_string(api->num_tolerances) + " (0 to " +
              std::to_string(kMaxTolerances) + " are accepted)";
     facts.tolerances.assign(api->tolerances, api->tolerances + api->num_tolerances);
+  }
+  if (BP_HAS_FIELD(api, bp_plugin, num_options) && api->num_options != 0) {
+    if (api->num_options < 0 || api->num_options > kMaxOptions || api->options == nullptr)
+      return "num_options is " + std::to_string(api->num_options) +
+             (api->options == nullptr ? " with no options array" : "") + " (0 to " +
+             std::to_string(kMaxOptions) + " are accepted)";
+    for (int32_t i = 0; i < api->num_options; ++i) {
+      const bp_option_info& o = api->options[i];
+      const std::optional<std::string> key = detail::bounded_string(o.key, kMaxStringBytes);
+      const std::optional<std::string> text =
+          o.description ? detail::bounded_string(o.description, kMaxDescriptionBytes)
+                        : std::string();
+      if (!key || !detail::is_plain_name(*key))
+        return "option " + std::to_string(i) + "'s key is not a name ([a-z0-9_]+, NUL-terminated)";
+      if (!text)
+        return "option '" + *key + "' has a description not NUL-terminated within " +
+               std::to_string(kMaxDescriptionBytes) + " bytes";
+      facts.options.emplace_back(*key, *text);
+    }
   }
   return "";
 }

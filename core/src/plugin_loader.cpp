@@ -49,10 +49,9 @@ bool looks_like_path(std::string_view s) {
   return s.find('/') != std::string_view::npos || (s.size() > 3 && s.substr(s.size() - 3) == ".so");
 }
 
-// The plugin's fields that every ABI 2.x plugin must fill.
-// (2.0 was the first minor of this major: its table is sizeof(bp_plugin)
-// today; when a minor appends, this stays at the end of the 2.0 table.)
-constexpr std::size_t kMinPluginSize = sizeof(bp_plugin);
+// The plugin's fields that every ABI 2.x plugin must fill: the 2.0 table,
+// which ends where 2.1's options begin.
+constexpr std::size_t kMinPluginSize = offsetof(bp_plugin, options);
 
 struct RegistrarState {
   int backend = -1;
@@ -196,9 +195,37 @@ Backend& PluginLoader::load(std::string_view name_or_path) {
     if (Backend* b = find(name_or_path)) return *b;
     BP_CHECK_T(PluginError, detail::is_plain_name(name_or_path), "[plugin] '", name_or_path,
                "' is neither a backend name ([a-z0-9_]+) nor a path to a .so file");
-    return load_file(locate(name_or_path));
+    return load_file(locate(name_or_path), backend_options(name_or_path));
   }
-  return load_file(std::string(name_or_path));
+  return load_file(std::string(name_or_path), backend_options(name_or_path));
+}
+
+std::pair<std::string, std::string> parse_backend_option(std::string_view text) {
+  const auto eq = text.find('=');
+  BP_CHECK(eq != std::string_view::npos && eq > 0, "[--backend-option] '", text,
+           "' is not KEY=VALUE");
+  const std::string key(text.substr(0, eq));
+  BP_CHECK(detail::is_plain_name(key), "[--backend-option] '", key,
+           "' is not an option name ([a-z0-9_]+)");
+  return {key, std::string(text.substr(eq + 1))};
+}
+
+void PluginLoader::set_backend_options(std::string name_or_path, BackendOptions options) {
+  std::lock_guard lock(mu_);
+  BackendOptions unique;
+  for (auto& [key, value] : options) {
+    std::erase_if(unique, [&](const auto& o) { return o.first == key; });
+    unique.emplace_back(std::move(key), std::move(value));
+  }
+  std::erase_if(options_, [&](const auto& o) { return o.first == name_or_path; });
+  if (!unique.empty()) options_.emplace_back(std::move(name_or_path), std::move(unique));
+}
+
+BackendOptions PluginLoader::backend_options(std::string_view name_or_path) const {
+  std::lock_guard lock(mu_);
+  for (const auto& [spec, options] : options_)
+    if (spec == name_or_path) return options;
+  return {};
 }
 
 namespace {
@@ -224,7 +251,7 @@ ProbeMode PluginLoader::probe_mode() const {
   return ProbeMode::On;
 }
 
-Backend& PluginLoader::load_file(const std::string& path_in) {
+Backend& PluginLoader::load_file(const std::string& path_in, const BackendOptions& options) {
   std::error_code ec;
   fs::path abs = fs::weakly_canonical(fs::absolute(path_in, ec), ec);
   const std::string path = abs.empty() ? path_in : abs.string();
@@ -241,7 +268,8 @@ Backend& PluginLoader::load_file(const std::string& path_in) {
   const ProbeMode mode = probe_mode();
   std::erase_if(probe_notes_, [&](const auto& n) { return n.first == path; });
   if (mode != ProbeMode::Off) {
-    const detail::ProbeResult probe = detail::probe_plugin(path, mode == ProbeMode::Fresh);
+    const detail::ProbeResult probe =
+        detail::probe_plugin(path, options, mode == ProbeMode::Fresh);
     probe_notes_.emplace_back(path, probe.note);
     if (!probe.passed)
       throw PluginError(path, probe.verdict, probe.reason);
@@ -267,7 +295,15 @@ Backend& PluginLoader::load_file(const std::string& path_in) {
   auto init =
       lib->lib.get<bp_status(const bp_host*, const bp_plugin**, bp_error*)>(BP_PLUGIN_ENTRY_SYMBOL);
 
-  bp_host host{sizeof(bp_host), BP_ABI_MAJOR, BP_ABI_MINOR, BACKPLANE_VERSION};
+  std::vector<bp_option> host_options;
+  for (const auto& [key, value] : options) host_options.push_back({key.c_str(), value.c_str()});
+  const bp_host host{sizeof(bp_host),
+                     BP_ABI_MAJOR,
+                     BP_ABI_MINOR,
+                     BACKPLANE_VERSION,
+                     host_options.empty() ? nullptr : host_options.data(),
+                     static_cast<int32_t>(host_options.size()),
+                     0};
   const bp_plugin* api = nullptr;
   detail::ErrorBuffer err;
   detail::load_phase("init");
@@ -351,6 +387,18 @@ Backend& PluginLoader::load_file(const std::string& path_in) {
   PluginFacts facts;
   if (const std::string why = detail::read_facts(api, facts); !why.empty())
     throw destroy_and_reject(why);
+  for (const auto& [key, value] : options)
+    if (std::none_of(facts.options.begin(), facts.options.end(),
+                     [&](const auto& o) { return o.first == key; })) {
+      std::string takes;
+      for (const auto& o : facts.options) takes += (takes.empty() ? "" : ", ") + o.first;
+      throw destroy_and_reject("it takes no option '" + key + "' (--backend-option " + key + "=" +
+                               value + "); " +
+                               (takes.empty() ? std::string("it takes none")
+                                              : "it takes: " + takes +
+                                                    " ('backplane devices --verbose' describes "
+                                                    "them)"));
+    }
   const std::string name = facts.name;
   if (Backend* other = find(name))
     throw destroy_and_reject("a plugin named '" + name + "' is already loaded from " +
@@ -447,7 +495,10 @@ std::vector<PluginCandidate> PluginLoader::discover() {
       std::string fname = f.filename().string();
       c.name = fname.substr(std::strlen(kFilePrefix), fname.size() - std::strlen(kFilePrefix) - 3);
       try {
-        Backend& b = load_file(p);
+        // Options given for the backend by name reach it here too.
+        BackendOptions options = backend_options(p);
+        if (options.empty()) options = backend_options(c.name);
+        Backend& b = load_file(p, options);
         if (b.path() == p) {
           c.loaded = true;
           c.name = b.name();

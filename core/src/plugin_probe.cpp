@@ -117,12 +117,27 @@ std::string phase_words(const std::string& phase) {
 }
 
 // The cache entry for a file's content, valid for this core and ABI.
-fs::path cache_entry(const std::string& sha) {
+// The first 16 hex digits of the sha256 of the options, "" for none: a
+// verdict holds for the file's content with those options.
+std::string options_digest(const BackendOptions& options) {
+  if (options.empty()) return "";
+  std::string text;
+  for (const auto& [key, value] : options) text += key + '=' + value + '\0';
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_Digest(text.data(), text.size(), md, &len, EVP_sha256(), nullptr) != 1) return "x";
+  static const char* hex = "0123456789abcdef";
+  std::string out = "-options-";
+  for (unsigned i = 0; i < 8 && i < len; ++i) out += {hex[md[i] >> 4], hex[md[i] & 15]};
+  return out;
+}
+
+fs::path cache_entry(const std::string& sha, const BackendOptions& options) {
   const fs::path dir = cache_dir();
   if (dir.empty() || sha.empty()) return {};
   return dir / "probes" /
          (sha + "-" + BACKPLANE_VERSION + "-abi" + std::to_string(BP_ABI_MAJOR) + "." +
-          std::to_string(BP_ABI_MINOR));
+          std::to_string(BP_ABI_MINOR) + options_digest(options));
 }
 
 bool read_cached(const fs::path& entry, ProbeResult& r) {
@@ -224,9 +239,9 @@ void load_phase(const char* phase) {
   if (PhaseHook h = g_phase_hook.load(std::memory_order_relaxed)) h(phase);
 }
 
-ProbeResult probe_plugin(const std::string& path, bool fresh) {
+ProbeResult probe_plugin(const std::string& path, const BackendOptions& options, bool fresh) {
   const std::string sha = file_sha256(path);
-  const fs::path entry = cache_entry(sha);
+  const fs::path entry = cache_entry(sha, options);
   ProbeResult r;
   if (!fresh && !entry.empty() && read_cached(entry, r)) {
     r.note = "probe verdict cached for this content (sha256 " + sha.substr(0, 12) +
@@ -242,8 +257,10 @@ ProbeResult probe_plugin(const std::string& path, bool fresh) {
     return r;
   }
   const double timeout_s = probe_timeout_s();
-  const ChildOutcome child =
-      run_child({helper, "--result-fd", "3", path}, timeout_s, 3, {"BACKPLANE_PROBE=off"});
+  std::vector<std::string> command = {helper, "--result-fd", "3"};
+  for (const auto& [key, value] : options) command.insert(command.end(), {"--option", key + "=" + value});
+  command.push_back(path);
+  const ChildOutcome child = run_child(command, timeout_s, 3, {"BACKPLANE_PROBE=off"});
   if (!child.started) {
     r.passed = true;
     r.note = "not probed: " + child.error + "; loaded in this process directly";

@@ -19,9 +19,10 @@ struct ProbeResult {
   std::string note;  // how the file was vetted, for `backplane devices`
 };
 
-// Probes `path` (a plugin file that exists), or takes the cached verdict
-// for its content unless `fresh`.
-ProbeResult probe_plugin(const std::string& path, bool fresh);
+// Probes `path` (a plugin file that exists) with the options its entry
+// point will get, or takes the cached verdict for its content and those
+// options unless `fresh`.
+ProbeResult probe_plugin(const std::string& path, const BackendOptions& options, bool fresh);
 
 // The stages of loading a plugin file, which the loader announces to a hook
 // (the probe helper writes them to its report, so that the parent can say

@@ -40,18 +40,21 @@ long long env_or(const char* name, long long fallback) {
   return env && *env ? std::atoll(env) : fallback;
 }
 
-// Arena size: BACKPLANE_SIM_MEMORY_MB, 1024 MiB by default (address space
-// only; pages are used as tensors are written).
-std::size_t arena_bytes() {
-  const long long mb = env_or("BACKPLANE_SIM_MEMORY_MB", 1024);
-  return static_cast<std::size_t>(mb > 0 ? mb : 1024) << 20;
+// Arena size in MiB: the option memory_mib, else BACKPLANE_SIM_MEMORY_MB,
+// else 1024 (address space only; pages are used as tensors are written).
+std::size_t arena_bytes(const bp::sdk::Options& options) {
+  long long mb = env_or("BACKPLANE_SIM_MEMORY_MB", 1024);
+  mb = options.get_int("memory_mib", mb > 0 ? mb : 1024, 1, 1 << 20);
+  return static_cast<std::size_t>(mb) << 20;
 }
 
 // Largest random delay before each item of a stream's work, in
-// microseconds: BACKPLANE_SIM_DELAY_US, 20 by default (0: none).
-unsigned max_delay_us() {
-  const long long us = env_or("BACKPLANE_SIM_DELAY_US", 20);
-  return static_cast<unsigned>(us < 0 ? 0 : us > 1000000 ? 1000000 : us);
+// microseconds: the option delay_us, else BACKPLANE_SIM_DELAY_US, else 20
+// (0: none).
+unsigned max_delay_us(const bp::sdk::Options& options) {
+  long long us = env_or("BACKPLANE_SIM_DELAY_US", 20);
+  us = us < 0 ? 0 : us > 1000000 ? 1000000 : us;
+  return static_cast<unsigned>(options.get_int("delay_us", us, 0, 1000000));
 }
 
 // sim::delay(x, microseconds): out = x after waiting, on the stream; lets a
@@ -80,9 +83,10 @@ struct Event {
 
 class SimPlugin final : public bp::sdk::Plugin {
  public:
-  SimPlugin()
-      : arena_(arena_bytes()),
-        delay_us_(max_delay_us()),
+  explicit SimPlugin(const bp::sdk::Options& options)
+      : devices_(static_cast<int32_t>(options.get_int("devices", 1, 1, 16))),
+        arena_(arena_bytes(options)),
+        delay_us_(max_delay_us(options)),
         default_(std::make_shared<Queue>(delay_us_, next_seed())) {}
 
   ~SimPlugin() override {
@@ -94,8 +98,20 @@ class SimPlugin final : public bp::sdk::Plugin {
   const char* version() const override { return "0.2.0"; }
   int32_t dl_device_type() const override { return kDLExtDev; }
 
+  std::vector<bp_option_info> options() const override {
+    return {{"devices", "number of devices, 1 to 16 (default 1); they share one arena and its "
+                        "streams, for testing code that picks a device"},
+            {"memory_mib", "size of the device memory in MiB (default $BACKPLANE_SIM_MEMORY_MB, "
+                           "else 1024)"},
+            {"delay_us", "largest random delay before each item of a stream's work, in "
+                         "microseconds (default $BACKPLANE_SIM_DELAY_US, else 20; 0: none)"}};
+  }
+
+  int32_t device_count(std::string&) const override { return devices_; }
+
   void device_props(int32_t device, bp_device_props& props) const override {
-    BP_SDK_CHECK(device == 0, "device_props", "sim has one device (0), got " << device);
+    BP_SDK_CHECK(device >= 0 && device < devices_, "device_props",
+                 "sim has " << devices_ << " device(s), got " << device);
     std::snprintf(props.name, sizeof(props.name), "%s",
                   "simulated device (memory the host cannot address, asynchronous streams)");
     props.total_memory = arena_.capacity();
@@ -403,6 +419,7 @@ class SimPlugin final : public bp::sdk::Plugin {
     return checked != BP_STATUS_OK ? checked : status;
   }
 
+  const int32_t devices_;
   Arena arena_;  // first: destroyed after the queues that use it
   std::deque<GuardedKernel> kernels_;  // a deque: kernel_ctx pointers stay valid
   std::deque<bp::sdk::WideKernel> wide_;  // the narrow dtypes' adapters

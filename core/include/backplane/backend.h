@@ -40,7 +40,15 @@ struct PluginFacts {
   std::string no_device_reason;        // when device_count == 0
   std::vector<bp_device_props> props;  // one per device, names NUL-terminated
   std::vector<bp_tolerance> tolerances;
+  // The options the plugin takes (ABI 2.1): key and one-line description.
+  std::vector<std::pair<std::string, std::string>> options;
 };
+
+// Options for a plugin's entry point (--backend-option KEY=VALUE), in order.
+using BackendOptions = std::vector<std::pair<std::string, std::string>>;
+
+// "KEY=VALUE" as a pair; ValueError unless KEY is [a-z0-9_]+ and '=' is there.
+std::pair<std::string, std::string> parse_backend_option(std::string_view text);
 
 // One plugin library, opened and accepted. Storages and the loader hold it
 // by reference; the library is unloaded when the last reference goes.
@@ -71,6 +79,8 @@ class Backend : public RefCounted {
   bool host_addressable(int device) const;
   // Looser conformance tolerances the plugin declares (empty when none).
   const std::vector<bp_tolerance>& tolerances() const { return tolerances_; }
+  // The options the plugin takes (--backend-option), key and description.
+  const std::vector<std::pair<std::string, std::string>>& options() const { return options_; }
   // Allocator statistics, if the plugin keeps them.
   std::optional<bp_memory_stats> memory_stats(int device) const;
 
@@ -138,6 +148,7 @@ class Backend : public RefCounted {
   std::string no_device_reason_;
   std::vector<bp_device_props> props_;
   std::vector<bp_tolerance> tolerances_;
+  std::vector<std::pair<std::string, std::string>> options_;
   mutable std::mutex streams_mu_;
   std::vector<std::pair<int, bp_stream>> streams_;  // made by create_stream
   mutable std::mutex deferred_mu_;
@@ -224,13 +235,19 @@ class PluginLoader {
   // Safe while other threads run ops on its tensors.
   void unload(std::string_view name);
 
+  // Options handed to the entry point of the backend loaded as
+  // `name_or_path` (as given to load(); a later key replaces an earlier
+  // one). The plugin must list each key it takes (bp_plugin.options), else
+  // the load fails naming the key and the ones it takes. Set before loading.
+  void set_backend_options(std::string name_or_path, BackendOptions options);
+  BackendOptions backend_options(std::string_view name_or_path) const;
   // How plugin files are vetted before they are loaded (see ProbeMode).
   void set_probe_mode(ProbeMode mode);
   ProbeMode probe_mode() const;
 
  private:
   PluginLoader() = default;
-  Backend& load_file(const std::string& path);
+  Backend& load_file(const std::string& path, const BackendOptions& options);
   std::string locate(std::string_view name) const;
   // A free slot, reclaiming those of unloaded backends nothing uses; -1 if none.
   int free_slot();
@@ -240,6 +257,7 @@ class PluginLoader {
   // so that no acquire() can pick up a backend being destroyed.
   mutable std::shared_mutex slots_mu_;
   std::vector<std::string> extra_dirs_;
+  std::vector<std::pair<std::string, BackendOptions>> options_;     // by name or path as given
   std::optional<ProbeMode> probe_mode_;                           // unset: BACKPLANE_PROBE, else On
   std::vector<std::pair<std::string, std::string>> probe_notes_;  // path, how it was vetted
   std::vector<IntrusivePtr<Backend>> backends_;                   // loaded, by name

@@ -8,6 +8,8 @@
 //                         conformance and fuzz compare with
 //   --probe MODE          on | off | fresh: load each plugin file in a child
 //                         process first (default: BACKPLANE_PROBE, else on)
+//   --backend-option K=V  an option for the --backend plugin's entry point
+//                         (repeatable; `backplane devices --verbose` lists them)
 #pragma once
 
 #include <backplane/backend.h>
@@ -26,6 +28,7 @@ struct BackendFlags {
   std::string fallback = "deny";  // deny | warn | allow (see fallback.h)
   std::string reference;          // empty: BACKPLANE_REFERENCE, else cpu_onednn
   std::string probe;              // on | off | fresh; empty: BACKPLANE_PROBE, else on
+  std::vector<std::string> options;  // --backend-option KEY=VALUE, for the --backend plugin
 };
 
 // "on", "off", "fresh" as a ProbeMode; ValueError naming the choices otherwise.

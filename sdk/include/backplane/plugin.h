@@ -46,7 +46,7 @@ extern "C" {
 #endif
 
 #define BP_ABI_MAJOR 2
-#define BP_ABI_MINOR 0
+#define BP_ABI_MINOR 1
 
 #define BP_PLUGIN_ENTRY_SYMBOL "bp_plugin_init"
 
@@ -387,12 +387,35 @@ typedef struct bp_tolerance {
   double atol;   /* absolute tolerance */
 } bp_tolerance;
 
+/* One option the user gave the plugin (`--backend-option KEY=VALUE`), as
+ * text; both strings are the core's and live until the entry point returns
+ * (since 2.1). */
+typedef struct bp_option {
+  const char* key;
+  const char* value;
+} bp_option;
+
+/* One option a plugin takes: `backplane devices` lists them, and the core
+ * refuses an option the plugin does not list, before any kernel runs. The
+ * description is one line and names the default (since 2.1). */
+typedef struct bp_option_info {
+  const char* key;
+  const char* description;
+} bp_option_info;
+
 /* What the core tells the plugin about itself. */
 typedef struct bp_host {
   size_t struct_size;
   uint32_t abi_major;
   uint32_t abi_minor;
   const char* core_version;
+  /* The options given for this plugin (since 2.1; check BP_HAS_FIELD):
+   * `options` may be NULL when `num_options` is 0. Each key appears once.
+   * The entry point fails with BP_STATUS_INVALID_ARGUMENT and a message
+   * naming the option for a value it cannot use. */
+  const bp_option* options;
+  int32_t num_options;
+  int32_t reserved;
 } bp_host;
 
 /*
@@ -550,6 +573,12 @@ typedef struct bp_plugin {
   const bp_tolerance* tolerances;
   int32_t num_tolerances;
   int32_t reserved2;
+
+  /* The options this plugin takes (since 2.1; optional: NULL and 0 for
+   * none). Static or owned by `ctx`. */
+  const bp_option_info* options;
+  int32_t num_options;
+  int32_t reserved3;
 } bp_plugin;
 
 /*

@@ -11,6 +11,7 @@
 #include <backplane/sdk/tensor.hpp>
 #include <backplane/sdk/widen.hpp>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -21,6 +22,7 @@
 #include <initializer_list>
 #include <new>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace bp::sdk {
@@ -246,6 +248,46 @@ class HostBuffers {
   std::map<const char*, std::size_t> sizes_;
 };
 
+// The options the user gave the plugin (`--backend-option KEY=VALUE`), from
+// bp_host (ABI 2.1; none from an older core). A plugin whose class has a
+// constructor taking `const bp::sdk::Options&` gets them from BP_SDK_PLUGIN,
+// and lists the keys it takes in Plugin::options(); the core refuses any
+// other key before the plugin is used. Bad values: the getters throw
+// InvalidArgument naming the option, and the load fails with that message.
+class Options {
+ public:
+  Options() = default;
+  explicit Options(const bp_host* host) {
+    if (host == nullptr || !BP_HAS_FIELD(host, bp_host, num_options) || host->options == nullptr)
+      return;
+    for (int32_t i = 0; i < host->num_options; ++i)
+      values_[host->options[i].key] = host->options[i].value;
+  }
+
+  bool has(const std::string& key) const { return values_.count(key) != 0; }
+  std::string get(const std::string& key, const std::string& fallback) const {
+    auto it = values_.find(key);
+    return it == values_.end() ? fallback : it->second;
+  }
+  // An integer in [lo, hi]; `fallback` when the option is not given.
+  long long get_int(const std::string& key, long long fallback, long long lo, long long hi) const {
+    auto it = values_.find(key);
+    if (it == values_.end()) return fallback;
+    char* end = nullptr;
+    errno = 0;
+    const long long v = std::strtoll(it->second.c_str(), &end, 10);
+    if (it->second.empty() || *end != '\0' || errno != 0 || v < lo || v > hi)
+      throw InvalidArgument("[--backend-option] " + key + "=" + it->second +
+                            ": expected an integer from " + std::to_string(lo) + " to " +
+                            std::to_string(hi));
+    return v;
+  }
+  const std::map<std::string, std::string>& values() const { return values_; }
+
+ private:
+  std::map<std::string, std::string> values_;
+};
+
 // Base class of a plugin. Host memory by default: override for devices.
 class Plugin {
  public:
@@ -381,6 +423,9 @@ class Plugin {
   // Looser conformance tolerances for named (op, dtype) pairs; shown in the
   // conformance report. Empty by default.
   virtual std::vector<bp_tolerance> tolerances() const { return {}; }
+  // The options the plugin takes (see Options): keys and one-line
+  // descriptions naming the default, static strings.
+  virtual std::vector<bp_option_info> options() const { return {}; }
 
   // Builds the C table that points back at this object.
   const bp_plugin* table() {
@@ -418,6 +463,9 @@ class Plugin {
     tolerances_ = tolerances();
     table_.tolerances = tolerances_.empty() ? nullptr : tolerances_.data();
     table_.num_tolerances = static_cast<int32_t>(tolerances_.size());
+    options_ = options();
+    table_.options = options_.empty() ? nullptr : options_.data();
+    table_.num_options = static_cast<int32_t>(options_.size());
     return &table_;
   }
 
@@ -551,7 +599,17 @@ class Plugin {
 
   bp_plugin table_{};
   std::vector<bp_tolerance> tolerances_;
+  std::vector<bp_option_info> options_;
 };
+
+// A new Class, given the options when it has a constructor that takes them.
+template <class Class>
+Plugin* make_plugin(const bp_host* host) {
+  if constexpr (std::is_constructible_v<Class, const Options&>)
+    return new Class(Options(host));
+  else
+    return new Class();
+}
 
 }  // namespace bp::sdk
 
@@ -560,6 +618,6 @@ class Plugin {
 #define BP_SDK_PLUGIN(Class)                                                          \
   extern "C" BP_PLUGIN_EXPORT bp_status bp_plugin_init(                              \
       const bp_host* host, const bp_plugin** plugin, bp_error* error) {               \
-    (void)host;                                                                       \
-    return ::bp::sdk::guarded(error, [&] { *plugin = (new Class())->table(); });      \
+    return ::bp::sdk::guarded(                                                        \
+        error, [&] { *plugin = ::bp::sdk::make_plugin<Class>(host)->table(); });       \
   }
