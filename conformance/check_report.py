@@ -29,7 +29,8 @@ def main():
     for key in ("backend", "device", "device_name", "plugin", "core_version", "contract",
                 "compare_to", "compare_device", "seed", "isolation", "timeout_s", "fallback",
                 "filters", "tolerances", "missing_ops", "cases", "summary", "duration_ms",
-                "date", "machine", "categories", "rules", "certification"):
+                "date", "machine", "categories", "rules", "certification",
+                "failures_by_kernel"):
         if key not in report:
             fail(f"missing key '{key}'")
     if report["contract"] != "docs/semantics.md":
@@ -62,13 +63,19 @@ def main():
         fail("'cases' is empty")
     counts = {s: 0 for s in STATUSES}
     for case in report["cases"]:
-        for key in ("name", "spec", "category", "status", "message", "duration_ms", "missing"):
+        for key in ("name", "spec", "category", "status", "message", "duration_ms", "missing",
+                    "kernels", "empty"):
             if key not in case:
                 fail(f"case {case.get('name')} lacks '{key}'")
         if case["status"] not in STATUSES:
             fail(f"case {case['name']} has status '{case['status']}'")
         if not isinstance(case["spec"], list) or not case["spec"]:
             fail(f"case {case['name']} names no rule ID")
+        if case["empty"] != (case["name"].startswith("op.") and case["name"].endswith(".empty")):
+            fail(f"case {case['name']} has empty {case['empty']}")
+        if case["status"] == "passed" and not case["empty"] and case["name"].startswith("op.") \
+                and not case["kernels"]:
+            fail(f"op case {case['name']} passed without reaching a kernel")
         counts[case["status"]] += 1
     if report["summary"] != counts:
         fail(f"summary {report['summary']} does not match the cases {counts}")
@@ -84,6 +91,8 @@ def main():
         fail("the categories' counts do not add up to the summary")
     cert = report["certification"]
     # A filtered run certifies nothing.
+    if not isinstance(cert.get("uncovered_kernels"), list):
+        fail(f"certification.uncovered_kernels is not a list: {cert}")
     if cert["profile"] != "core" or cert["complete"] or cert["certified"]:
         fail(f"a --filter run must not certify: {cert}")
     print(f"[check_report] {path}: {len(report['cases'])} cases, summary {counts}")

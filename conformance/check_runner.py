@@ -6,7 +6,11 @@ Usage: check_runner.py SCENARIO BACKPLANE_EXE WORK_DIR [PLUGIN]
   segfault  PLUGIN's add dereferences NULL: its add cases fail with SIGSEGV,
             the run goes on, the exit code is 1.
   hang      PLUGIN's add never returns: its add cases fail with the time limit.
-  wrong     PLUGIN's add is off by one: its add cases fail with the values.
+  wrong     PLUGIN's add is off by one: its add cases fail with the values, the
+            inputs' first values and the output's strides; the report's
+            "Failures by kernel" ranks add first.
+  out_of_bounds  PLUGIN's add writes past its output: its add cases fail as
+            out of bounds, and add leads "Failures by kernel".
   filter    --filter 'IP-*' on cpu_onednn runs only cases with an IP-* ID.
   compare   --compare-to cpu_onednn on cpu_onednn: every op case passes.
 """
@@ -23,6 +27,9 @@ def fail(msg):
     sys.exit(1)
 
 
+CONSOLE = {"text": ""}  # the last run's console output
+
+
 def run(exe, work, args, expect_exit, limit_s):
     json_path = os.path.join(work, "r.json")
     xml_path = os.path.join(work, "r.xml")
@@ -36,6 +43,7 @@ def run(exe, work, args, expect_exit, limit_s):
                           timeout=limit_s)
     took = time.monotonic() - start
     print(proc.stdout)
+    CONSOLE["text"] = proc.stdout
     if proc.returncode != expect_exit:
         fail(f"exit code {proc.returncode}, expected {expect_exit}")
     with open(json_path, encoding="utf-8") as f:
@@ -113,6 +121,30 @@ def expect_add_failures(report, words):
     return adds
 
 
+def expect_add_ranked_first(report):
+    """The failed cases' kernels, ranked: add leads, in JSON and console."""
+    ranked = report.get("failures_by_kernel")
+    if not ranked:
+        fail(f"no failures_by_kernel in the JSON report: {ranked!r}")
+    first = ranked[0]
+    if not first["kernel"].startswith("add (") or first["failed"] != len(first["cases"]):
+        fail(f"failures_by_kernel does not rank add first: {ranked[:3]}")
+    failed = {c["name"] for c in cases_with(report, "failed")}
+    if not set(first["cases"]) <= failed:
+        fail(f"failures_by_kernel names cases that did not fail: {first['cases']}")
+    counts = [k["failed"] for k in ranked]
+    if counts != sorted(counts, reverse=True):
+        fail(f"failures_by_kernel is not most-failing first: {counts}")
+    text = CONSOLE["text"]
+    at = text.find("Failures by kernel")
+    if at < 0:
+        fail("the console report has no 'Failures by kernel'")
+    lines = text[at:].splitlines()
+    if len(lines) < 2 or not lines[1].strip().startswith(first["kernel"] + ": "):
+        fail(f"the console's ranking does not start with {first['kernel']}: {lines[:3]}")
+    print(f"[check_runner] failures by kernel: {lines[1].strip()}")
+
+
 def main():
     scenario, exe, work = sys.argv[1], sys.argv[2], sys.argv[3]
     plugin = sys.argv[4] if len(sys.argv) > 4 else None
@@ -142,7 +174,9 @@ def main():
             fail(f"the run took {took:.0f} s: the time limit was not enforced")
     elif scenario == "wrong":
         report, _, _ = run(exe, work, ["--backend", plugin, "--timeout", "5"], 1, 300)
-        wrong = expect_add_failures(report, ["elements differ", "got", "expected", "--seed"])
+        wrong = expect_add_failures(report, ["elements differ", "got", "expected", "--seed",
+                                             "input values: input 0 [", "strides ["])
+        expect_add_ranked_first(report)
         # The fake registers add for float32 only: add is missing for the
         # other dtypes the reference has, never for float32; sub for all.
         missing = {m["op"]: m["dtypes"] for m in report["missing_ops"]}
@@ -153,7 +187,10 @@ def main():
         print(f"[check_runner] {len(wrong)} add cases failed with wrong values")
     elif scenario == "out_of_bounds":
         # Every value is right; the write past the output's end is what fails.
-        report, _, _ = run(exe, work, ["--backend", plugin, "--filter", "op.add.*"], 1, 300)
+        # Copies pass on it: "Failures by kernel" must rank add above the
+        # copies the failed cases also reach.
+        report, _, _ = run(exe, work, ["--backend", plugin, "--filter", "op.add.*",
+                                       "--filter", "op.contiguous.*"], 1, 300)
         bad = [c for c in cases_with(report, "failed", "op.add.")
                if "out of bounds: an allocation of" in c["message"]
                and "after its end overwritten" in c["message"]]
@@ -161,6 +198,7 @@ def main():
             fail("no add case failed as out of bounds")
         if any("elements differ" in c["message"] for c in cases_with(report, "failed")):
             fail("an out-of-bounds case was reported as wrong values")
+        expect_add_ranked_first(report)
         print(f"[check_runner] {len(bad)} add cases failed as out of bounds")
     elif scenario == "filter":
         report, _, _ = run(exe, work, ["--backend", "cpu_onednn", "--filter", "IP-*"], 0, 300)

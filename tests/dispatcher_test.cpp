@@ -2,6 +2,7 @@
 // duplicate and malformed registrations, how a kernel's status becomes a
 // typed error, the missing-kernel message, and that a call allocates nothing.
 #include <backplane/backplane.h>
+#include <backplane/debug.h>
 #include <gtest/gtest.h>
 
 #include "test_util.h"
@@ -10,7 +11,9 @@
 #include <cstdlib>
 #include <new>
 #include <string>
+#include <thread>
 #include <utility>
+#include <vector>
 
 // Counts heap allocations, so a test can show a path allocates nothing.
 namespace {
@@ -280,3 +283,35 @@ TEST(Dispatch, AddOutOnTheDefaultBackendAllocatesNothing) {
 }
 
 }  // namespace
+
+// --- recording the kernels reached (debug::KernelRecording) ------------------
+
+TEST(KernelRecording, RecordsEachKernelOnceWhileItLivesOnItsThreadOnly) {
+  bp::Tensor a = bp::full({4}, 1.5), b = bp::full({4}, 2.0), out = bp::empty({4});
+  bp::add_out(out, a, b);  // before any recording: nothing to see
+  std::vector<bp::debug::ReachedKernel> outer_seen, inner_seen;
+  {
+    bp::debug::KernelRecording outer;
+    bp::add_out(out, a, b);
+    bp::add_out(out, a, b);
+    {
+      bp::debug::KernelRecording inner;
+      (void)bp::mul(a, b);
+      inner_seen = inner.kernels();
+    }
+    std::thread other([&] {
+      (void)bp::sub(a, b);  // another thread: not this recording's
+    });
+    other.join();
+    outer_seen = outer.kernels();
+  }
+  bp::debug::KernelRecording after;
+  (void)bp::neg(a);
+  const std::string backend = a.impl()->storage->backend().name();
+  using K = bp::debug::ReachedKernel;
+  EXPECT_EQ(outer_seen, (std::vector<K>{{backend, "add", "float32"}}));
+  EXPECT_EQ(inner_seen, (std::vector<K>{{backend, "mul", "float32"}}));
+  const auto later = after.kernels();
+  ASSERT_FALSE(later.empty());
+  EXPECT_EQ(later.back(), (K{backend, "neg", "float32"}));
+}

@@ -15,11 +15,26 @@ namespace {
 
 constexpr std::size_t kOutputTail = 2000;
 
-// The child's report: "status\nduration_ms\nmissing\tmissing\nmessage...".
+std::vector<std::string> split_tabs(const std::string& line) {
+  std::vector<std::string> out;
+  std::istringstream in(line);
+  for (std::string item; std::getline(in, item, '\t');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+std::string join_tabs(const std::vector<std::string>& items) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size(); ++i) out += (i ? "\t" : "") + items[i];
+  return out;
+}
+
+// The child's report: "status\nduration_ms\nmissing\tmissing\nkernel\tkernel\nmessage...".
 bool parse_result(const std::string& text, CaseResult& r) {
   std::istringstream in(text);
-  std::string status, duration, missing;
-  if (!std::getline(in, status) || !std::getline(in, duration) || !std::getline(in, missing))
+  std::string status, duration, missing, kernels;
+  if (!std::getline(in, status) || !std::getline(in, duration) || !std::getline(in, missing) ||
+      !std::getline(in, kernels))
     return false;
   if (status == "passed")
     r.status = Status::Passed;
@@ -32,10 +47,9 @@ bool parse_result(const std::string& text, CaseResult& r) {
   else
     return false;
   r.duration_ms = std::strtod(duration.c_str(), nullptr);
-  std::istringstream m(missing);
-  for (std::string op; std::getline(m, op, '\t');)
-    if (!op.empty()) r.missing.push_back(op);
-  std::size_t header = status.size() + duration.size() + missing.size() + 3;
+  r.missing = split_tabs(missing);
+  r.kernels = split_tabs(kernels);
+  std::size_t header = status.size() + duration.size() + missing.size() + kernels.size() + 4;
   r.message = header <= text.size() ? text.substr(header) : std::string();
   return true;
 }
@@ -50,8 +64,7 @@ std::string format_seconds(double s) {
 
 void write_result(int fd, const CaseResult& r) {
   std::string text = std::string(to_string(r.status)) + "\n" + std::to_string(r.duration_ms) + "\n";
-  for (std::size_t i = 0; i < r.missing.size(); ++i) text += (i ? "\t" : "") + r.missing[i];
-  text += "\n" + r.message;
+  text += join_tabs(r.missing) + "\n" + join_tabs(r.kernels) + "\n" + r.message;
   (void)write_all(fd, text);  // false: the parent is gone; nobody is left to tell
 }
 

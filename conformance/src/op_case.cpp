@@ -97,6 +97,30 @@ std::string compare(const Tensor& got, const Tensor& want, Tolerance tol, int64_
   return os.str();
 }
 
+// "[1.5, -0.25, 2, ...] (3 of 24)": the first values of `t`, row-major.
+std::string first_values(const Tensor& t, std::size_t count = 6) {
+  const std::vector<double> v = t.to_vector<double>();
+  std::ostringstream os;
+  os.precision(9);
+  os << "[";
+  for (std::size_t i = 0; i < v.size() && i < count; ++i) os << (i ? ", " : "") << v[i];
+  if (v.size() > count)
+    os << ", ...] (" << count << " of " << v.size() << ")";
+  else
+    os << "]";
+  return os.str();
+}
+
+// The output's layout and the inputs' first values, for a value mismatch.
+std::string mismatch_details(const Tensor& got, const std::vector<Tensor>& inputs) {
+  std::ostringstream os;
+  os << "\noutput on the device under test: " << got.dtype() << " " << got.sizes() << " strides "
+     << got.strides() << " offset " << got.storage_offset() << "\ninput values:";
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    os << (i ? ";" : "") << " input " << i << " " << first_values(inputs[i]);
+  return os.str();
+}
+
 class OpCaseRun {
  public:
   OpCaseRun(const Context& ctx, const OpCaseSpec& spec, DType dtype, Layout layout,
@@ -110,6 +134,7 @@ class OpCaseRun {
 
  private:
   void run_sample(Rng& rng, int index) {
+    rng.set_sample_index(index);
     const Sample sample = spec_.sample(rng, layout_, dtype_);
     OpArgs dut{sample, {}, dtype_, ctx_.options(dtype_)};
     OpArgs ref{sample, {}, dtype_, ctx_.reference_options(dtype_)};
@@ -157,7 +182,8 @@ class OpCaseRun {
       const Tolerance tol = tolerance_for(ctx_, spec_, dtype_, want[o].dtype());
       std::string diff = compare(got[o], want[o], tol, sample.terms);
       if (!diff.empty())
-        throw CaseFailure("output " + std::to_string(o) + ": " + diff + context_);
+        throw CaseFailure("output " + std::to_string(o) + ": " + diff +
+                          mismatch_details(got[o], ref.inputs) + context_);
     }
   }
 
@@ -192,12 +218,13 @@ void add_op_case(Suite& suite, OpCaseSpec op) {
                          std::string(to_string(layout));
       std::vector<std::string> ids = {"DV-2"};
       if (layout == Layout::Strided) ids.push_back("VW-4");
-      if (layout == Layout::EmptyOr0d) ids.push_back("VW-6");
+      if (layout == Layout::ZeroD || layout == Layout::Empty) ids.push_back("VW-6");
       for (const auto& id : spec->spec)
         if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
       suite.add({name, ids, "op", [spec, dtype, layout, name](const Context& ctx) {
                    OpCaseRun(ctx, *spec, dtype, layout, name).run();
-                 }});
+                 },
+                 layout == Layout::Empty});
     }
 }
 

@@ -1,4 +1,5 @@
 // Sample generators for the common shapes of ops (op_case.h).
+#include <algorithm>
 #include <numeric>
 
 #include "random_inputs.h"
@@ -18,24 +19,63 @@ std::vector<int64_t> empty_shape(Rng& rng, int min_rank = 1, int max_rank = 3) {
   return s;
 }
 
-// A shape for `layout`: in EmptyOr0d a 0-d shape (when the op takes one) or
-// an empty one, else a random one.
+// A shape for `layout`: 0-d in ZeroD (for an op that takes one), one with a
+// zero-size dim in Empty, else a random one.
 std::vector<int64_t> shape_for(Rng& rng, Layout layout, bool zero_d_ok, int64_t max_numel = 192) {
-  if (layout == Layout::EmptyOr0d) {
-    if (zero_d_ok && rng.chance(0.5)) return {};
-    return empty_shape(rng);
-  }
+  BP_ASSERT(zero_d_ok || layout != Layout::ZeroD,
+            "[conformance] an op case whose generator takes no 0-d input lists the zero_d layout");
+  if (layout == Layout::ZeroD) return {};
+  if (layout == Layout::Empty) return empty_shape(rng);
   return random_shape(rng, 1, 4, max_numel);
 }
 
-// A shape that broadcasts to `shape`: leading dims dropped, dims set to 1.
-std::vector<int64_t> broadcastable(Rng& rng, const std::vector<int64_t>& shape) {
-  if (shape.empty() || rng.chance(0.4)) return shape;
-  const auto drop = rng.uniform_int(0, int64_t(shape.size()) - 1);
-  std::vector<int64_t> s(shape.begin() + drop, shape.end());
+// A result shape with a dim of size > 1, so that an input can broadcast to it.
+std::vector<int64_t> with_broadcast_room(std::vector<int64_t> shape) {
+  for (int64_t d : shape)
+    if (d > 1) return shape;
+  for (int64_t& d : shape)
+    if (d == 1) {
+      d = 2;
+      return shape;
+    }
+  shape.insert(shape.begin(), 2);
+  return shape;
+}
+
+// A shape that broadcasts to `shape` and differs from it: leading dims
+// dropped, dims set to 1; dims of size 0 stay (an empty result stays empty).
+std::vector<int64_t> broadcast_to(Rng& rng, const std::vector<int64_t>& shape) {
+  std::size_t drop = 0;
+  if (!shape.empty() && rng.chance(0.5)) {
+    const auto most = static_cast<std::size_t>(rng.uniform_int(0, int64_t(shape.size()) - 1));
+    while (drop < most && shape[drop] != 0) ++drop;
+  }
+  std::vector<int64_t> s(shape.begin() + static_cast<std::ptrdiff_t>(drop), shape.end());
   for (auto& d : s)
-    if (rng.chance(0.3)) d = 1;
+    if (d > 1 && rng.chance(0.4)) d = 1;
+  if (drop == 0)
+    for (auto& d : s)
+      if (d > 1) {
+        d = 1;
+        break;
+      }
   return s;
+}
+
+// Input `i` of `n` whose shapes broadcast to `out` (with_broadcast_room),
+// in sample `k`'s pattern: 0 every input `out`, 1 the inputs after the first
+// broadcast, 2 input 0 broadcasts and the last input is 0-d.
+std::vector<int64_t> operand_shape(Rng& rng, const std::vector<int64_t>& out, int k, std::size_t i,
+                                   std::size_t n) {
+  if (k == 1 && i > 0) return broadcast_to(rng, out);
+  if (k == 2 && i + 1 == n && n > 1) return {};
+  if (k == 2 && i == 0) return broadcast_to(rng, out);
+  return out;
+}
+
+// The broadcasting pattern of a sample (operand_shape), from its index.
+int pattern_of(const Rng& rng) {
+  return rng.sample_index() % 3;
 }
 
 InputSpec input(std::vector<int64_t> shape, Domain domain = Domain::Any) {
@@ -53,20 +93,11 @@ int64_t spelled(Rng& rng, int64_t dim, int64_t rank) { return rng.chance(0.3) ? 
 Fn broadcasting(std::vector<Domain> domains) {
   return [domains](Rng& rng, Layout layout, DType) {
     Sample s;
-    std::vector<int64_t> out;
-    int kind = 3;
-    if (layout == Layout::EmptyOr0d) {
-      kind = static_cast<int>(rng.uniform_int(0, 2));
-      out = kind == 0 ? std::vector<int64_t>{} : kind == 1 ? random_shape(rng, 1, 3, 48)
-                                                            : empty_shape(rng);
-    } else {
-      out = random_shape(rng, 1, 4, 192);
-    }
-    for (std::size_t i = 0; i < domains.size(); ++i) {
-      std::vector<int64_t> shape = broadcastable(rng, out);
-      if (kind == 1 && (i == 0 || rng.chance(0.4))) shape = {};
-      s.inputs.push_back(input(shape, domains[i]));
-    }
+    const int k = layout == Layout::ZeroD ? 0 : pattern_of(rng);
+    std::vector<int64_t> out = shape_for(rng, layout, true);
+    if (k != 0) out = with_broadcast_room(out);
+    for (std::size_t i = 0; i < domains.size(); ++i)
+      s.inputs.push_back(input(operand_shape(rng, out, k, i, domains.size()), domains[i]));
     return s;
   };
 }
@@ -82,10 +113,13 @@ Fn unary(Domain domain) {
 Fn in_place(Domain other) {
   return [other](Rng& rng, Layout layout, DType) {
     Sample s;
+    const int k = layout == Layout::ZeroD ? 0 : pattern_of(rng);
     InputSpec self = input(shape_for(rng, layout, true));
+    if (k != 0) self.shape = with_broadcast_room(self.shape);
     self.writable = true;
     s.inputs.push_back(self);
-    s.inputs.push_back(input(broadcastable(rng, self.shape), other));
+    // Sample 1: `other` broadcasts; sample 2: it is 0-d.
+    s.inputs.push_back(input(operand_shape(rng, self.shape, k, 1, 2), other));
     return s;
   };
 }
@@ -111,6 +145,15 @@ Fn reduce_dims(Domain domain, bool single_dim, int64_t max_numel) {
       for (int64_t d = 0; d < rank; ++d)
         if (rng.chance(0.5)) chosen.push_back(d);
       if (chosen.empty()) chosen.push_back(rng.uniform_int(0, rank - 1));
+    }
+    // Empty: the zero-size dim is always reduced (a result of the identity),
+    // whichever dims the seed picks.
+    if (layout == Layout::Empty) {
+      const auto zero = std::find(shape.begin(), shape.end(), 0) - shape.begin();
+      if (single_dim)
+        chosen = {zero};
+      else if (std::find(chosen.begin(), chosen.end(), zero) == chosen.end())
+        chosen.push_back(zero);
     }
     s.terms = 1;
     for (int64_t d : chosen) {
@@ -140,17 +183,21 @@ Fn matmul(bool batched) {
     int64_t m = rng.uniform_int(1, 6), k = rng.uniform_int(1, 6), n = rng.uniform_int(1, 6);
     std::vector<int64_t> batch;
     if (batched) batch = random_shape(rng, 1, 2, 9);
-    if (layout == Layout::EmptyOr0d) {
+    if (layout == Layout::Empty) {
+      // Sample 0: m = 0, 1: k = 0 (a result of zeros), 2: n = 0 (batched: a
+      // batch dim of 0).
       int64_t* dims[] = {&m, &k, &n};
-      const auto which = rng.uniform_int(0, batched ? 3 : 2);
-      if (which == 3)
+      const int which = rng.sample_index() % 3;
+      if (batched && which == 2)
         batch[0] = 0;
       else
         *dims[which] = 0;
     }
-    std::vector<int64_t> a = batched ? broadcastable(rng, batch) : std::vector<int64_t>{};
-    std::vector<int64_t> b = batched ? broadcastable(rng, batch) : std::vector<int64_t>{};
-    if (batched && rng.chance(0.5)) (rng.chance(0.5) ? a : b) = batch;  // one side full
+    // Batched: sample 0 both sides have the batch dims, sample 1 a's
+    // broadcast, sample 2 b's.
+    std::vector<int64_t> a = batch, b = batch;
+    if (batched && rng.sample_index() % 3 == 1) a = broadcast_to(rng, batch);
+    if (batched && rng.sample_index() % 3 == 2) b = broadcast_to(rng, batch);
     a.insert(a.end(), {m, k});
     b.insert(b.end(), {k, n});
     Sample s;
@@ -164,7 +211,7 @@ Fn bmm() {
   return [](Rng& rng, Layout layout, DType) {
     int64_t dims[] = {rng.uniform_int(1, 3), rng.uniform_int(1, 5), rng.uniform_int(1, 5),
                       rng.uniform_int(1, 5)};
-    if (layout == Layout::EmptyOr0d) dims[rng.uniform_int(0, 3)] = 0;
+    if (layout == Layout::Empty) dims[rng.sample_index() % 4] = 0;
     const auto [b, m, k, n] = dims;
     Sample s;
     s.inputs = {input({b, m, k}), input({b, k, n})};

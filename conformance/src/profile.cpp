@@ -1,6 +1,6 @@
 // The profiles' kernel lists, and the verdict: certified when every required
-// kernel is registered, every case ran that needed only them, and no case
-// failed.
+// kernel is registered and reached by a passed case whose tensors are not
+// empty, every case ran that needed only them, and no case failed.
 #include <backplane/conformance/profile.h>
 #include <backplane/dispatcher.h>
 
@@ -88,8 +88,21 @@ void certify(Report& report, const std::string& profile, const Backend& backend,
         break;
       }
   }
+  // A kernel is covered once a case passed that reached it with tensors that
+  // are not empty (an empty case may pass without the kernel computing
+  // anything).
+  std::vector<std::string> covered;
+  for (const CaseResult& r : report.results)
+    if (r.status == Status::Passed && !r.c->empty)
+      covered.insert(covered.end(), r.kernels.begin(), r.kernels.end());
+  for (const std::string& k : need)
+    if (std::find(c.missing_kernels.begin(), c.missing_kernels.end(), k) ==
+            c.missing_kernels.end() &&
+        std::find(covered.begin(), covered.end(), k) == covered.end())
+      c.uncovered_kernels.push_back(k);
   c.failed = report.summary().failed;
-  c.certified = complete && c.missing_kernels.empty() && c.blocked_cases.empty() && c.failed == 0;
+  c.certified = complete && c.missing_kernels.empty() && c.blocked_cases.empty() &&
+                c.uncovered_kernels.empty() && c.failed == 0;
 }
 
 }  // namespace bp::conformance

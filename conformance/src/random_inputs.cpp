@@ -40,8 +40,10 @@ std::string_view to_string(Layout layout) {
       return "contiguous";
     case Layout::Strided:
       return "strided";
-    case Layout::EmptyOr0d:
-      return "empty_0d";
+    case Layout::ZeroD:
+      return "zero_d";
+    case Layout::Empty:
+      return "empty";
   }
   return "?";
 }
@@ -119,7 +121,7 @@ Recipe random_recipe(Rng& rng, const std::vector<int64_t>& shape, bool may_expan
       std::swap(r.perm[i], r.perm[static_cast<std::size_t>(rng.uniform_int(0, int64_t(i)))]);
     for (std::size_t k = 0; k < rank; ++k) trivial = trivial && r.perm[k] == int(k);
   }
-  if (trivial) r.front[0] = 1;  // at least a storage offset
+  if (trivial && rank > 0) r.front[0] = 1;  // at least a storage offset (0-d: strided_tensor)
   return r;
 }
 

@@ -191,10 +191,37 @@ void print_certification(std::ostream& os, const Report& report, const Paint& pa
     if (c.missing_kernels.size() > 12) os << ", ... (" << c.missing_kernels.size() - 12 << " more)";
     os << "\n";
   }
+  if (!c.uncovered_kernels.empty() && c.complete) {
+    os << "  required kernels never reached by a passing case (" << c.uncovered_kernels.size()
+       << "): ";
+    for (std::size_t i = 0; i < c.uncovered_kernels.size() && i < 12; ++i)
+      os << (i ? ", " : "") << c.uncovered_kernels[i];
+    if (c.uncovered_kernels.size() > 12)
+      os << ", ... (" << c.uncovered_kernels.size() - 12 << " more)";
+    os << "\n";
+  }
   if (!c.blocked_cases.empty())
     os << "  cases that could not run for a required kernel: " << c.blocked_cases.size()
        << " (e.g. " << c.blocked_cases.front() << ")\n";
   os << "  " << paint(certification_line(report), c.certified ? kGreen : kRed) << "\n";
+}
+
+// The kernels the failed cases reached, most failing first: where to look.
+void print_failures_by_kernel(std::ostream& os, const Report& report, const Paint& paint) {
+  const std::vector<KernelFailures> ranked = failures_by_kernel(report);
+  if (ranked.empty()) return;
+  os << "\n" << paint("Failures by kernel", kRed) << " (the kernels failed cases reached)\n";
+  for (std::size_t i = 0; i < ranked.size() && i < 10; ++i) {
+    const KernelFailures& k = ranked[i];
+    os << "  " << k.kernel << ": " << k.cases.size() << " case" << (k.cases.size() == 1 ? "" : "s")
+       << " (";
+    for (std::size_t j = 0; j < k.cases.size() && j < 3; ++j) os << (j ? ", " : "") << k.cases[j];
+    if (k.cases.size() > 3) os << ", ...";
+    os << ")";
+    if (k.passed) os << "; " << k.passed << " passed";
+    os << "\n";
+  }
+  if (ranked.size() > 10) os << "  ... (" << ranked.size() - 10 << " more kernels)\n";
 }
 
 void print_backend_notes(std::ostream& os, const Report& report) {
@@ -262,6 +289,9 @@ std::string certification_line(const Report& report) {
     add(std::to_string(c.missing_kernels.size()) + " required kernel(s) missing");
   if (!c.blocked_cases.empty())
     add(std::to_string(c.blocked_cases.size()) + " case(s) could not run for a required kernel");
+  if (c.complete && !c.uncovered_kernels.empty())
+    add(std::to_string(c.uncovered_kernels.size()) +
+        " required kernel(s) never reached by a passing case");
   return report.backend + " is NOT certified for profile " + c.profile + ": " + why;
 }
 
@@ -291,8 +321,8 @@ void print_report(std::ostream& os, const Report& report, const ConsoleStyle& st
   os << "\n" << paint(summary_line(report), s.failed ? kRed : kGreen) << " in " << std::fixed
      << std::setprecision(1) << report.duration_ms / 1000 << " s\n";
   os.unsetf(std::ios::fixed);
-  if (s.failed)
-    os << "replay with: --seed " << report.seed << " --filter NAME\n";
+  if (s.failed) os << "replay with: --seed " << report.seed << " --filter NAME\n";
+  print_failures_by_kernel(os, report, paint);
 }
 
 ProgressLine::ProgressLine(std::ostream& os, int fd) : os_(os), fd_(fd), active_(isatty(fd) == 1) {}

@@ -118,7 +118,9 @@ std::string to_json(const Report& report) {
          ", \"category\": " + json_quote(r.c->category) +
          ", \"status\": " + json_quote(to_string(r.status)) +
          ", \"duration_ms\": " + number(r.duration_ms, "%.3f") +
-         ", \"message\": " + json_quote(r.message) + ", \"missing\": " + strings(r.missing) + "}";
+         ", \"message\": " + json_quote(r.message) + ", \"missing\": " + strings(r.missing) +
+         ", \"kernels\": " + strings(r.kernels) +
+         ", \"empty\": " + (r.c->empty ? "true" : "false") + "}";
   }
   j += report.results.empty() ? "],\n" : "\n  ],\n";
   j += "  \"summary\": " + summary_json(report.summary()) + ",\n";
@@ -139,7 +141,16 @@ std::string to_json(const Report& report) {
        ", \"required_kernels\": " + std::to_string(c.required_kernels) +
        ", \"missing_kernels\": " + strings(c.missing_kernels) +
        ", \"blocked_cases\": " + strings(c.blocked_cases) +
+       ", \"uncovered_kernels\": " + strings(c.uncovered_kernels) +
        ", \"verdict\": " + json_quote(c.profile.empty() ? "" : certification_line(report)) + "},\n";
+  const std::vector<KernelFailures> ranked = failures_by_kernel(report);
+  j += "  \"failures_by_kernel\": [";
+  for (std::size_t i = 0; i < ranked.size(); ++i)
+    j += (i ? ",\n    " : "\n    ") + std::string("{\"kernel\": ") + json_quote(ranked[i].kernel) +
+         ", \"failed\": " + std::to_string(ranked[i].cases.size()) +
+         ", \"passed\": " + std::to_string(ranked[i].passed) +
+         ", \"cases\": " + strings(ranked[i].cases) + "}";
+  j += ranked.empty() ? "],\n" : "\n  ],\n";
   j += "  \"duration_ms\": " + number(report.duration_ms, "%.3f") + "\n}\n";
   return j;
 }

@@ -101,6 +101,11 @@ std::string to_junit(const Report& report) {
        attr("failures", std::to_string(all.failed + cert_failure)) +
        attr("errors", "0") + attr("skipped", std::to_string(all.unsupported + all.skipped)) +
        attr("time", seconds(report.duration_ms)) + ">\n";
+  // The kernels failed cases reached, most failing first (as the console's
+  // "Failures by kernel"): a property of every suite.
+  std::string ranked;
+  for (const KernelFailures& k : failures_by_kernel(report))
+    ranked += (ranked.empty() ? "" : "; ") + k.kernel + ": " + std::to_string(k.cases.size());
   for (const auto& cat : categories) {
     Summary s;
     double ms = 0;
@@ -126,6 +131,7 @@ std::string to_junit(const Report& report) {
     property("core_version", report.core_version);
     property("date", report.date);
     property("machine", report.machine);
+    if (!ranked.empty()) property("failures_by_kernel", ranked);
     x += "    </properties>\n";
     for (const auto& r : report.results)
       if (r.c->category == cat) add_case(x, r);
@@ -145,6 +151,8 @@ std::string to_junit(const Report& report) {
       std::string detail = certification_line(report);
       for (const auto& k : cert.missing_kernels) detail += "\nmissing kernel: " + k;
       for (const auto& b : cert.blocked_cases) detail += "\ncould not run: " + b;
+      for (const auto& k : cert.uncovered_kernels)
+        detail += "\nnever reached by a passing case: " + k;
       x += ">\n      <failure" + attr("message", certification_line(report)) +
            attr("type", "not certified") + ">" + xml_escape(detail) + "</failure>\n    </testcase>\n";
     }

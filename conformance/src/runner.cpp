@@ -5,6 +5,7 @@
 #include <cxxabi.h>
 #include <fnmatch.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <memory>
@@ -149,6 +150,7 @@ CaseResult run_case(const Case& c, const Context& ctx) {
   // of its output fails the case on any device.
   debug::set_guard_bytes(kGuardBytes);
   (void)debug::take_guard_violations();
+  debug::KernelRecording recording;
   try {
     c.run(ctx);
     r.status = Status::Passed;
@@ -171,6 +173,8 @@ CaseResult run_case(const Case& c, const Context& ctx) {
     r.message = "an exception of an unknown type";
   }
   debug::set_guard_bytes(0);
+  for (const debug::ReachedKernel& k : recording.kernels())
+    if (k.backend == ctx.backend().name()) r.kernels.push_back(k.op + " (" + k.dtype + ")");
   const std::vector<debug::GuardViolation> overwritten = debug::take_guard_violations();
   if (!overwritten.empty()) {
     std::string m = "out of bounds: " + debug::describe(overwritten.front());
@@ -185,6 +189,29 @@ CaseResult run_case(const Case& c, const Context& ctx) {
   }
   r.duration_ms = ms_since(t0);
   return r;
+}
+
+std::vector<KernelFailures> failures_by_kernel(const Report& report) {
+  std::vector<KernelFailures> out;
+  auto entry = [&](const std::string& kernel) -> KernelFailures& {
+    for (KernelFailures& k : out)
+      if (k.kernel == kernel) return k;
+    return out.emplace_back(KernelFailures{kernel, {}, 0});
+  };
+  for (const CaseResult& r : report.results)
+    if (r.status == Status::Failed)
+      for (const std::string& k : r.kernels) entry(k).cases.push_back(r.c->name);
+  for (const CaseResult& r : report.results)
+    if (r.status == Status::Passed)
+      for (const std::string& k : r.kernels)
+        for (KernelFailures& f : out)
+          if (f.kernel == k) ++f.passed;
+  std::stable_sort(out.begin(), out.end(), [](const KernelFailures& a, const KernelFailures& b) {
+    if (a.cases.size() != b.cases.size()) return a.cases.size() > b.cases.size();
+    if (a.passed != b.passed) return a.passed < b.passed;
+    return a.kernel < b.kernel;
+  });
+  return out;
 }
 
 std::vector<const Case*> select_cases(const Suite& suite, const std::vector<std::string>& filters) {

@@ -131,7 +131,7 @@ void call_kernel(Op op, DType dtype, Device device, std::span<const bp_tensor> i
   const bp_kernel_call call =
       detail::make_call(static_cast<int32_t>(op), dtype, device, inputs, outputs, attrs);
   detail::BasicErrorBuffer<512> err;
-  bp_status st = detail::call_plugin_kernel(k.fn, k.ctx, call, err.get());
+  bp_status st = detail::call_plugin_kernel(k.fn, k.ctx, call, err.get(), device.backend);
   if (__builtin_expect(st != BP_STATUS_OK, 0)) {
     // A kernel that declines this call (a layout or a size it does not
     // handle) has written nothing: the fallback policy decides, as for a

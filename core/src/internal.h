@@ -6,10 +6,10 @@
 #include <backplane/error.h>
 #include <backplane/named_ops.h>
 #include <backplane/plugin.h>
-#include <backplane/sdk/tensor.hpp>
 #include <backplane/tensor.h>
 
 #include <atomic>
+#include <backplane/sdk/tensor.hpp>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -105,9 +105,17 @@ auto guarded(bp_error* err, F&& f) noexcept -> decltype(f()) {
     return R{};
 }
 
-// A kernel call, guarded.
+// The calling thread's kernel recording (debug::KernelRecording), or null:
+// initial-exec, so that testing it is one load, without a call into the
+// dynamic loader.
+extern constinit thread_local debug::KernelRecording* t_kernel_recording
+    __attribute__((tls_model("initial-exec")));
+
+// A kernel call on backend `backend`, guarded; noted when the thread records.
 inline bp_status call_plugin_kernel(bp_kernel_fn fn, void* ctx, const bp_kernel_call& call,
-                                    bp_error* err) noexcept {
+                                    bp_error* err, int backend) noexcept {
+  if (__builtin_expect(t_kernel_recording != nullptr, 0))
+    t_kernel_recording->note(backend, call.op, call.dtype);
   return guarded(err, [&] { return fn(ctx, &call, err); });
 }
 

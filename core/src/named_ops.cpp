@@ -369,7 +369,7 @@ bool run_named(std::string_view name, const Found& found, const std::vector<Tens
   for (const Tensor& t : outputs) out.push_back(detail::describe(t, dl));
   const bp_kernel_call call = detail::make_call(BP_OP_NAMED, dtype, inputs[0].device(), in, out, a);
   detail::ErrorBuffer err;
-  const bp_status st = detail::call_plugin_kernel(impl.fn, impl.ctx, call, err.get());
+  const bp_status st = detail::call_plugin_kernel(impl.fn, impl.ctx, call, err.get(), b.id());
   if (st == BP_STATUS_UNSUPPORTED && may_decline) return false;
   detail::check_status(st, op, b.name(), err);
   for (const Tensor& t : outputs) t.impl()->version->bump();

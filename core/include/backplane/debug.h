@@ -31,3 +31,41 @@ std::vector<GuardViolation> take_guard_violations();
 std::string describe(const GuardViolation& v);
 
 }  // namespace bp::debug
+
+namespace bp::debug {
+
+// A kernel a call reached: the backend it ran on, the op and the dtype it was
+// chosen for ("add", "float32").
+struct ReachedKernel {
+  std::string backend, op, dtype;
+  bool operator==(const ReachedKernel&) const = default;
+};
+
+// Records, while it lives, which kernels the calling thread's ops reach (each
+// once, in the order first reached). Scopes nest: an inner one records for
+// itself only. Off, the dispatcher pays one test of a thread-local pointer
+// per kernel call.
+class KernelRecording {
+ public:
+  KernelRecording();
+  ~KernelRecording();
+  KernelRecording(const KernelRecording&) = delete;
+  KernelRecording& operator=(const KernelRecording&) = delete;
+
+  // What was reached so far.
+  std::vector<ReachedKernel> kernels() const;
+
+  // The dispatcher's side: a kernel of `op` for `dtype` called on the
+  // backend of that id (its name is taken now: it may be unloaded later).
+  void note(int backend, int op, int dtype) noexcept;
+
+ private:
+  struct Entry {
+    int backend, op, dtype;
+    std::string backend_name;
+  };
+  std::vector<Entry> entries_;
+  KernelRecording* outer_;
+};
+
+}  // namespace bp::debug

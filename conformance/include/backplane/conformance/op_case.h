@@ -9,9 +9,13 @@
 //   strided     the device under test gets views of bigger tensors:
 //               stepped slices at an offset, permuted dims, expanded
 //               (stride 0) dims; the reference gets dense copies     DV-2 VW-4
-//   empty_0d    0-d inputs and inputs with a zero-size dim           DV-2 VW-6
+//   zero_d      0-d inputs                                           DV-2 VW-6
+//   empty       inputs with a zero-size dim                          DV-2 VW-6
 // Inputs come from the case's seed (Context::case_seed), so a failure
-// replays with the same --seed.
+// replays with the same --seed. The seed gives values and sizes only: what a
+// case exercises (its dtypes, whether its inputs are 0-d or empty, which of
+// them broadcast) follows from its name and the sample's index, so every
+// seed runs the same cases on the same kernels.
 #pragma once
 
 #include <backplane/conformance/case.h>
@@ -46,6 +50,10 @@ class Rng {
   // Uniform on [lo, hi).
   double uniform(double lo, double hi);
   bool chance(double p) { return uniform(0, 1) < p; }
+  // Which of the case's samples is being drawn (from 0): generators derive
+  // structure (which inputs broadcast) from it, never from the seed.
+  int sample_index() const { return sample_index_; }
+  void set_sample_index(int index) { sample_index_ = index; }
   template <class T>
   const T& pick(const std::vector<T>& v) {
     return v[static_cast<std::size_t>(uniform_int(0, static_cast<int64_t>(v.size()) - 1))];
@@ -53,9 +61,10 @@ class Rng {
 
  private:
   uint64_t state_;
+  int sample_index_ = 0;
 };
 
-enum class Layout { Contiguous, Strided, EmptyOr0d };
+enum class Layout { Contiguous, Strided, ZeroD, Empty };
 std::string_view to_string(Layout layout);
 
 // The values an input is drawn from. Floating values are spread over the
@@ -109,7 +118,7 @@ struct OpCaseSpec {
   std::vector<DType> dtypes;
   std::function<Sample(Rng&, Layout, DType)> sample;
   std::function<Outputs(const OpArgs&)> run;
-  std::vector<Layout> layouts = {Layout::Contiguous, Layout::Strided, Layout::EmptyOr0d};
+  std::vector<Layout> layouts = {Layout::Contiguous, Layout::Strided, Layout::ZeroD, Layout::Empty};
   std::vector<std::string> spec = {};  // IDs checked besides DV-2, VW-4 and VW-6
   int samples = 3;                // random draws per case
 };
@@ -117,12 +126,22 @@ struct OpCaseSpec {
 // A case per dtype and layout of `op`, in category "op".
 void add_op_case(Suite& suite, OpCaseSpec op);
 
+// The layouts of an op that takes no 0-d input (reductions over dims,
+// matmul, indexing), and of one that has no value for an empty input.
+inline const std::vector<Layout> kLayoutsNoZeroD = {Layout::Contiguous, Layout::Strided,
+                                                    Layout::Empty};
+inline const std::vector<Layout> kLayoutsNoEmpty = {Layout::Contiguous, Layout::Strided,
+                                                    Layout::ZeroD};
+
 // Sample generators for the common shapes of ops. Each honours the layout:
-// EmptyOr0d gives 0-d operands or a zero-size dim where the op allows them.
+// ZeroD gives 0-d operands, Empty a zero-size dim; a generator that cannot
+// give 0-d operands goes with kLayoutsNoZeroD.
 namespace samples {
 using Fn = std::function<Sample(Rng&, Layout, DType)>;
-// `domains.size()` inputs whose shapes broadcast together (some of rank
-// lower than the result, some with size-1 dims).
+// `domains.size()` inputs whose shapes broadcast together. Sample 0: every
+// input of the result's shape; sample 1: the inputs after the first
+// broadcast (lower rank or size-1 dims); sample 2: input 0 broadcasts and the
+// last input is 0-d.
 Fn broadcasting(std::vector<Domain> domains);
 // One input.
 Fn unary(Domain domain = Domain::Any);

@@ -23,6 +23,9 @@ struct CaseResult {
   std::string message;               // why it failed, was unsupported or skipped
   double duration_ms = 0;            // the case itself; for a crash or a timeout, until then
   std::vector<std::string> missing;  // unsupported: "add (float32)", from the error
+  // The kernels the case reached on the backend under test, "add (float32)",
+  // in the order first reached (debug::KernelRecording).
+  std::vector<std::string> kernels;
 };
 
 struct Summary {
@@ -45,13 +48,22 @@ struct MissingOp {
 
 // The verdict for a certification profile (profile.h).
 struct Certification {
-  std::string profile;                      // core | training | full
-  bool complete = false;                    // the whole suite ran (no --filter)
-  int required_kernels = 0;                 // how many the profile requires
-  std::vector<std::string> missing_kernels; // required, not registered: "add (int64)"
-  std::vector<std::string> blocked_cases;   // "case: add (int64)": unsupported for a required kernel
+  std::string profile;                       // core | training | full
+  bool complete = false;                     // the whole suite ran (no --filter)
+  int required_kernels = 0;                  // how many the profile requires
+  std::vector<std::string> missing_kernels;  // required, not registered: "add (int64)"
+  std::vector<std::string> blocked_cases;  // "case: add (int64)": unsupported for a required kernel
+  // Required and registered, yet reached by no passed, non-empty case.
+  std::vector<std::string> uncovered_kernels;
   int failed = 0;
   bool certified = false;
+};
+
+// The failed cases that reached one kernel on the backend under test.
+struct KernelFailures {
+  std::string kernel;              // "add (float32)"
+  std::vector<std::string> cases;  // the failed cases that reached it
+  int passed = 0;                  // passed cases that reached it
 };
 
 struct Report {
@@ -122,6 +134,11 @@ Report run_suite(const Suite& suite, const Context& ctx, const RunOptions& optio
 // reference: names, versions, ABI, device name, declared tolerances, and the
 // ops the backend lacks that the reference has (from the kernel registry).
 void describe_backends(Report& report, const Context& ctx);
+
+// The kernels the failed cases reached, ranked: most failed cases first,
+// then (a kernel most passing cases also reach is less suspect) fewest
+// passed cases, then by name.
+std::vector<KernelFailures> failures_by_kernel(const Report& report);
 
 // "add (float32)" from "[add] not implemented for dtype float32 on backend 'x'...".
 std::vector<std::string> missing_from_message(std::string_view message);

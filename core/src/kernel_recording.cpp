@@ -1,0 +1,49 @@
+// Which kernels a thread's ops reach (debug::KernelRecording, backplane/debug.h).
+// call_plugin_kernel (internal.h) tests t_kernel_recording before each
+// kernel call and notes the kernel when it is set.
+#include <backplane/backend.h>
+#include <backplane/debug.h>
+
+#include "internal.h"
+
+namespace bp {
+
+namespace detail {
+constinit thread_local debug::KernelRecording* t_kernel_recording
+    __attribute__((tls_model("initial-exec"))) = nullptr;
+}  // namespace detail
+
+namespace debug {
+
+KernelRecording::KernelRecording() : outer_(detail::t_kernel_recording) {
+  detail::t_kernel_recording = this;
+}
+
+KernelRecording::~KernelRecording() {
+  detail::t_kernel_recording = outer_;
+}
+
+void KernelRecording::note(int backend, int op, int dtype) noexcept {
+  // Builtin ops only: a named op's call carries no name to report.
+  if (op < 0 || op >= kNumOps || dtype < 0 || dtype >= kNumDTypes) return;
+  for (const Entry& e : entries_)
+    if (e.backend == backend && e.op == op && e.dtype == dtype) return;
+  try {
+    const Backend* b = PluginLoader::instance().by_id(backend);
+    entries_.push_back({backend, op, dtype, b ? b->name() : "?"});
+  } catch (...) {
+    // Out of memory while recording: this kernel goes unrecorded.
+  }
+}
+
+std::vector<ReachedKernel> KernelRecording::kernels() const {
+  std::vector<ReachedKernel> out;
+  out.reserve(entries_.size());
+  for (const Entry& e : entries_)
+    out.push_back({e.backend_name, std::string(op_name(static_cast<Op>(e.op))),
+                   std::string(name(static_cast<DType>(e.dtype)))});
+  return out;
+}
+
+}  // namespace debug
+}  // namespace bp
