@@ -318,9 +318,10 @@ void print_report(std::ostream& os, const Report& report, const ConsoleStyle& st
   print_backend_notes(os, report);
   print_certification(os, report, paint);
   Summary s = report.summary();
-  os << "\n" << paint(summary_line(report), s.failed ? kRed : kGreen) << " in " << std::fixed
-     << std::setprecision(1) << report.duration_ms / 1000 << " s\n";
-  os.unsetf(std::ios::fixed);
+  std::ostringstream seconds;
+  seconds << std::fixed << std::setprecision(1) << report.duration_ms / 1000;
+  os << "\n" << paint(summary_line(report), s.failed ? kRed : kGreen) << " in " << seconds.str()
+     << " s\n";
   if (s.failed) os << "replay with: --seed " << report.seed << " --filter NAME\n";
   print_failures_by_kernel(os, report, paint);
 }

@@ -6,10 +6,10 @@
 #include <backplane/error.h>
 #include <backplane/named_ops.h>
 #include <backplane/plugin.h>
+#include <backplane/sdk/tensor.hpp>
 #include <backplane/tensor.h>
 
 #include <atomic>
-#include <backplane/sdk/tensor.hpp>
 #include <cstdio>
 #include <cstring>
 #include <functional>

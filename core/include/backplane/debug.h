@@ -30,10 +30,6 @@ std::vector<GuardViolation> take_guard_violations();
 // overwritten (the first at +0): a kernel wrote past the end of its output".
 std::string describe(const GuardViolation& v);
 
-}  // namespace bp::debug
-
-namespace bp::debug {
-
 // A kernel a call reached: the backend it ran on, the op and the dtype it was
 // chosen for ("add", "float32").
 struct ReachedKernel {
