@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -41,6 +42,8 @@ const char* kDetails =
     "but certifies nothing). A rule with unsupported cases is \"partial\". The report\n"
     "names the plugin file's sha256, the core's version, the date and the machine.\n"
     "--list-profile NAME prints the kernels a profile requires.\n\n"
+    "--cases FILE adds cases of your own, built with backplane_add_conformance_cases()\n"
+    "(backplane/conformance/cases_library.h), to the run; they count like the others.\n\n"
     "Each case runs in a child process with a time limit, so a crash or a hang fails\n"
     "that case (\"killed by signal 11 (SIGSEGV)\", \"timed out after 60 s\") and the run\n"
     "goes on. The op cases (category op) run every op on the backend and on the\n"
@@ -57,6 +60,7 @@ const char* kDetails =
     "  backplane conformance --list --filter 'view.*'\n"
     "  backplane conformance --backend ./libbackplane_mine.so --profile training\n"
     "  backplane conformance --list-profile core\n"
+    "  backplane conformance --backend ./libbackplane_mine.so --cases ./libmine_cases.so\n"
     "  backplane conformance --backend cuda:1 --json cuda1.json\n"
     "  backplane conformance --backend cuda --all-devices --json cuda.json\n";
 
@@ -106,6 +110,10 @@ class ConformanceCommand : public Command {
          "exit 0 only when every device is certified")
         ("no-isolate", po::bool_switch(&no_isolate_),
          "run every case in this process (for a debugger; a crash ends the run)")
+        ("cases", po::value<std::vector<std::string>>(&case_libraries_)->composing()
+             ->value_name("FILE"),
+         "also run the cases of FILE, a library of cases of your own "
+         "(backplane_add_conformance_cases; repeatable)")
         ("list", po::bool_switch(&list_), "list the cases, their categories and IDs; run nothing")
         ("verbose,v", po::bool_switch(&verbose_), "show every case in the report, with its time");
     return own;
@@ -150,7 +158,19 @@ class ConformanceCommand : public Command {
       for (const auto& k : kernels) std::cout << "  " << k << "\n";
       return kExitOk;
     }
-    const conformance::Suite suite = conformance::default_suite();
+    conformance::Suite suite = conformance::default_suite();
+    for (auto& path : case_libraries_) {
+      std::error_code ec;
+      path = std::filesystem::absolute(path, ec).string();  // for the cases' processes
+      try {
+        const std::size_t n = conformance::add_cases_from_library(suite, path);
+        if (run_one_.empty() && !list_)
+          std::cout << "cases of " << path << ": " << n << "\n";
+      } catch (const Error& e) {
+        std::cerr << e.what() << "\n";
+        return kExitUsage;
+      }
+    }
     if (!run_one_.empty())
       return run_one_case(suite, run_one_, flags.backend, compare_to_, *seed_, result_fd_);
 
@@ -279,12 +299,13 @@ class ConformanceCommand : public Command {
                                     "--probe", "off"};
     for (const auto& p : flags.plugin_paths) cmd.insert(cmd.end(), {"--plugin-path", p});
     for (const auto& o : flags.options) cmd.insert(cmd.end(), {"--backend-option", o});
+    for (const auto& c : case_libraries_) cmd.insert(cmd.end(), {"--cases", c});
     cmd.insert(cmd.end(), {"--reference", reference_backend()});
     return cmd;
   }
 
   std::string json_path_, junit_path_, compare_to_, run_one_, profile_, list_profile_;
-  std::vector<std::string> filters_;
+  std::vector<std::string> filters_, case_libraries_;
   std::optional<uint64_t> seed_;
   double timeout_s_ = 60;
   int result_fd_ = -1;

@@ -1,6 +1,7 @@
 # Installs Backplane as a CMake package: the exported targets Backplane::sdk,
-# Backplane::core and Backplane::backplane, the SDK headers, and
-# BackplanePlugin.cmake, so that an outside project can
+# Backplane::core, Backplane::conformance and Backplane::backplane, the SDK
+# headers, BackplanePlugin.cmake and BackplaneConformance.cmake, the docs and
+# the hostref example, so that an outside project can
 #
 #   find_package(Backplane CONFIG REQUIRED)
 #   backplane_add_plugin(mine SOURCES mine.cpp)
@@ -47,4 +48,13 @@ install(FILES
     ${PROJECT_BINARY_DIR}/BackplaneConfig.cmake
     ${PROJECT_BINARY_DIR}/BackplaneConfigVersion.cmake
     ${PROJECT_SOURCE_DIR}/sdk/cmake/BackplanePlugin.cmake
+    ${PROJECT_SOURCE_DIR}/sdk/cmake/BackplaneConformance.cmake
   DESTINATION ${BACKPLANE_CMAKE_INSTALL_DIR})
+
+# What a plugin author reads and starts from, beside the headers: the
+# documentation (the contract, the ABI, the guide, the CLI) and the hostref
+# example plugin's sources.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/sdk/examples/hostref
+  DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)

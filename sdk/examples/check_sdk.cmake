@@ -57,7 +57,13 @@ if(STEP STREQUAL "install")
             lib/cmake/Backplane/BackplaneConfig.cmake
             lib/cmake/Backplane/BackplaneConfigVersion.cmake
             lib/cmake/Backplane/BackplaneTargets.cmake
-            lib/cmake/Backplane/BackplanePlugin.cmake)
+            lib/cmake/Backplane/BackplanePlugin.cmake
+            lib/cmake/Backplane/BackplaneConformance.cmake
+            lib/libbackplane_conformance.so include/backplane/conformance.h
+            include/backplane/conformance/cases_library.h
+            share/doc/Backplane/plugin-guide.md share/doc/Backplane/semantics.md
+            share/doc/Backplane/README.md share/doc/Backplane/examples/hostref/plugin.cpp
+            share/doc/Backplane/examples/hostref/CMakeLists.txt)
     if(NOT EXISTS ${prefix}/${f})
       message(FATAL_ERROR "[sdk.install] the install lacks ${f}")
     endif()
@@ -70,8 +76,14 @@ if(STEP STREQUAL "install")
 elseif(STEP STREQUAL "hostref")
   configure_and_build(${EXAMPLES}/hostref ${WORK}/hostref-build)
   set(so ${WORK}/hostref-build/lib/backplane/libbackplane_hostref.so)
+  set(cases ${WORK}/hostref-build/libhostref_cases.so)
   run("hostref conformance" EXPECT 0 CONTAINS "0 failed, 0 unsupported"
-      COMMAND ${backplane} --backend ${so} conformance --json ${WORK}/hostref.json)
+      "cases of ${cases}: 2" "passed      hostref.lerp.values" "passed      hostref.lerp.strided"
+      COMMAND ${backplane} --backend ${so} conformance --json ${WORK}/hostref.json
+              --cases ${cases} --verbose)
+  # Its own cases on a backend without hostref::lerp: unsupported, by name.
+  run("hostref cases on sim" EXPECT 0 CONTAINS "hostref.lerp.values" "hostref::lerp"
+      COMMAND ${backplane} --backend sim conformance --cases ${cases} --filter "hostref.*" -v)
 
 elseif(STEP STREQUAL "new_plugin")
   set(dir ${WORK}/demo)

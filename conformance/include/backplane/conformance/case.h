@@ -136,6 +136,13 @@ void add_autograd_cases(Suite& suite);
 // Every case of the library.
 Suite default_suite();
 
+// Adds the cases of a vendor's library (cases_library.h) at `path` to
+// `suite`, keeping the library loaded; returns how many. ValueError naming
+// the file and the reason when it cannot (not such a library, another
+// version of the interface, a case name already taken); `suite` is then
+// unchanged.
+std::size_t add_cases_from_library(Suite& suite, const std::string& path);
+
 // --- checks -------------------------------------------------------------------
 
 namespace detail {
