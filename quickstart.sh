@@ -19,7 +19,7 @@ build_dir=${BUILD_DIR:-build}
 jobs=${JOBS:-$(nproc)}
 
 # --- dependencies: Debian packages, installed only when missing --------------
-packages=(cmake g++ make pkg-config python3
+packages=(cmake g++ make pkg-config python3 dpkg-dev file
           libboost-dev libboost-program-options-dev libboost-filesystem-dev libssl-dev
           libdnnl-dev ocl-icd-opencl-dev libdlpack-dev googletest libgtest-dev libbenchmark-dev)
 missing=()

@@ -22,17 +22,22 @@ set(BACKPLANE_ABI_VERSION "${_abi_major}.${_abi_minor}")
 
 set_target_properties(backplane_sdk PROPERTIES EXPORT_NAME sdk)
 set_target_properties(backplane_core PROPERTIES EXPORT_NAME core)
+# Components: runtime (the program, the libraries, the plugins: package
+# `backplane`) and dev (headers, CMake package, docs, examples:
+# `backplane-dev`); see BackplaneCPack.cmake.
 install(TARGETS backplane_sdk backplane_core
   EXPORT BackplaneTargets
-  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/sdk/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT dev
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/sdk/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+  COMPONENT dev)
 
 install(EXPORT BackplaneTargets
   NAMESPACE Backplane::
   FILE BackplaneTargets.cmake
-  DESTINATION ${BACKPLANE_CMAKE_INSTALL_DIR})
+  DESTINATION ${BACKPLANE_CMAKE_INSTALL_DIR}
+  COMPONENT dev)
 configure_package_config_file(
   ${PROJECT_SOURCE_DIR}/sdk/cmake/BackplaneConfig.cmake.in
   ${PROJECT_BINARY_DIR}/BackplaneConfig.cmake
@@ -49,12 +54,13 @@ install(FILES
     ${PROJECT_BINARY_DIR}/BackplaneConfigVersion.cmake
     ${PROJECT_SOURCE_DIR}/sdk/cmake/BackplanePlugin.cmake
     ${PROJECT_SOURCE_DIR}/sdk/cmake/BackplaneConformance.cmake
-  DESTINATION ${BACKPLANE_CMAKE_INSTALL_DIR})
+  DESTINATION ${BACKPLANE_CMAKE_INSTALL_DIR}
+  COMPONENT dev)
 
 # What a plugin author reads and starts from, beside the headers: the
 # documentation (the contract, the ABI, the guide, the CLI) and the hostref
 # example plugin's sources.
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR})
-install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT dev)
+install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT dev)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/sdk/examples/hostref
-  DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
+  DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples COMPONENT dev)

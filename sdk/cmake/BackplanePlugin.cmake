@@ -37,6 +37,13 @@ function(backplane_add_plugin name)
     set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS "${script}")
   endif()
   if(NOT BACKPLANE_PLUGIN_NO_INSTALL)
-    install(TARGETS ${target} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/backplane)
+    # BACKPLANE_PLUGIN_INSTALL_COMPONENT, when set, names the install
+    # component (a package of its own, with CPack).
+    if(BACKPLANE_PLUGIN_INSTALL_COMPONENT)
+      install(TARGETS ${target} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/backplane
+              COMPONENT ${BACKPLANE_PLUGIN_INSTALL_COMPONENT})
+    else()
+      install(TARGETS ${target} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/backplane)
+    endif()
   endif()
 endfunction()

@@ -1,4 +1,4 @@
-# cmake -DSTEP=install|hostref|new_plugin|core_consumer -DBUILD_DIR=<build>
+# cmake -DSTEP=install|hostref|new_plugin|core_consumer|deb -DBUILD_DIR=<build>
 #       -DWORK=<scratch dir> -DEXAMPLES=<sdk/examples> -DCMAKE_CMD=<cmake>
 #       -P check_sdk.cmake
 #
@@ -127,6 +127,48 @@ int main() {
 ]=])
   configure_and_build(${src} ${src}/build)
   run("consumer" EXPECT 0 CONTAINS "sum 6 on cpu_onednn:0" COMMAND ${src}/build/consumer)
+
+elseif(STEP STREQUAL "deb")
+  # The Debian packages (BackplaneCPack.cmake), as a plugin author gets
+  # them: their dependencies, and a plugin built from the scaffold against
+  # their contents alone (unpacked with dpkg -x, so that this machine's /usr
+  # is left alone), certified-or-not by the packaged program.
+  find_program(CPACK_CMD cpack HINTS ${CMAKE_CMD}/..)
+  find_program(DPKG_DEB dpkg-deb)
+  if(NOT CPACK_CMD OR NOT DPKG_DEB)
+    message("[sdk.deb] cpack or dpkg-deb not found: skipped")
+    return()
+  endif()
+  file(REMOVE_RECURSE ${WORK}/deb)
+  file(MAKE_DIRECTORY ${WORK}/deb)
+  run("cpack" EXPECT 0 COMMAND ${CPACK_CMD} -G DEB --config ${BUILD_DIR}/CPackConfig.cmake
+      -B ${WORK}/deb)
+  file(GLOB runtime ${BUILD_DIR}/packages/backplane_*.deb)
+  file(GLOB dev ${BUILD_DIR}/packages/backplane-dev_*.deb)
+  if(NOT runtime OR NOT dev)
+    message(FATAL_ERROR "[sdk.deb] cpack made no backplane and backplane-dev packages")
+  endif()
+  run("runtime depends" EXPECT 0 CONTAINS "libdnnl2" "libboost-program-options1.74.0" "libssl3"
+      COMMAND ${DPKG_DEB} -f ${runtime} Depends)
+  run("dev depends" EXPECT 0 CONTAINS "backplane (= " "libboost-program-options-dev" "cmake"
+      COMMAND ${DPKG_DEB} -f ${dev} Depends)
+  run("runtime contents" EXPECT 0 CONTAINS "./usr/bin/backplane" "./usr/lib/libbackplane.so.0"
+      "./usr/lib/backplane/libbackplane_cpu_onednn.so" "./usr/libexec/backplane/backplane-probe"
+      COMMAND ${DPKG_DEB} -c ${runtime})
+  set(root ${WORK}/deb/root)
+  run("unpack runtime" EXPECT 0 COMMAND ${DPKG_DEB} -x ${runtime} ${root})
+  run("unpack dev" EXPECT 0 COMMAND ${DPKG_DEB} -x ${dev} ${root})
+  set(packaged ${root}/usr/bin/backplane)
+  run("packaged devices" EXPECT 0 CONTAINS "${root}/usr/lib/backplane/libbackplane_cpu_onednn.so"
+      COMMAND ${packaged} devices)
+  set(dir ${WORK}/deb/demo)
+  run("new-plugin" EXPECT 0 COMMAND ${packaged} new-plugin demo --dir ${dir})
+  file(REMOVE_RECURSE ${dir}/build)
+  run("configure demo" EXPECT 0 COMMAND ${CMAKE_CMD} -S ${dir} -B ${dir}/build
+      -DCMAKE_PREFIX_PATH=${root}/usr -DCMAKE_BUILD_TYPE=Release)
+  run("build demo" EXPECT 0 COMMAND ${CMAKE_CMD} --build ${dir}/build -j 2)
+  run("demo conformance" EXPECT 1 CONTAINS " 0 failed" "demo is NOT certified for profile core"
+      COMMAND ${packaged} --backend ${dir}/build/lib/backplane/libbackplane_demo.so conformance)
 
 else()
   message(FATAL_ERROR "[sdk.test] unknown STEP '${STEP}'")
