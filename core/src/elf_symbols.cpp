@@ -43,7 +43,9 @@ std::vector<std::string> dynamic_symbols(const std::vector<char>& f) {
       std::memcpy(&s, f.data() + sym.sh_offset + off, sizeof s);
       const unsigned bind = s.st_info >> 4, type = s.st_info & 0xf;
       const unsigned vis = s.st_other & 0x3;
-      if (s.st_shndx == SHN_UNDEF || (bind != STB_GLOBAL && bind != STB_WEAK) ||
+      // SHN_ABS: a symbol version's name (ZLIB_1.2.0), not a symbol.
+      if (s.st_shndx == SHN_UNDEF || s.st_shndx == SHN_ABS ||
+          (bind != STB_GLOBAL && bind != STB_WEAK) ||
           (type != STT_FUNC && type != STT_OBJECT) ||
           (vis != STV_DEFAULT && vis != STV_PROTECTED) || s.st_name >= str.sh_size)
         continue;
