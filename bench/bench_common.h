@@ -17,6 +17,9 @@ inline constexpr int64_t kLargeAddBytes = 3 * kLargeElems * int64_t{sizeof(float
 inline constexpr int64_t kSquare = 2048;
 inline constexpr int64_t kSquareAddBytes = 3 * kSquare * kSquare * int64_t{sizeof(float)};
 
+// The column add_: two columns of a kColumnRows-square float32 matrix.
+inline constexpr int64_t kColumnRows = 4096;
+
 // The MLP step: batch 64, 256 wide, two layers.
 inline constexpr int64_t kBatch = 64;
 inline constexpr int64_t kWidth = 256;

@@ -295,6 +295,10 @@ void check_same_device(const char* op, const Tensor& a, const Tensor& b);
 
 // IP-6: `out` may not have elements sharing memory, and may not partially
 // overlap `in` (being exactly `in` is allowed).
+// Memory-overlap checks (overlap.cpp): metadata only for the usual
+// layouts, else proportional to the elements, never to the storage extent.
+bool has_internal_overlap(IntArrayRef sizes, IntArrayRef strides);
+bool partially_overlap(const Tensor& out, const Tensor& in);
 void check_writable(const char* op, const Tensor& out);
 void check_no_partial_overlap(const char* op, const Tensor& out, const Tensor& in);
 
