@@ -20,6 +20,9 @@ inline constexpr int64_t kSquareAddBytes = 3 * kSquare * kSquare * int64_t{sizeo
 // The column add_: two columns of a kColumnRows-square float32 matrix.
 inline constexpr int64_t kColumnRows = 4096;
 
+// The recorded in-place add: 1M float32 elements.
+inline constexpr int64_t kInplaceElems = int64_t{1} << 20;
+
 // The MLP step: batch 64, 256 wide, two layers.
 inline constexpr int64_t kBatch = 64;
 inline constexpr int64_t kWidth = 256;

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -107,6 +108,20 @@ void column_add_separate(benchmark::State& state) {
   }
 }
 
+// y.add_(b) on 1M floats with autograd recording (y is a non-leaf that
+// requires grad) against the same under no-grad: add_ needs no old values
+// for its gradient, so recording adds a node, not a copy of y.
+void inplace_add_1M(benchmark::State& state, bool recorded) {
+  Tensor x = ones({kInplaceElems}).requires_grad_();
+  Tensor y = x.clone(), b = ones({kInplaceElems});
+  std::optional<NoGradGuard> no_grad;
+  if (!recorded) no_grad.emplace();
+  for (auto _ : state) {
+    y.add_(b);
+    benchmark::DoNotOptimize(y.impl());
+  }
+}
+
 // The eager overhead with autograd recording a node.
 void tiny_add_grad_backplane(benchmark::State& state) {
   Tensor a = ones({1}).requires_grad_(), b = ones({1}).requires_grad_();
@@ -143,6 +158,8 @@ void register_benchmarks() {
   benchmark::RegisterBenchmark("strided_add_4M/backplane", strided_add_4M_backplane)->UseRealTime();
   benchmark::RegisterBenchmark("column_add_/aliased", column_add_aliased);
   benchmark::RegisterBenchmark("column_add_/separate", column_add_separate);
+  benchmark::RegisterBenchmark("inplace_add_1M/recorded", inplace_add_1M, true)->UseRealTime();
+  benchmark::RegisterBenchmark("inplace_add_1M/no_grad", inplace_add_1M, false)->UseRealTime();
   benchmark::RegisterBenchmark("tiny_add_grad/backplane", tiny_add_grad_backplane);
   benchmark::RegisterBenchmark("mlp_step/backplane", mlp_step_backplane)->UseRealTime();
 #ifdef BACKPLANE_BENCH_WITH_LIBTORCH
@@ -253,6 +270,8 @@ int main(int argc, char** argv) {
               "add_4M/backplane", true, static_cast<double>(bp::bench::kSquareAddBytes));
   print_ratio(reporter, "column add_ aliased/separate", "column_add_/aliased",
               "column_add_/separate", false);
+  print_ratio(reporter, "add_ 1M recorded/no_grad", "inplace_add_1M/recorded",
+              "inplace_add_1M/no_grad", false);
   print_ratio(reporter, "tiny_add_grad backplane/libtorch", "tiny_add_grad/backplane",
               "tiny_add_grad/libtorch", false);
   print_ratio(reporter, "mlp_step backplane/libtorch", "mlp_step/backplane", "mlp_step/libtorch",

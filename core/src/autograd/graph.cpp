@@ -437,6 +437,29 @@ bool record_inplace(const char* op, Tensor& self, std::initializer_list<const Te
   return true;
 }
 
+bool record_inplace_direct(const char* op, Tensor& self,
+                           std::initializer_list<const Tensor*> others,
+                           const std::function<void()>& apply,
+                           const std::function<void(Tensor& self)>& record) {
+  if (!GradMode::is_enabled() || !is_floating(self.dtype()) || self.is_view()) return false;
+  bool any = self.requires_grad();
+  for (const Tensor* o : others) any |= o->requires_grad();
+  if (!any) return false;
+  check_inplace_allowed(op, self);
+  const Edge old_edge = self.requires_grad() ? gradient_edge(self) : Edge{};
+  {
+    NoGradGuard no_grad;
+    apply();
+    self.impl()->version->bump();
+  }
+  record(self);  // its edge for self is taken before it sets self's new history
+  AutogradMeta& sm = meta(self);
+  // Views taken before this write derive their history anew from self's.
+  sm.history_version.fetch_add(1, std::memory_order_acq_rel);
+  move_retained(sm, old_edge, {sm.grad_fn, sm.output_nr});
+  return true;
+}
+
 void record_view(const char* name, const Tensor& src, const Tensor& out, ViewReplay replay) {
   AutogradMeta& om = meta(out);
   om.base_history_version = history_version_of(*out.impl()->base);

@@ -202,6 +202,18 @@ void check_inplace_allowed(const char* op, const Tensor& self);
 bool record_inplace(const char* op, Tensor& self, std::initializer_list<const Tensor*> others,
                     const std::function<Tensor(const Tensor& old)>& compute);
 
+// The same for an in-place op whose gradient needs neither self's old
+// values nor its new ones (add_, sub_): `apply` writes self in place (one
+// pass, no copy of the old values) and `record(self)` records the op's node
+// with self as both input and output (its input edge is self's history
+// before the op). Returns false, having done nothing, when there is nothing
+// to record or self is a view (a view's write goes through
+// record_inplace's CopySlices).
+bool record_inplace_direct(const char* op, Tensor& self,
+                           std::initializer_list<const Tensor*> others,
+                           const std::function<void()>& apply,
+                           const std::function<void(Tensor& self)>& record);
+
 // Sums a gradient down to `shape` (undoing broadcasting, AG-11).
 Tensor sum_to(const Tensor& grad, IntArrayRef shape);
 

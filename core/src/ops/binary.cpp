@@ -133,6 +133,18 @@ Tensor binary(Op op, const Tensor& a, const Tensor& b, const Scalar& alpha) {
 Tensor& binary_(Op op, const char* name, Tensor& self, const Tensor& other, const Scalar& alpha) {
   const DType dt = compute_type(op, detail::result_type({&self, &other}));
   detail::check_inplace(name, self, {&other}, dt);
+  // add_ and sub_ need no old values for their gradients: written in place,
+  // recorded with self as input and output.
+  if ((op == Op::Add || op == Op::Sub) && dt == self.dtype() &&
+      autograd::record_inplace_direct(
+          name, self, {&other},
+          [&] {
+            Tensor ho;
+            const Tensor& co = cast_to(other, dt, ho);
+            detail::run_elementwise(op, self, {&self, &co}, alpha_attrs(alpha));
+          },
+          [&](Tensor& s) { record_binary(op, s, other, alpha, s); }))
+    return self;
   if (autograd::record_inplace(name, self, {&other},
                                [&](const Tensor& old) { return binary(op, old, other, alpha); }))
     return self;
