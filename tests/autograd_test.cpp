@@ -328,6 +328,30 @@ TEST(AutogradShapes, ViewTakenBeforeAWriteToItsBaseFollowsTheNewHistory) {
   EXPECT_EQ(values(x.grad()), (Values{3, 3, 0, 0}));
 }
 
+// add_ and sub_ write a non-leaf in place and record their node on it (no
+// copy of the old values): the gradient reaches both inputs, a broadcast
+// operand's is summed, a retained grad moves to the new history, and a
+// view taken before the write follows it.
+TEST(AutogradInPlace, AddAndSubOnANonLeafRecordInPlace) {
+  Tensor x = leaf({1, 2, 3, 4}, {2, 2});
+  Tensor b = leaf({10, 20}, {2});
+  Tensor y = x * 2;
+  y.retain_grad();
+  Tensor row = y.select(0, 1);
+  const void* memory = y.data_ptr();
+  y.add_(b, 3);
+  y.sub_(x);
+  EXPECT_EQ(y.data_ptr(), memory);
+  EXPECT_EQ(y.grad_fn_name(), "SubBackward0");
+  EXPECT_EQ(values(y), (Values{31, 62, 33, 64}));
+  EXPECT_EQ(values(row), (Values{33, 64}));
+  (y * y).sum().backward();
+  // d/dx of sum((2x + 3b - x)^2) = 2 y; d/db = 3 * 2y summed over rows.
+  EXPECT_EQ(values(x.grad()), (Values{62, 124, 66, 128}));
+  EXPECT_EQ(values(b.grad()), (Values{6 * (31 + 33), 6 * (62 + 64)}));
+  EXPECT_EQ(values(y.grad()), (Values{62, 124, 66, 128}));
+}
+
 // --- gradcheck itself -----------------------------------------------------------------
 
 TEST(AutogradGradcheck, CatchesAWrongGradient) {
