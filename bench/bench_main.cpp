@@ -122,6 +122,20 @@ void inplace_add_1M(benchmark::State& state, bool recorded) {
   }
 }
 
+// An optimiser-like update, p.add_(g, -lr) on 1M floats under no-grad, with
+// the rate changing every step (a schedule) and fixed: the rate is a
+// runtime argument, so both cost the same.
+void add_alpha_1M(benchmark::State& state, bool changing) {
+  NoGradGuard no_grad;
+  Tensor p = ones({kInplaceElems}), g = ones({kInplaceElems});
+  int step = 0;
+  for (auto _ : state) {
+    const double lr = changing ? 1e-3 * (1 + step++ % 997) : 1e-3;
+    p.add_(g, -lr);
+    benchmark::DoNotOptimize(p.impl());
+  }
+}
+
 // The eager overhead with autograd recording a node.
 void tiny_add_grad_backplane(benchmark::State& state) {
   Tensor a = ones({1}).requires_grad_(), b = ones({1}).requires_grad_();
@@ -160,6 +174,8 @@ void register_benchmarks() {
   benchmark::RegisterBenchmark("column_add_/separate", column_add_separate);
   benchmark::RegisterBenchmark("inplace_add_1M/recorded", inplace_add_1M, true)->UseRealTime();
   benchmark::RegisterBenchmark("inplace_add_1M/no_grad", inplace_add_1M, false)->UseRealTime();
+  benchmark::RegisterBenchmark("add_alpha_1M/changing", add_alpha_1M, true)->UseRealTime();
+  benchmark::RegisterBenchmark("add_alpha_1M/fixed", add_alpha_1M, false)->UseRealTime();
   benchmark::RegisterBenchmark("tiny_add_grad/backplane", tiny_add_grad_backplane);
   benchmark::RegisterBenchmark("mlp_step/backplane", mlp_step_backplane)->UseRealTime();
 #ifdef BACKPLANE_BENCH_WITH_LIBTORCH
@@ -272,6 +288,8 @@ int main(int argc, char** argv) {
               "column_add_/separate", false);
   print_ratio(reporter, "add_ 1M recorded/no_grad", "inplace_add_1M/recorded",
               "inplace_add_1M/no_grad", false);
+  print_ratio(reporter, "add_(g, lr) changing/fixed lr", "add_alpha_1M/changing",
+              "add_alpha_1M/fixed", false);
   print_ratio(reporter, "tiny_add_grad backplane/libtorch", "tiny_add_grad/backplane",
               "tiny_add_grad/libtorch", false);
   print_ratio(reporter, "mlp_step backplane/libtorch", "mlp_step/backplane", "mlp_step/libtorch",

@@ -95,7 +95,7 @@ TEST(CpuOnednnKernels, Binary) {
       if (plugin().fn[op][d] == nullptr) continue;
       for (const Shape& shape : kShapes)
         for (const auto& c : cases)
-          for (double alpha : {1.0, 2.0})
+          for (double alpha : {1.0, 2.0, -3.0})  // two scales: one primitive, runtime values
             for (bool inplace : {false, true}) {
               if ((alpha != 1 && (op == BP_OP_MUL || op == BP_OP_DIV)) || (inplace && c[0] != c[2]))
                 continue;

@@ -67,7 +67,9 @@ bool try_dnnl_binary(BinOp op, const TensorRef& out, const TensorRef& a, const T
   PrimitiveKey key{};
   key.kind = 1;
   key.dtype = dtype;
-  key.scale1 = alpha;
+  // The scale is given at execution (a runtime argument): a learning rate
+  // that changes every step uses one primitive, not one per value.
+  key.scale1 = alpha == 1.0f ? 1.0f : 0.0f;
   const void* src0 = a.base();
   const void* src1 = b.base();
   if (is_dense(out) && same_strides(out, a) && same_strides(out, b)) {
@@ -103,7 +105,7 @@ bool try_dnnl_binary(BinOp op, const TensorRef& out, const TensorRef& a, const T
                                to_dims(key.strides[1], key.ndim));
   dnnl::primitive prim = cached_primitive(key, [&]() -> dnnl::primitive {
     dnnl::primitive_attr attr;
-    if (alpha != 1.0f) attr.set_scales(DNNL_ARG_SRC_1, 0, {alpha});
+    if (alpha != 1.0f) attr.set_scales(DNNL_ARG_SRC_1, 0, {DNNL_RUNTIME_F32_VAL});
     try {
       dnnl::binary::primitive_desc pd(dnnl::binary::desc(alg, md0, md1, md0), attr,
                                       dnnl_engine());
@@ -118,7 +120,16 @@ bool try_dnnl_binary(BinOp op, const TensorRef& out, const TensorRef& a, const T
   dnnl::memory m0(md0, eng, const_cast<void*>(src0));
   dnnl::memory m1(md1, eng, const_cast<void*>(src1));
   dnnl::memory mo(md0, eng, out.base());
-  prim.execute(dnnl_stream(), {{DNNL_ARG_SRC_0, m0}, {DNNL_ARG_SRC_1, m1}, {DNNL_ARG_DST, mo}});
+  if (alpha == 1.0f) {
+    prim.execute(dnnl_stream(), {{DNNL_ARG_SRC_0, m0}, {DNNL_ARG_SRC_1, m1}, {DNNL_ARG_DST, mo}});
+    return true;
+  }
+  static const dnnl::memory::desc scale_md({1}, dt::f32, {1});
+  dnnl::memory scale(scale_md, eng, &alpha);
+  prim.execute(dnnl_stream(), {{DNNL_ARG_SRC_0, m0},
+                               {DNNL_ARG_SRC_1, m1},
+                               {DNNL_ARG_DST, mo},
+                               {DNNL_ARG_ATTR_INPUT_SCALES | DNNL_ARG_SRC_1, scale}});
   return true;
 }
 

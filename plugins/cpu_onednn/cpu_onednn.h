@@ -70,7 +70,10 @@ static_assert(sizeof(PrimitiveKey) == 6 * 4 + 2 * 3 * 8 * BP_MAX_DIMS,
 
 // Returns the cached primitive for `key`, building it with `make` once. A
 // null primitive means "no fast implementation": `make` returned nothing or
-// threw, and the caller falls back to its own loop without retrying.
+// threw, and the caller falls back to its own loop without retrying. The
+// cache is sharded by the key's hash (a lock per shard) and each shard
+// evicts its least recently used entry; values that change per call (a
+// binary's alpha) are runtime arguments, never part of a key.
 dnnl::primitive cached_primitive(const PrimitiveKey& key,
                                  const std::function<dnnl::primitive()>& make);
 
