@@ -381,6 +381,18 @@ bool Backend::event_query(int device, bp_event event) const {
   return true;
 }
 
+std::optional<bool> Backend::stream_query(int device, bp_stream stream) const {
+  if (!BP_HAS_FIELD(api_, bp_plugin, stream_query) || api_->stream_query == nullptr)
+    return std::nullopt;
+  detail::ErrorBuffer err;
+  const bp_status st = detail::guarded(
+      err.get(), [&] { return api_->stream_query(api_->ctx, device, stream, err.get()); });
+  if (st == BP_STATUS_NOT_READY) return false;
+  detail::check_status(st, "stream_query", name_, err);
+  raise_pending_error();
+  return true;
+}
+
 void Backend::event_synchronize(int device, bp_event event) const {
   detail::ErrorBuffer err;
   detail::check_status(

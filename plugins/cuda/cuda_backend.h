@@ -160,6 +160,9 @@ bp_stream create_stream(int device);
 void destroy_stream(int device, bp_stream stream);
 // Waits for the stream's work; throws bp::sdk::DeviceError for a failure of it.
 void synchronize_stream(int device, bp_stream stream);
+// Whether the stream is idle (cudaStreamQuery); once it is, reports a
+// failure of its work as synchronize_stream does.
+bool query_stream(int device, bp_stream stream);
 // Waits for every stream of the device; throws DeviceError for their failures.
 void synchronize_device(int device);
 

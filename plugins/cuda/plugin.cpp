@@ -188,6 +188,10 @@ class CudaPlugin final : public bp::sdk::Plugin {
     OpScope scope("stream_synchronize");
     synchronize_stream(device, stream);
   }
+  bool stream_query(int32_t device, bp_stream stream) override {
+    OpScope scope("stream_query");
+    return query_stream(device, stream);
+  }
   bp_event event_create(int32_t device) override {
     OpScope scope("event_create");
     return create_event(device);

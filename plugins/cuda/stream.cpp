@@ -168,6 +168,20 @@ void synchronize_stream(int device, bp_stream stream) {
   if (!failure.empty()) throw bp::sdk::DeviceError(failure);
 }
 
+bool query_stream(int device, bp_stream stream) {
+  Stream& s = resolve(device, stream);
+  set_device(device);
+  const cudaError_t q = cudaStreamQuery(s.handle);
+  if (q == cudaErrorNotReady) {
+    forget_not_ready();
+    return false;
+  }
+  BP_CUDA_SYNC_CHECK(q);
+  // Idle: the wait below only reads the stream's error record back.
+  synchronize_stream(device, stream);
+  return true;
+}
+
 void synchronize_device(int device) {
   check_device(device);
   set_device(device);

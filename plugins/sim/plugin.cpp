@@ -228,6 +228,12 @@ class SimPlugin final : public bp::sdk::Plugin {
     q.drain();
     report(q);
   }
+  bool stream_query(int32_t, bp_stream stream) override {
+    Queue& q = queue(stream);
+    if (!q.reached(q.enqueued())) return false;
+    report(q);
+    return true;
+  }
   bp_event event_create(int32_t) override { return reinterpret_cast<bp_event>(new Event); }
   void event_destroy(int32_t, bp_event event) override { delete reinterpret_cast<Event*>(event); }
   void event_record(int32_t, bp_event event, bp_stream stream) override {

@@ -124,6 +124,9 @@ class Backend : public RefCounted {
   void event_record(int device, bp_event event, bp_stream stream) const;
   void stream_wait_event(int device, bp_stream stream, bp_event event) const;
   bool event_query(int device, bp_event event) const;
+  // Whether `stream` has run all its work; nullopt when the plugin has no
+  // stream_query (ABI 2.1, optional).
+  std::optional<bool> stream_query(int device, bp_stream stream) const;
   void event_synchronize(int device, bp_event event) const;
   // Waits for every stream of `device`; frees what waited for them.
   void synchronize(int device) const;

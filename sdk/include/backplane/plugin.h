@@ -579,6 +579,14 @@ typedef struct bp_plugin {
   const bp_option_info* options;
   int32_t num_options;
   int32_t reserved3;
+
+  /* Whether `stream` has run everything enqueued on it so far: OK when it
+   * has, NOT_READY while work remains; like event_query it reports a
+   * failure of that work (DEVICE_ERROR), and it does not wait for work to
+   * finish (since 2.1; optional). Without it the core records an event and
+   * queries that, which on a device whose event record is itself
+   * asynchronous can say NOT_READY for a stream already idle. */
+  bp_status (*stream_query)(void* ctx, int32_t device, bp_stream stream, bp_error* error);
 } bp_plugin;
 
 /*

@@ -404,6 +404,13 @@ class Plugin {
     (void)event;
   }
   // True once the event's mark is reached.
+  // Whether the stream has run all its work (stream_query); a device whose
+  // work runs before each call returns has none left.
+  virtual bool stream_query(int32_t device, bp_stream stream) {
+    (void)device;
+    (void)stream;
+    return true;
+  }
   virtual bool event_query(int32_t device, bp_event event) {
     (void)device;
     (void)event;
@@ -453,6 +460,7 @@ class Plugin {
     table_.event_record = &event_record_c;
     table_.stream_wait_event = &stream_wait_event_c;
     table_.event_query = &event_query_c;
+    table_.stream_query = &stream_query_c;
     table_.event_synchronize = &event_synchronize_c;
     table_.synchronize = &synchronize_c;
     table_.host_pointer = &host_pointer_c;
@@ -564,6 +572,11 @@ class Plugin {
   static bp_status stream_wait_event_c(void* ctx, int32_t d, bp_stream s, bp_event ev,
                                        bp_error* e) noexcept {
     return guarded(e, [&] { self(ctx)->stream_wait_event(d, s, ev); });
+  }
+  static bp_status stream_query_c(void* ctx, int32_t d, bp_stream s, bp_error* e) noexcept {
+    bool done = false;
+    const bp_status st = guarded(e, [&] { done = self(ctx)->stream_query(d, s); });
+    return st != BP_STATUS_OK ? st : done ? BP_STATUS_OK : BP_STATUS_NOT_READY;
   }
   static bp_status event_query_c(void* ctx, int32_t d, bp_event ev, bp_error* e) noexcept {
     bool done = false;
