@@ -18,6 +18,7 @@
 
 #include <backplane/conformance/profile.h>
 
+#include "asan_reexec.h"
 #include "commands.h"
 #include "conformance_child.h"
 
@@ -108,6 +109,9 @@ class ConformanceCommand : public Command {
         ("all-devices", po::bool_switch(&all_devices_),
          "run the suite on every device of the backend in turn (reports FILE-devN.json, ...); "
          "exit 0 only when every device is certified")
+        ("asan", po::bool_switch(&asan_),
+         "for a plugin built with AddressSanitizer: run again with its ASan runtime preloaded "
+         "(LD_PRELOAD; the line is printed); a memory error fails the case with ASan's report")
         ("no-isolate", po::bool_switch(&no_isolate_),
          "run every case in this process (for a debugger; a crash ends the run)")
         ("cases", po::value<std::vector<std::string>>(&case_libraries_)->composing()
@@ -128,6 +132,11 @@ class ConformanceCommand : public Command {
   }
 
   int run(const BackendFlags& flags) override {
+    if (asan_)
+      if (const auto code = restart_with_asan(
+              "conformance",
+              {flags.backend, compare_to_.empty() ? reference_backend() : compare_to_}))
+        return *code;
     if (flags.fallback != "deny")
       std::cerr << "[conformance] --fallback " << flags.fallback
                 << " ignored: conformance always runs with deny\n";
@@ -310,6 +319,7 @@ class ConformanceCommand : public Command {
   double timeout_s_ = 60;
   int result_fd_ = -1;
   bool no_isolate_ = false, list_ = false, verbose_ = false, all_devices_ = false;
+  bool asan_ = false;
 };
 
 }  // namespace

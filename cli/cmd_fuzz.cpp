@@ -14,6 +14,7 @@
 #include <random>
 #include <string>
 
+#include "asan_reexec.h"
 #include "commands.h"
 #include "conformance_child.h"
 
@@ -117,12 +118,20 @@ class FuzzCommand : public Command {
         "leave a case kind, an op, a view or a feature out of the generated cases (repeatable)")(
         "shrink-seconds", po::value<double>(&shrink_seconds_)->value_name("N"),
         "time limit for shrinking one failure (default 20)")(
+        "asan", po::bool_switch(&asan_),
+        "for a plugin built with AddressSanitizer: run again with its ASan runtime preloaded "
+        "(LD_PRELOAD; the line is printed)")(
         "verbose,v", po::bool_switch(&verbose_),
         "print each case's number and kind before it runs; with --case, every statement");
     return own;
   }
 
   int run(const BackendFlags& flags) override {
+    if (asan_)
+      if (const auto code = restart_with_asan(
+              "fuzz", {flags.backend, compare_to_.empty() ? reference_backend() : compare_to_},
+              "abort_on_error=1"))
+        return *code;
     if (cases_ && *cases_ == 0) return usage("--cases must be at least 1");
     if (seconds_ && !(*seconds_ > 0)) return usage("--seconds must be a positive number");
     if (!(shrink_seconds_ >= 0)) return usage("--shrink-seconds must not be negative");
@@ -154,6 +163,7 @@ class FuzzCommand : public Command {
     for (const auto& p : flags.plugin_paths) o.replay_command += " --plugin-path " + p;
     for (const auto& opt : flags.options) o.replay_command += " --backend-option " + opt;
     if (compare_to_ != kDefaultBackend) o.replay_command += " --compare-to " + compare_to_;
+    if (asan_) o.replay_command += " --asan";
     std::snprintf(g_crash_note, sizeof g_crash_note, "%s", "");
     o.on_case_start = [&](uint64_t k) {
       const int n =
@@ -193,7 +203,7 @@ class FuzzCommand : public Command {
   std::string compare_to_;  // empty: the reference backend
   std::vector<std::string> skip_;
   double shrink_seconds_ = 20;
-  bool verbose_ = false;
+  bool verbose_ = false, asan_ = false;
 };
 
 }  // namespace

@@ -176,7 +176,7 @@ class OpsCommand : public Command {
     std::vector<NamedOpInfo> shown;
     for (const NamedOpInfo& op : named_ops())
       for (const Backend* b : backends)
-        if (b->name() == op.backend) shown.push_back(op);
+        if (b->label() == op.backend) shown.push_back(op);
     std::cout << "Named ops (a plugin's own, called with bp::call_op), " << shown.size() << ":\n";
     if (shown.empty()) std::cout << "  (none registered by these backends)\n";
     std::string last;

@@ -54,6 +54,27 @@ int load_both(const std::string& backend, const std::string& compare_to, Backend
                              out.ref_device, why);
       code != kExitOk)
     return code;
+  // A name that found the backend under test, loaded by path from another
+  // file of that name (a new build): the name means the file in the plugin
+  // folders, the previous build, which loads beside it.
+  const DeviceSpec ref_spec = parse_device_spec(compare_to);
+  if (out.ref == out.dut && ref_spec.backend.find('/') == std::string::npos &&
+      !ref_spec.backend.ends_with(".so")) {
+    std::string file;
+    try {
+      file = PluginLoader::instance().locate(ref_spec.backend);
+    } catch (const Error&) {
+    }
+    std::error_code ec;
+    if (!file.empty() && !std::filesystem::equivalent(file, out.dut->path(), ec)) {
+      std::string spec = file;
+      if (ref_spec.index) spec.append(1, ':').append(std::to_string(*ref_spec.index));
+      if (int code = load_device(spec, "conformance", "reference backend (--compare-to)", out.ref,
+                                 out.ref_device, why);
+          code != kExitOk)
+        return code;
+    }
+  }
   // A plugin compared with itself agrees with itself: its op cases would
   // pass whatever its kernels compute. Only the reference backend, which
   // has nothing to be compared with, is run that way.

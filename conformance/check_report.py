@@ -27,7 +27,7 @@ def main():
     with open(path, encoding="utf-8") as f:
         report = json.load(f)
     for key in ("backend", "device", "device_name", "plugin", "core_version", "contract",
-                "compare_to", "compare_device", "seed", "isolation", "timeout_s", "fallback",
+                "compare_to", "compare_device", "compare_plugin", "seed", "isolation", "timeout_s", "fallback",
                 "filters", "tolerances", "missing_ops", "cases", "summary", "duration_ms",
                 "date", "machine", "categories", "rules", "certification",
                 "failures_by_kernel"):
@@ -38,6 +38,9 @@ def main():
     for key in ("name", "version", "abi", "path", "sha256"):
         if not isinstance(report["plugin"].get(key), str):
             fail(f"plugin.{key} must be a string")
+    for key in ("name", "version", "path"):
+        if not isinstance(report["compare_plugin"].get(key), str):
+            fail(f"compare_plugin.{key} must be a string")
     with open(report["plugin"]["path"], "rb") as f:
         sha = hashlib.sha256(f.read()).hexdigest()
     if report["plugin"]["sha256"] != sha:

@@ -106,17 +106,30 @@ TEST(Loader, WrongMajorIsRefusedNamingBothVersions) {
   EXPECT_EQ(loader().find("wrong_major"), nullptr);
 }
 
-TEST(Loader, SecondPluginWithTheSameNameIsRefusedNamingTheFirstsPath) {
+// Two builds of one plugin (two files, one name), each given by path: both
+// load, side by side. The name finds the first; the second is labelled
+// NAME#2, which is how its devices print, and it runs its own kernels.
+TEST(Loader, TwoFilesOfOneNameBothLoadByPathAndTheNameFindsTheFirst) {
   bp::Backend& first = loader().load(fake("dup_a"));
+  bp::Backend& second = loader().load(fake("dup_b"));
+  ASSERT_NE(&first, &second);
   EXPECT_EQ(first.name(), "dup");
+  EXPECT_EQ(second.name(), "dup");
   EXPECT_EQ(first.version(), "0.1.0-a");
-  const std::string m = refusal(fake("dup_b"));
-  EXPECT_TRUE(contains(m, "libbackplane_dup_b.so")) << m;
-  EXPECT_TRUE(contains(m, "'dup'")) << m;
-  EXPECT_TRUE(contains(m, fs::canonical(fake("dup_a")).string())) << m;
-  // The first one is untouched.
+  EXPECT_EQ(second.version(), "0.1.0-b");
+  EXPECT_EQ(first.path(), fs::canonical(fake("dup_a")).string());
+  EXPECT_EQ(second.path(), fs::canonical(fake("dup_b")).string());
+  EXPECT_EQ(first.label(), "dup");
+  EXPECT_EQ(second.label(), "dup#2");
+  EXPECT_EQ(bp::to_string(device_of(first)), "dup:0");
+  EXPECT_EQ(bp::to_string(device_of(second)), "dup#2:0");
   EXPECT_EQ(loader().find("dup"), &first);
   EXPECT_EQ(&loader().load("dup"), &first);
+  EXPECT_EQ(&bp::PluginLoader::instance().load(fake("dup_b")), &second);  // loaded once
+  const bp::Tensor t = bp::from_vector(std::vector<float>{1.5f, -2.0f}, {2},
+                                       bp::TensorOptions().device(device_of(second)));
+  EXPECT_EQ(t.device(), device_of(second));
+  EXPECT_EQ(t.to_vector<float>(), (std::vector<float>{1.5f, -2.0f}));
 }
 
 TEST(Loader, DuplicateKernelIsRefusedNamingBothOrigins) {
@@ -460,6 +473,32 @@ TEST(Loader, DiscoverReportsEveryCandidateAndWhyItWasRejected) {
   bool saw_cpu = false;
   for (const auto& c : found) saw_cpu |= c.loaded && c.name == "cpu_onednn";
   EXPECT_TRUE(saw_cpu);
+}
+
+// A folder scan (`backplane devices`) asks for no file by path: a second
+// file of a loaded name found there is still refused, naming the first.
+TEST(Loader, FolderScanRefusesAnotherFileOfALoadedNameNamingTheFirstsPath) {
+  bp::Backend& first = loader().load(fake("dup_a"));
+  TempDir dir("same_name");
+  const std::string copy = dir.str() + "/libbackplane_dup_copy.so";
+  fs::copy_file(fake("dup_b"), copy);
+  loader().add_search_path(dir.str());
+  const std::vector<bp::PluginCandidate> found = loader().discover();
+  const auto it = std::find_if(found.begin(), found.end(), [&](const bp::PluginCandidate& c) {
+    return c.path == fs::canonical(copy).string();
+  });
+  ASSERT_NE(it, found.end());
+  EXPECT_FALSE(it->loaded);
+  EXPECT_TRUE(contains(it->reason, "a plugin named 'dup' is already loaded from " +
+                                       fs::canonical(fake("dup_a")).string()))
+      << it->reason;
+  EXPECT_TRUE(contains(it->reason, "give this file by path")) << it->reason;
+  EXPECT_EQ(loader().find("dup"), &first);
+  // Given by path, the same file loads beside the first.
+  bp::Backend& copied = loader().load(copy);
+  EXPECT_NE(&copied, &first);
+  EXPECT_EQ(copied.label().rfind("dup#", 0), 0u) << copied.label();
+  EXPECT_EQ(loader().find("dup"), &first);
 }
 
 // --- library lifetime ----------------------------------------------------------------

@@ -76,6 +76,8 @@ void describe_backends(Report& report, const Context& ctx) {
   const Backend& ref = ctx.reference();
   report.compare_to = ref.name();
   report.compare_device = to_string(ctx.reference_device());
+  report.compare_version = ref.version();
+  report.compare_path = ref.path();
 
   report.tolerances.clear();
   add_tolerances(report, b);

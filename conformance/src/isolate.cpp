@@ -54,6 +54,43 @@ bool parse_result(const std::string& text, CaseResult& r) {
   return true;
 }
 
+// A sanitizer's report in the child's output ("==123==ERROR: AddressSanitizer:
+// heap-buffer-overflow on address ..."): its first line without the pid,
+// and its first lines up to the shadow memory dump, with its SUMMARY line.
+// Its tail is the dump and the legend, which name neither the error nor the
+// kernel; nothing when the output has no report.
+bool sanitizer_report(const std::string& output, std::string& headline, std::string& lines) {
+  std::size_t at = output.find("ERROR: AddressSanitizer");
+  if (at == std::string::npos) at = output.find("ERROR: LeakSanitizer");
+  if (at == std::string::npos) return false;
+  const std::size_t start = output.rfind('\n', at);
+  std::istringstream in(output.substr(start == std::string::npos ? 0 : start + 1));
+  std::string line, summary;
+  constexpr int kLines = 8;  // the error, the access, the first frames
+  int n = 0;
+  while (std::getline(in, line)) {
+    if (line.rfind("SUMMARY: ", 0) == 0) {
+      summary = line;
+      break;
+    }
+    if (line.rfind("Shadow bytes", 0) == 0) break;
+    if (n == 0) {
+      const std::size_t err = line.find("ERROR: ");
+      headline = line.substr(err + 7);
+    }
+    if (n++ < kLines) lines += line + "\n";
+  }
+  if (summary.empty())
+    while (std::getline(in, line))
+      if (line.rfind("SUMMARY: ", 0) == 0) {
+        summary = line;
+        break;
+      }
+  if (!summary.empty()) lines += (n > kLines ? "...\n" : "") + summary + "\n";
+  while (!lines.empty() && lines.back() == '\n') lines.pop_back();
+  return true;
+}
+
 std::string format_seconds(double s) {
   std::ostringstream os;
   os << s;
@@ -97,8 +134,15 @@ CaseResult run_isolated(const Case& c, const Isolation& iso) {
   if (reported)
     message += " after the case reported " + std::string(to_string(r.status)) +
                (r.message.empty() ? "" : ": " + r.message);
-  const std::string tail = output_tail(valid_utf8(child.output), kOutputTail);
-  if (!tail.empty()) message += "\noutput of the case's process (last lines):\n" + tail;
+  const std::string output = valid_utf8(child.output);
+  std::string headline, report;
+  if (sanitizer_report(output, headline, report)) {
+    message = headline + " (the case's process " + message +
+              ")\nthe sanitizer's report (first lines):\n" + report;
+  } else {
+    const std::string tail = output_tail(output, kOutputTail);
+    if (!tail.empty()) message += "\noutput of the case's process (last lines):\n" + tail;
+  }
   r.status = Status::Failed;
   r.message = message;
   r.missing.clear();

@@ -305,7 +305,15 @@ void print_report(std::ostream& os, const Report& report, const ConsoleStyle& st
   os << "conformance of " << report.backend << " " << report.plugin_version << " (ABI "
      << report.abi_major << "." << report.abi_minor << ") on " << report.device;
   if (!report.device_name.empty()) os << " (" << report.device_name << ")";
-  os << "\ncompared with " << report.compare_device << ", seed " << report.seed << ", "
+  // Two builds of one plugin: which file is which.
+  const bool same_name =
+      report.compare_to == report.backend && report.compare_path != report.plugin_path;
+  if (same_name) os << "\n  from " << report.plugin_path;
+  os << "\ncompared with " << report.compare_device;
+  if (same_name)
+    os << " (" << report.compare_to << " " << report.compare_version << " from "
+       << report.compare_path << ")";
+  os << ", seed " << report.seed << ", "
      << (report.isolated ? "a process per case" : "in one process");
   if (report.isolated) os << " (limit " << report.timeout_s << " s)";
   os << "\n";

@@ -89,6 +89,9 @@ std::string to_json(const Report& report) {
   j += "  \"contract\": " + json_quote(kContractPath) + ",\n";
   j += "  \"compare_to\": " + json_quote(report.compare_to) + ",\n";
   j += "  \"compare_device\": " + json_quote(report.compare_device) + ",\n";
+  j += "  \"compare_plugin\": {\"name\": " + json_quote(report.compare_to) +
+       ", \"version\": " + json_quote(report.compare_version) +
+       ", \"path\": " + json_quote(report.compare_path) + "},\n";
   j += "  \"seed\": " + std::to_string(report.seed) + ",\n";
   j += "  \"isolation\": " + json_quote(report.isolated ? "process" : "none") + ",\n";
   j += "  \"timeout_s\": " + number(report.timeout_s) + ",\n";

@@ -124,6 +124,7 @@ std::string to_junit(const Report& report) {
     property("backend", report.backend);
     property("device", report.device);
     property("compare_to", report.compare_to);
+    property("compare_path", report.compare_path);
     property("seed", std::to_string(report.seed));
     property("contract", kContractPath);
     property("plugin_path", report.plugin_path);

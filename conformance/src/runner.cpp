@@ -174,7 +174,7 @@ CaseResult run_case(const Case& c, const Context& ctx) {
   }
   debug::set_guard_bytes(0);
   for (const debug::ReachedKernel& k : recording.kernels())
-    if (k.backend == ctx.backend().name()) r.kernels.push_back(k.op + " (" + k.dtype + ")");
+    if (k.backend == ctx.backend().label()) r.kernels.push_back(k.op + " (" + k.dtype + ")");
   const std::vector<debug::GuardViolation> overwritten = debug::take_guard_violations();
   if (!overwritten.empty()) {
     std::string m = "out of bounds: " + debug::describe(overwritten.front());

@@ -24,6 +24,7 @@ Backend::Backend(int id, std::unique_ptr<Library> lib, const bp_plugin* api, std
       name_(std::move(facts.name)),
       version_(std::move(facts.version)),
       path_(std::move(path)),
+      label_(name_),
       device_count_(facts.device_count),
       no_device_reason_(std::move(facts.no_device_reason)),
       props_(std::move(facts.props)),
@@ -107,7 +108,7 @@ std::size_t Backend::check_guard(int device, void* mem, std::size_t nbytes,
   try {
     std::vector<unsigned char> tail(guard);
     read_to_host(device, stream, tail.data(), mem, nbytes, guard);
-    debug::GuardViolation v{name_, nbytes, guard, 0};
+    debug::GuardViolation v{label_, nbytes, guard, 0};
     for (std::size_t i = 0; i < guard; ++i)
       if (tail[i] != static_cast<unsigned char>(detail::kGuardPattern)) {
         v.first = std::min(v.first, i);

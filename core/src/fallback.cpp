@@ -168,11 +168,11 @@ bool try_fallback(Op op, DType dtype, Device device, std::span<const bp_tensor> 
   bool first = false;
   {
     std::lock_guard lock(g_mu);
-    first = g_counts[{std::string(op_name(op)), static_cast<int>(dtype), src.name()}]++ == 0;
+    first = g_counts[{std::string(op_name(op)), static_cast<int>(dtype), src.label()}]++ == 0;
   }
   if (first && policy == FallbackPolicy::Warn)
     std::cerr << "[fallback] " << op_name(op) << " for " << dtype << " is not implemented on '"
-              << src.name() << "' (no kernel, or its kernel declined the call); running it on "
+              << src.label() << "' (no kernel, or its kernel declined the call); running it on "
               << cpu.name() << " (--fallback warn)\n";
   return true;
 }

@@ -30,7 +30,7 @@ void KernelRecording::note(int backend, int op, int dtype) noexcept {
     if (e.backend == backend && e.op == op && e.dtype == dtype) return;
   try {
     const Backend* b = PluginLoader::instance().by_id(backend);
-    entries_.push_back({backend, op, dtype, b ? b->name() : "?"});
+    entries_.push_back({backend, op, dtype, b ? b->label() : "?"});
   } catch (...) {
     // Out of memory while recording: this kernel goes unrecorded.
   }

@@ -29,7 +29,7 @@ bool Backend::made_from(const Library& lib) const {
   return lib_->lib.native() == lib.lib.native();
 }
 
-void forget_default_backend();  // below: the default's id after an unload
+void forget_default_backend();  // device_spec.cpp: the default's id after an unload
 
 namespace detail {
 std::optional<std::string> bounded_string(const char* s, std::size_t max_bytes) {
@@ -38,16 +38,16 @@ std::optional<std::string> bounded_string(const char* s, std::size_t max_bytes) 
   if (n == max_bytes) return std::nullopt;
   return std::string(s, n);
 }
+
+bool looks_like_path(std::string_view s) {
+  return s.find('/') != std::string_view::npos || (s.size() > 3 && s.substr(s.size() - 3) == ".so");
+}
 }  // namespace detail
 
 namespace {
 
 constexpr const char* kFilePrefix = "libbackplane_";
 constexpr const char* kFileSuffix = ".so";
-
-bool looks_like_path(std::string_view s) {
-  return s.find('/') != std::string_view::npos || (s.size() > 3 && s.substr(s.size() - 3) == ".so");
-}
 
 // The plugin's fields that every ABI 2.x plugin must fill: the 2.0 table,
 // which ends where 2.1's options begin.
@@ -130,6 +130,16 @@ std::string exported_symbols(const std::string& path) {
   }
 }
 
+// Why a plugin built with ASan is not opened in a process without the runtime.
+std::string asan_refusal(const AsanRuntime& rt) {
+  return "built with AddressSanitizer (it needs " +
+         (rt.needed.empty() ? std::string("the ASan runtime") : rt.needed) +
+         ", which must come first in the process): run with --asan (backplane conformance, "
+         "backplane fuzz) or " +
+         asan_environment(rt) + " before the command" +
+         (rt.path.empty() ? " (no runtime file found: " + rt.found + ")" : std::string());
+}
+
 }  // namespace
 
 // --- PluginLoader ---------------------------------------------------------------
@@ -191,13 +201,13 @@ std::string PluginLoader::locate(std::string_view name) const {
 
 Backend& PluginLoader::load(std::string_view name_or_path) {
   std::lock_guard lock(mu_);
-  if (!looks_like_path(name_or_path)) {
+  if (!detail::looks_like_path(name_or_path)) {
     if (Backend* b = find(name_or_path)) return *b;
     BP_CHECK_T(PluginError, detail::is_plain_name(name_or_path), "[plugin] '", name_or_path,
                "' is neither a backend name ([a-z0-9_]+) nor a path to a .so file");
-    return load_file(locate(name_or_path), backend_options(name_or_path));
+    return load_file(locate(name_or_path), backend_options(name_or_path), false);
   }
-  return load_file(std::string(name_or_path), backend_options(name_or_path));
+  return load_file(std::string(name_or_path), backend_options(name_or_path), true);
 }
 
 std::pair<std::string, std::string> parse_backend_option(std::string_view text) {
@@ -251,7 +261,8 @@ ProbeMode PluginLoader::probe_mode() const {
   return ProbeMode::On;
 }
 
-Backend& PluginLoader::load_file(const std::string& path_in, const BackendOptions& options) {
+Backend& PluginLoader::load_file(const std::string& path_in, const BackendOptions& options,
+                                 bool by_path) {
   std::error_code ec;
   fs::path abs = fs::weakly_canonical(fs::absolute(path_in, ec), ec);
   const std::string path = abs.empty() ? path_in : abs.string();
@@ -262,6 +273,11 @@ Backend& PluginLoader::load_file(const std::string& path_in, const BackendOption
     return PluginError(path, PluginVerdict::Refused, why);
   };
   if (!fs::exists(path, ec)) throw reject("no such file");
+  // A plugin built with ASan takes a process without the runtime down while
+  // it is opened (the runtime must come first): say so instead.
+  if (!asan_runtime_loaded())
+    if (const std::optional<AsanRuntime> rt = asan_runtime_needed(path))
+      throw reject(asan_refusal(*rt));
 
   // The file is loaded in a child process first: what would take this
   // process down takes the probe down instead.
@@ -280,7 +296,10 @@ Backend& PluginLoader::load_file(const std::string& path_in, const BackendOption
   try {
     lib->lib.load(path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
   } catch (const std::exception& e) {
-    throw reject(std::string("could not be loaded: ") + e.what());
+    const std::string what = e.what();
+    const std::optional<AsanRuntime> rt =
+        what.find("asan") != std::string::npos ? asan_runtime_needed(path) : std::nullopt;
+    throw reject("could not be loaded: " + what + (rt ? "; " + asan_refusal(*rt) : ""));
   }
   // The same file under another path (a hard link, a second mount): the
   // dynamic loader handed back the library already open, and the backend
@@ -400,9 +419,15 @@ Backend& PluginLoader::load_file(const std::string& path_in, const BackendOption
                                                     "them)"));
     }
   const std::string name = facts.name;
-  if (Backend* other = find(name))
-    throw destroy_and_reject("a plugin named '" + name + "' is already loaded from " +
-                             other->path());
+  // Another file of the same name (a second build of one plugin) loads only
+  // when it is asked for by path; its label tells the two apart.
+  std::string label = name;
+  if (Backend* other = find(name)) {
+    if (!by_path)
+      throw destroy_and_reject("a plugin named '" + name + "' is already loaded from " +
+                               other->path() + " (give this file by path to load it beside it)");
+    label = unused_label(name);
+  }
   const int slot = free_slot();
   if (slot < 0)
     throw destroy_and_reject("too many backends loaded (at most " + std::to_string(kMaxBackends) +
@@ -411,7 +436,7 @@ Backend& PluginLoader::load_file(const std::string& path_in, const BackendOption
   // slot names nothing (int16 Device ids wrap after 1024 generations).
   generation_[slot] = static_cast<uint16_t>((generation_[slot] + 1) % 1024);
   const int id = slot + kMaxBackends * generation_[slot];
-  RegistrarState state{id, name};
+  RegistrarState state{id, label};
   bp_registrar registrar{sizeof(bp_registrar), &state, &register_kernel_c,
                          &register_named_kernel_c};
   detail::ErrorBuffer reg_err;
@@ -429,10 +454,20 @@ Backend& PluginLoader::load_file(const std::string& path_in, const BackendOption
                                     : "registering kernels failed: " + reg_err.message());
   }
   auto backend = make_intrusive<Backend>(id, std::move(lib), api, path, std::move(facts));
+  backend->label_ = label;
   backends_.push_back(backend);
   slots_[slot] = backend;
   by_id_[slot].store(backend.get(), std::memory_order_release);
   return *backend;
+}
+
+std::string PluginLoader::unused_label(const std::string& name) const {
+  for (int n = 2;; ++n) {
+    const std::string label = name + "#" + std::to_string(n);
+    if (std::none_of(std::begin(slots_), std::end(slots_),
+                     [&](const auto& b) { return b && b->label() == label; }))
+      return label;
+  }
 }
 
 int PluginLoader::free_slot() {
@@ -498,7 +533,7 @@ std::vector<PluginCandidate> PluginLoader::discover() {
         // Options given for the backend by name reach it here too.
         BackendOptions options = backend_options(p);
         if (options.empty()) options = backend_options(c.name);
-        Backend& b = load_file(p, options);
+        Backend& b = load_file(p, options, false);
         if (b.path() == p) {
           c.loaded = true;
           c.name = b.name();
@@ -542,100 +577,6 @@ void PluginLoader::unload(std::string_view name) {
     forget_default_backend();
     return;
   }
-}
-
-// --- default backend and device parsing -------------------------------------------
-
-namespace {
-std::mutex g_default_mu;
-std::string g_default_spec = kDefaultBackend;
-// The default device, resolved: backend id << 16 | index; -1 until then.
-std::atomic<int32_t> g_default_device{-1};
-}  // namespace
-
-void forget_default_backend() {
-  g_default_device.store(-1, std::memory_order_release);
-}
-
-void set_default_backend(std::string_view spec) {
-  parse_device_spec(spec);  // a bad device index is refused here, not at the first op
-  std::lock_guard lock(g_default_mu);
-  g_default_spec = std::string(spec);
-  g_default_device.store(-1, std::memory_order_release);
-}
-
-namespace {
-std::mutex g_reference_mu;
-std::optional<std::string> g_reference_spec;  // unset: the environment, else the default
-}  // namespace
-
-void set_reference_backend(std::string_view name_or_path) {
-  std::lock_guard lock(g_reference_mu);
-  if (name_or_path.empty())
-    g_reference_spec.reset();
-  else
-    g_reference_spec = std::string(name_or_path);
-}
-
-std::string reference_backend() {
-  std::lock_guard lock(g_reference_mu);
-  if (g_reference_spec) return *g_reference_spec;
-  const char* env = std::getenv(kReferenceEnv);
-  return env != nullptr && *env != '\0' ? env : kDefaultBackend;
-}
-
-Device default_device() {
-  const int32_t packed = g_default_device.load(std::memory_order_acquire);
-  if (__builtin_expect(packed >= 0, 1))
-    return Device{static_cast<int16_t>(packed >> 16), static_cast<int16_t>(packed & 0xffff)};
-  std::lock_guard lock(g_default_mu);
-  const DeviceSpec spec = parse_device_spec(g_default_spec);
-  // Without an index, device 0 even when the backend has none (the first
-  // op says why); with one, the backend must have that device.
-  const Device d = spec.index ? device(g_default_spec)
-                              : Device{static_cast<int16_t>(
-                                           PluginLoader::instance().load(spec.backend).id()),
-                                       0};
-  g_default_device.store(int32_t{d.backend} << 16 | d.index, std::memory_order_release);
-  return d;
-}
-
-DeviceSpec parse_device_spec(std::string_view spec) {
-  DeviceSpec out{std::string(spec), std::nullopt};
-  const auto colon = spec.rfind(':');
-  if (colon == std::string_view::npos || colon == 0) return out;
-  const std::string idx(spec.substr(colon + 1));
-  const bool digits = !idx.empty() && idx.find_first_not_of("0123456789") == std::string::npos;
-  if (!digits) {
-    // A path may hold a colon; a name may not.
-    BP_CHECK(looks_like_path(spec), "[device] '", spec,
-             "' has an invalid device index; expected NAME, NAME:INDEX, PATH or PATH:INDEX");
-    return out;
-  }
-  BP_CHECK(idx.size() <= 5 && std::stol(idx) < 32768, "[device] '", spec,
-           "' has an invalid device index; expected a number from 0 to 32767");
-  out.backend = std::string(spec.substr(0, colon));
-  out.index = static_cast<int16_t>(std::stol(idx));
-  return out;
-}
-
-Device device(std::string_view spec) {
-  const DeviceSpec parsed = parse_device_spec(spec);
-  Backend& b = PluginLoader::instance().load(parsed.backend);
-  const int16_t index = parsed.index.value_or(0);
-  BP_CHECK_INDEX(index < b.device_count(), "[device] backend '", b.name(), "' has no device ",
-                 index, " (it has ", b.device_count(), ")",
-                 b.device_count() == 0 ? ": " + b.no_device_reason() : std::string());
-  return Device{static_cast<int16_t>(b.id()), index};
-}
-
-std::string to_string(Device d) {
-  const IntrusivePtr<Backend> b = PluginLoader::instance().acquire(d.backend);
-  return (b ? b->name() : "backend#" + std::to_string(d.backend)) + ":" + std::to_string(d.index);
-}
-
-std::ostream& operator<<(std::ostream& os, Device d) {
-  return os << to_string(d);
 }
 
 }  // namespace bp

@@ -61,6 +61,10 @@ class Backend : public RefCounted {
 
   int id() const { return id_; }
   const std::string& name() const { return name_; }
+  // The name, unique among the backends alive: a file loaded by path whose
+  // plugin has the name of one already loaded is "NAME#2" (then #3, ...).
+  // Devices print with it (to_string(Device): "dup#2:0").
+  const std::string& label() const { return label_; }
   const std::string& version() const { return version_; }
   const std::string& path() const { return path_; }
   uint32_t abi_major() const { return api_->abi_major; }
@@ -135,6 +139,7 @@ class Backend : public RefCounted {
   std::size_t deferred_frees() const;
 
  private:
+  friend class PluginLoader;  // sets label_ before anyone sees the backend
   struct DeferredFree {
     int device;
     void* mem;
@@ -146,7 +151,7 @@ class Backend : public RefCounted {
   std::unique_ptr<Library> lib_;  // declared first: unloaded last
   const bp_plugin* api_;
   int id_;
-  std::string name_, version_, path_;
+  std::string name_, version_, path_, label_;
   int device_count_ = 0;
   std::string no_device_reason_;
   std::vector<bp_device_props> props_;
@@ -213,8 +218,12 @@ class PluginLoader {
   // Returns the already loaded one for a known name. Throws PluginError
   // saying why (not found: the folders searched; or the rejection reason).
   Backend& load(std::string_view name_or_path);
-  // A loaded backend by name, or nullptr.
+  // A loaded backend by name, or nullptr. When two files of one name are
+  // loaded (each given by path), the first one loaded.
   Backend* find(std::string_view name) const;
+  // The file a name would load: libbackplane_NAME.so in the first search
+  // folder that has it. Throws PluginError naming the folders searched.
+  std::string locate(std::string_view name) const;
   // A loaded backend by id (O(1)); nullptr when none. The pointer stays
   // valid while the backend is loaded or a tensor of it lives; to keep one
   // across a concurrent unload, use acquire().
@@ -250,8 +259,9 @@ class PluginLoader {
 
  private:
   PluginLoader() = default;
-  Backend& load_file(const std::string& path, const BackendOptions& options);
-  std::string locate(std::string_view name) const;
+  Backend& load_file(const std::string& path, const BackendOptions& options, bool by_path);
+  // "NAME#2", "NAME#3", ...: the first no backend alive has.
+  std::string unused_label(const std::string& name) const;
   // A free slot, reclaiming those of unloaded backends nothing uses; -1 if none.
   int free_slot();
 
@@ -268,6 +278,27 @@ class PluginLoader {
   uint16_t generation_[kMaxBackends] = {};
   std::atomic<Backend*> by_id_[kMaxBackends] = {};
 };
+
+// A plugin built with AddressSanitizer (-fsanitize=address) needs the ASan
+// runtime loaded first in the process, before any other library
+// (docs/conformance.md, "Plugins built with AddressSanitizer").
+struct AsanRuntime {
+  std::string needed;  // what the file names: "libasan.so.8" (empty: it imports __asan_* only)
+  std::string path;    // the runtime to preload; empty when none was found
+  std::string found;   // where `path` was found, or where it was looked for
+};
+// The ASan runtime `plugin_path` needs; nothing for a file not built with
+// ASan (or not an ELF file).
+std::optional<AsanRuntime> asan_runtime_needed(const std::string& plugin_path);
+// Whether an ASan runtime is in this process (an ASan build, or preloaded).
+bool asan_runtime_loaded();
+// ASAN_OPTIONS for a host that is not instrumented: no leak check (the
+// host's allocations are not tracked), and an allocation too large for ASan
+// fails as it would without it (the suite's size limits ask for one).
+inline constexpr const char* kAsanOptions = "detect_leaks=0:allocator_may_return_null=1";
+// What to run a program with to load `plugin_path`:
+// "LD_PRELOAD=/usr/lib/.../libasan.so.8 ASAN_OPTIONS=detect_leaks=0:...".
+std::string asan_environment(const AsanRuntime& runtime);
 
 // The sha256 of a file's content as 64 hex digits ("" if it cannot be read):
 // what ties a plugin's probe verdict, and a conformance report, to a binary.

@@ -30,8 +30,9 @@ std::vector<GuardViolation> take_guard_violations();
 // overwritten (the first at +0): a kernel wrote past the end of its output".
 std::string describe(const GuardViolation& v);
 
-// A kernel a call reached: the backend it ran on, the op and the dtype it was
-// chosen for ("add", "float32").
+// A kernel a call reached: the backend it ran on (its label: "dup#2" for a
+// second file named dup), the op and the dtype it was chosen for ("add",
+// "float32").
 struct ReachedKernel {
   std::string backend, op, dtype;
   bool operator==(const ReachedKernel&) const = default;

@@ -70,9 +70,9 @@ bool has_override(std::string_view name, const Tensor& t);
 struct NamedOpInfo {
   std::string name;
   std::string schema;   // as registered
-  std::string backend;  // the backend's name
+  std::string backend;  // the backend's label (its name; "dup#2" for a second file named dup)
   uint32_t dtype_mask;  // BP_DTYPE_BIT()s of the first input
-  std::string origin;   // plugin name, and "file:line" when given
+  std::string origin;   // the backend's label, and "file:line" when given
 };
 std::vector<NamedOpInfo> named_ops();
 

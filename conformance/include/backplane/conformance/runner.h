@@ -77,7 +77,8 @@ struct Report {
   uint32_t abi_major = 0, abi_minor = 0;
   std::string core_version;
   std::string compare_to;         // the reference backend's name
-  std::string compare_device;     // "cpu_onednn:0"
+  std::string compare_device;     // "cpu_onednn:0"; "dup#2:0" for a second file named dup
+  std::string compare_version, compare_path;  // the reference's plugin and its file
   uint64_t seed = 0;
   bool isolated = true;           // a child process per case
   double timeout_s = 0;           // per case, when isolated
