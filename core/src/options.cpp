@@ -162,8 +162,9 @@ BackendFlags init_from_args(int& argc, char** argv, const InitOptions& options) 
   }
   const char* env = std::getenv("BACKPLANE_FALLBACK_SUMMARY");
   if (options.fallback_summary && !(env != nullptr && std::string_view(env) == "0")) {
-    fallback_records();  // the registry outlives the handler
-    std::atexit(print_fallback_summary_at_exit);
+    // Once per process, however often a program calls this.
+    static const bool registered = std::atexit(print_fallback_summary_at_exit) == 0;
+    (void)registered;
   }
   return flags;
 }
