@@ -38,8 +38,8 @@ void copy_64M(benchmark::State& state) {
   const std::size_t n = kDeviceElems * sizeof(float);
   sync(d);
   for (auto _ : state) {
-    b.copy_on_device(nullptr, d.index, dst.impl()->storage->data(), 0, d.index,
-                     src.impl()->storage->data(), 0, n);
+    b.copy_on_device(nullptr, d.index, dst.impl()->storage->data(), dst.impl()->storage->offset(),
+                     d.index, src.impl()->storage->data(), src.impl()->storage->offset(), n);
     sync(d);
   }
   state.SetBytesProcessed(state.iterations() * 2 * static_cast<int64_t>(n));

@@ -11,6 +11,8 @@ Usage: check_runner.py SCENARIO BACKPLANE_EXE WORK_DIR [PLUGIN]
             "Failures by kernel" ranks add first.
   out_of_bounds  PLUGIN's add writes past its output: its add cases fail as
             out of bounds, and add leads "Failures by kernel".
+  out_of_bounds_before  PLUGIN's add writes before its output's start: its
+            add cases fail as out of bounds (the guard before the storage).
   filter    --filter 'IP-*' on cpu_onednn runs only cases with an IP-* ID.
   compare   --compare-to cpu_onednn on cpu_onednn: every op case passes.
 """
@@ -200,6 +202,14 @@ def main():
             fail("an out-of-bounds case was reported as wrong values")
         expect_add_ranked_first(report)
         print(f"[check_runner] {len(bad)} add cases failed as out of bounds")
+    elif scenario == "out_of_bounds_before":
+        report, _, _ = run(exe, work, ["--backend", plugin, "--filter", "op.add.*"], 1, 300)
+        bad = [c for c in cases_with(report, "failed", "op.add.")
+               if "out of bounds: an allocation of" in c["message"]
+               and "before its start overwritten (the nearest at -" in c["message"]]
+        if not bad:
+            fail("no add case failed as out of bounds before its output")
+        print(f"[check_runner] {len(bad)} add cases failed as out of bounds before the output")
     elif scenario == "filter":
         report, _, _ = run(exe, work, ["--backend", "cpu_onednn", "--filter", "IP-*"], 0, 300)
         if not report["cases"]:

@@ -72,7 +72,8 @@ std::optional<bp_memory_stats> Backend::memory_stats(int device) const {
   return stats.value;
 }
 
-void* Backend::allocate(int device, std::size_t nbytes, bp_stream stream) const {
+void* Backend::allocate(int device, std::size_t nbytes, bp_stream stream,
+                        std::size_t* lead_out) const {
   BP_CHECK(device >= 0 && device < device_count_, "[allocate] backend '", name_, "' has no device ",
            device, " (it has ", device_count_, ")",
            device_count_ == 0 ? ": " + no_device_reason_ : std::string());
@@ -84,37 +85,50 @@ void* Backend::allocate(int device, std::size_t nbytes, bp_stream stream) const 
   // take malloc's natural 16 so plugins can serve them from a fast path.
   const std::size_t alignment = nbytes >= 512 ? 64 : 16;
   const std::size_t guard = detail::guard_for_new();  // 0 unless debug::set_guard_bytes
+  // The lead keeps the user's memory at the allocation's alignment.
+  const std::size_t lead = lead_out != nullptr && guard != 0 ? (guard + 63) / 64 * 64 : 0;
   detail::check_status(detail::guarded(err.get(),
                                        [&] {
                                          return api_->allocate(api_->ctx, device, stream,
-                                                               nbytes + guard, alignment, &p,
-                                                               err.get());
+                                                               lead + nbytes + guard, alignment,
+                                                               &p, err.get());
                                        }),
                        "allocate", name_, err);
   if (p == nullptr) throw PluginError("[allocate] backend '" + name_ + "' returned no memory");
   if (__builtin_expect(guard != 0, 0)) {
-    memset(device, stream, p, nbytes, detail::kGuardPattern, guard);
-    detail::remember_guard(p, guard);
+    if (lead != 0) memset(device, stream, p, 0, detail::kGuardPattern, lead);
+    memset(device, stream, p, lead + nbytes, detail::kGuardPattern, guard);
+    detail::remember_guard(p, {lead, guard});
   }
+  if (lead_out != nullptr) *lead_out = lead;
   return p;
 }
 
-// A guarded allocation's pattern, read back before it is freed: a change is
-// recorded (debug::take_guard_violations). Returns the size to free.
+// A guarded allocation's patterns, read back before it is freed: a change
+// is recorded (debug::take_guard_violations). Returns the size to free.
 std::size_t Backend::check_guard(int device, void* mem, std::size_t nbytes,
                                  bp_stream stream) const noexcept {
-  const std::size_t guard = detail::forget_guard(mem);
-  if (guard == 0) return nbytes;
+  const detail::GuardSizes guard = detail::forget_guard(mem);
+  if (guard.tail == 0 && guard.lead == 0) return nbytes;
   try {
-    std::vector<unsigned char> tail(guard);
-    read_to_host(device, stream, tail.data(), mem, nbytes, guard);
-    debug::GuardViolation v{label_, nbytes, guard, 0};
-    for (std::size_t i = 0; i < guard; ++i)
-      if (tail[i] != static_cast<unsigned char>(detail::kGuardPattern)) {
+    const auto pattern = static_cast<unsigned char>(detail::kGuardPattern);
+    debug::GuardViolation v{name_, nbytes, guard.tail, 0, 0, 0};
+    // Both margins in one synchronisation: the lead's copy is enqueued, the
+    // tail's read waits for the stream.
+    std::vector<unsigned char> lead(guard.lead), tail(guard.tail);
+    if (guard.lead != 0) copy_to_host(device, stream, lead.data(), mem, 0, guard.lead);
+    read_to_host(device, stream, tail.data(), mem, guard.lead + nbytes, guard.tail);
+    for (std::size_t i = 0; i < guard.tail; ++i)
+      if (tail[i] != pattern) {
         v.first = std::min(v.first, i);
         ++v.changed;
       }
-    if (v.changed) detail::record_guard_violation(std::move(v));
+    for (std::size_t i = 0; i < guard.lead; ++i)
+      if (lead[i] != pattern) {
+        v.nearest_before = guard.lead - i;  // the last one is the nearest
+        ++v.changed_before;
+      }
+    if (v.changed || v.changed_before) detail::record_guard_violation(std::move(v));
   } catch (const DeviceError& e) {
     // The read reached the stream's earlier failure, which the plugin has
     // now handed over: the next synchronisation raises it, as it would have.
@@ -124,7 +138,7 @@ std::size_t Backend::check_guard(int device, void* mem, std::size_t nbytes,
   } catch (...) {
     // The memory could not be read back: nothing to say about it.
   }
-  return nbytes + guard;
+  return guard.lead + nbytes + guard.tail;
 }
 
 void Backend::deallocate(int device, void* mem, std::size_t nbytes, bp_stream stream,

@@ -13,7 +13,7 @@ namespace bp {
 namespace {
 
 std::mutex g_mu;
-std::unordered_map<const void*, std::size_t> g_guarded;  // handle -> its guard bytes
+std::unordered_map<const void*, detail::GuardSizes> g_guarded;  // handle -> its guards
 std::vector<debug::GuardViolation> g_violations;
 
 }  // namespace
@@ -23,17 +23,17 @@ namespace detail {
 std::atomic<bool> g_any_guarded{false};
 std::atomic<std::size_t> g_guard_bytes{0};
 
-void remember_guard(const void* mem, std::size_t guard) {
+void remember_guard(const void* mem, GuardSizes guard) {
   std::lock_guard lock(g_mu);
   g_guarded[mem] = guard;
   g_any_guarded.store(true, std::memory_order_relaxed);
 }
 
-std::size_t forget_guard(const void* mem) {
+GuardSizes forget_guard(const void* mem) {
   std::lock_guard lock(g_mu);
   const auto it = g_guarded.find(mem);
-  if (it == g_guarded.end()) return 0;
-  const std::size_t guard = it->second;
+  if (it == g_guarded.end()) return {};
+  const GuardSizes guard = it->second;
   g_guarded.erase(it);
   return guard;
 }
@@ -58,9 +58,17 @@ std::vector<GuardViolation> take_guard_violations() {
 }
 
 std::string describe(const GuardViolation& v) {
-  return "an allocation of " + std::to_string(v.size) + " bytes on " + v.backend + " had " +
-         std::to_string(v.changed) + " byte(s) after its end overwritten (the first at +" +
-         std::to_string(v.first) + "): a kernel wrote past the end of its output";
+  std::string out = "an allocation of " + std::to_string(v.size) + " bytes on " + v.backend + " had ";
+  if (v.changed)
+    out += std::to_string(v.changed) + " byte(s) after its end overwritten (the first at +" +
+           std::to_string(v.first) + ")";
+  if (v.changed && v.changed_before) out += " and ";
+  if (v.changed_before)
+    out += std::to_string(v.changed_before) + " byte(s) before its start overwritten (the nearest at -" +
+           std::to_string(v.nearest_before) + ")";
+  return out + (v.changed && !v.changed_before ? ": a kernel wrote past the end of its output"
+                : !v.changed                  ? ": a kernel wrote before the start of its output"
+                                              : ": a kernel wrote outside its output");
 }
 
 }  // namespace debug

@@ -125,9 +125,14 @@ inline constexpr int kGuardPattern = 0xA5;
 extern std::atomic<std::size_t> g_guard_bytes;  // debug::set_guard_bytes
 // The guard a new allocation gets: an inline load on the allocation path.
 inline std::size_t guard_for_new() { return g_guard_bytes.load(std::memory_order_relaxed); }
-void remember_guard(const void* mem, std::size_t guard);
+// The guard bytes of an allocation: before the memory its user addresses
+// (lead) and after it (tail).
+struct GuardSizes {
+  std::size_t lead = 0, tail = 0;
+};
+void remember_guard(const void* mem, GuardSizes guard);
 void record_guard_violation(debug::GuardViolation v);
-std::size_t forget_guard(const void* mem);  // its guard bytes; 0 when unguarded
+GuardSizes forget_guard(const void* mem);  // its guards; zero when unguarded
 
 // A string a plugin hands over (a name, a version), copied: at most
 // `max_bytes` are read; nullopt when no NUL comes within them.
@@ -245,7 +250,7 @@ inline bp_tensor describe(const Tensor& t, int32_t dl_device_type) {
   d.dtype = kDlDtypes[static_cast<int>(i->dtype)];
   d.shape = const_cast<int64_t*>(i->sizes.data());
   d.strides = const_cast<int64_t*>(i->strides.data());
-  d.byte_offset = static_cast<uint64_t>(i->offset) * itemsize(i->dtype);
+  d.byte_offset = i->storage->offset() + static_cast<uint64_t>(i->offset) * itemsize(i->dtype);
   return d;
 }
 

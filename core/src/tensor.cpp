@@ -18,7 +18,7 @@ StorageImpl::StorageImpl(IntrusivePtr<Backend> backend, Device device, std::size
     : backend_(std::move(backend)), device_(device), nbytes_(nbytes), stream_(stream) {
   // Zero-size tensors still get a distinct, valid allocation: plugins need
   // not special-case size 0.
-  data_ = backend_->allocate(device.index, nbytes ? nbytes : 1, stream);
+  data_ = backend_->allocate(device.index, nbytes ? nbytes : 1, stream, &offset_);
 }
 
 StorageImpl::~StorageImpl() {
@@ -195,7 +195,7 @@ const void* Tensor::data_ptr() const {
   // Host code reads what the address points at: the device's work first.
   b.synchronize(device().index);
   return b.host_pointer(device().index, st.data(),
-                        static_cast<uint64_t>(impl()->offset) * itemsize());
+                        st.offset() + static_cast<uint64_t>(impl()->offset) * itemsize());
 }
 
 void Tensor::record_stream(const Stream& stream) const {
@@ -219,7 +219,8 @@ std::vector<T> Tensor::to_vector() const {
     std::vector<S> raw(n);
     b.read_to_host(c.device().index, detail::current_stream_of(c.device()), raw.data(),
                    c.impl()->storage->data(),
-                   static_cast<uint64_t>(c.storage_offset()) * sizeof(S), n * sizeof(S));
+                   c.impl()->storage->offset() + static_cast<uint64_t>(c.storage_offset()) * sizeof(S),
+                   n * sizeof(S));
     for (std::size_t i = 0; i < n; ++i) {
       if constexpr (std::is_same_v<T, bool>)
         out[i] = raw[i] != S(0);

@@ -91,7 +91,12 @@ class Backend : public RefCounted {
   // Memory, through the plugin. Each throws a typed error on failure.
   // Handles are the plugin's (never dereferenced or offset here); a null
   // stream is the device's default stream.
-  void* allocate(int device, std::size_t nbytes, bp_stream stream = nullptr) const;
+  // With guarded allocations on (backplane/debug.h), `lead`, when given,
+  // receives the bytes of guard placed before the memory the caller uses
+  // (it then addresses it at that byte offset of the handle); without
+  // `lead` the guard is only after the end.
+  void* allocate(int device, std::size_t nbytes, bp_stream stream = nullptr,
+                 std::size_t* lead = nullptr) const;
   // Frees `mem` (allocated for `stream`) in stream order. When other
   // streams used it (`users`), the plugin is told only once the work they
   // had enqueued has finished: until then it waits, with an event per user

@@ -19,15 +19,21 @@ std::size_t guard_bytes();
 struct GuardViolation {
   std::string backend;
   std::size_t size = 0;     // the allocation's size as asked for
-  std::size_t first = 0;    // the first changed byte, counted from the end of the allocation
-  std::size_t changed = 0;  // how many of the guard bytes changed
+  std::size_t first = 0;    // the first changed byte after the end, counted from the end
+  std::size_t changed = 0;  // how many of the guard bytes after the end changed
+  // The guard before the start (tensors' storages have one): how many of
+  // its bytes changed, and the changed one nearest the start (1: the byte
+  // just before it).
+  std::size_t changed_before = 0;
+  std::size_t nearest_before = 0;
 };
 
 // The violations recorded since the last call, which it clears.
 std::vector<GuardViolation> take_guard_violations();
 
-// "an allocation of 16 bytes on wrong_add had 4 of the 64 bytes after its end
-// overwritten (the first at +0): a kernel wrote past the end of its output".
+// "an allocation of 16 bytes on wrong_add had 4 byte(s) after its end
+// overwritten (the first at +0): a kernel wrote past the end of its output",
+// or "... before its start ... (the nearest at -4) ...".
 std::string describe(const GuardViolation& v);
 
 // A kernel a call reached: the backend it ran on (its label: "dup#2" for a

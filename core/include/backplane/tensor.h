@@ -55,6 +55,10 @@ class StorageImpl : public RefCounted {
   // The plugin's handle for the memory: never dereferenced nor offset by
   // the core (byte offsets travel beside it).
   void* data() const noexcept { return data_; }
+  // The byte offset of the storage's first byte from the handle: 0, or the
+  // guard placed before it when guarded allocations are on (debug.h).
+  // Every address the core hands a plugin adds it.
+  std::size_t offset() const noexcept { return offset_; }
   std::size_t nbytes() const noexcept { return nbytes_; }
   Device device() const noexcept { return device_; }
   Backend& backend() const noexcept { return *backend_; }
@@ -69,6 +73,7 @@ class StorageImpl : public RefCounted {
   IntrusivePtr<Backend> backend_;
   Device device_;
   std::size_t nbytes_;
+  std::size_t offset_ = 0;
   void* data_ = nullptr;
   bp_stream stream_ = nullptr;
   VersionCounter version_;

@@ -69,8 +69,10 @@ void copy_bytes(const Tensor& dst, const Tensor& src, std::size_t n) {
   const Device dd = dst.device(), sd = src.device();
   void* to = dst.impl()->storage->data();
   const void* from = src.impl()->storage->data();
-  const uint64_t to_off = static_cast<uint64_t>(dst.storage_offset()) * dst.itemsize();
-  const uint64_t from_off = static_cast<uint64_t>(src.storage_offset()) * src.itemsize();
+  const uint64_t to_off = dst.impl()->storage->offset() +
+                          static_cast<uint64_t>(dst.storage_offset()) * dst.itemsize();
+  const uint64_t from_off = src.impl()->storage->offset() +
+                            static_cast<uint64_t>(src.storage_offset()) * src.itemsize();
   const bp_stream ds = current_stream_of(dd), ss = current_stream_of(sd);
   if (&db == &sb) {
     if (dd != sd) {

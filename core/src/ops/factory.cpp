@@ -33,7 +33,8 @@ Tensor zeros(IntArrayRef shape, TensorOptions options) {
   // All-zero bytes are 0, 0.0 and false in every dtype we have.
   if (t.numel() > 0)
     detail::backend_of(t).memset(t.device().index, detail::current_stream_of(t.device()),
-                                 t.impl()->storage->data(), 0, 0, t.numel() * t.itemsize());
+                                 t.impl()->storage->data(), t.impl()->storage->offset(), 0,
+                                 t.numel() * t.itemsize());
   return finish(t, options);
 }
 
@@ -95,7 +96,8 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step,
         host[i] = static_cast<T>(s + static_cast<double>(i) * d);
     }
     detail::backend_of(t).copy_from_host(t.device().index, detail::current_stream_of(t.device()),
-                                         t.impl()->storage->data(), 0, host.data(),
+                                         t.impl()->storage->data(),
+                                         t.impl()->storage->offset(), host.data(),
                                          host.size() * sizeof(H));
   });
   return t;
@@ -105,7 +107,8 @@ Tensor from_blob(const void* host_data, DType dtype, IntArrayRef shape, Device d
   Tensor t = detail::make_empty(shape, dtype, device);
   if (t.numel())
     detail::backend_of(t).copy_from_host(device.index, detail::current_stream_of(device),
-                                         t.impl()->storage->data(), 0, host_data,
+                                         t.impl()->storage->data(),
+                                         t.impl()->storage->offset(), host_data,
                                          t.numel() * itemsize(dtype));
   return t;
 }

@@ -96,6 +96,10 @@ struct Case {
   // Its tensors are empty: it may pass without any kernel computing a value,
   // so it never counts as covering the kernels it reaches (certification).
   bool empty = false;
+  // Run without the guards the runner puts around every allocation
+  // (debug.h): for a stress case whose tens of thousands of frees would each
+  // read a guard back synchronously, and whose purpose is not bounds.
+  bool unguarded = false;
 };
 
 // An ordered list of cases. Registration is explicit: each cases_*.cpp file
