@@ -4,7 +4,8 @@
 #         -P check_command.cmake -- <program> <args>...
 #
 # EXPECT_STDOUT / EXPECT_STDERR: texts separated by '|', each of which must
-# appear in that stream. REJECT_STDOUT: a text that must not appear in stdout.
+# appear in that stream. REJECT_STDOUT / REJECT_STDERR: a text that must not
+# appear in that stream.
 set(cmd "")
 set(after_dashes FALSE)
 math(EXPR last "${CMAKE_ARGC} - 1")
@@ -43,15 +44,16 @@ foreach(stream stdout stderr)
     endforeach()
   endif()
 endforeach()
-if(DEFINED REJECT_STDOUT)
-  string(FIND "${out}" "${REJECT_STDOUT}" pos)
-  if(NOT pos EQUAL -1)
-    message(FATAL_ERROR "[check_command] stdout has '${REJECT_STDOUT}'")
+foreach(stream stdout stderr)
+  string(TOUPPER "${stream}" upper)
+  if(DEFINED REJECT_${upper})
+    if(stream STREQUAL "stdout")
+      string(FIND "${out}" "${REJECT_${upper}}" pos)
+    else()
+      string(FIND "${err}" "${REJECT_${upper}}" pos)
+    endif()
+    if(NOT pos EQUAL -1)
+      message(FATAL_ERROR "[check_command] ${stream} has '${REJECT_${upper}}'")
+    endif()
   endif()
-endif()
-if(DEFINED REJECT_STDERR)
-  string(FIND "${err}" "${REJECT_STDERR}" pos)
-  if(NOT pos EQUAL -1)
-    message(FATAL_ERROR "[check_command] stderr has '${REJECT_STDERR}'")
-  endif()
-endif()
+endforeach()
