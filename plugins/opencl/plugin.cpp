@@ -1,0 +1,185 @@
+// Entry point of the opencl plugin: one backend device per OpenCL device
+// (GPUs first), cl_mem buffers behind the opaque memory handles, in-order
+// command queues as streams, markers as events, and kernels in OpenCL C
+// compiled per device on first use (program.cpp). Loading touches no
+// OpenCL API: the platforms are enumerated on the first device query.
+#include "opencl_backend.h"
+
+#include <backplane/sdk/options.hpp>
+
+namespace bp::opencl {
+
+namespace {
+thread_local const char* t_current_op = "opencl";
+}  // namespace
+
+const char* current_op() {
+  return t_current_op;
+}
+OpScope::OpScope(const char* name) : previous_(t_current_op) {
+  t_current_op = name;
+}
+OpScope::~OpScope() {
+  t_current_op = previous_;
+}
+
+class OpenclPlugin final : public bp::sdk::Plugin {
+ public:
+  explicit OpenclPlugin(const bp::sdk::Options& options) {
+    if (options.has("cache")) {
+      const std::string v = options.get("cache", "");
+      if (v == "off")
+        set_cache_dir("");
+      else if (!v.empty() && v[0] == '/')
+        set_cache_dir(v);
+      else
+        throw bp::sdk::InvalidArgument("[--backend-option] cache=" + v +
+                                       ": expected an absolute folder or 'off'");
+    }
+  }
+
+  const char* name() const override { return "opencl"; }
+  const char* version() const override { return "0.1.0"; }
+  int32_t dl_device_type() const override { return 4; /* kDLOpenCL */ }
+
+  std::vector<bp_option_info> options() const override {
+    return {{"cache",
+             "folder for compiled OpenCL programs, or 'off' (default: "
+             "$XDG_CACHE_HOME/backplane/opencl, else ~/.cache/backplane/opencl)"}};
+  }
+
+  int32_t device_count(std::string& reason) const override {
+    return static_cast<int32_t>(devices(&reason).size());
+  }
+  void device_props(int32_t index, bp_device_props& props) const override {
+    OpScope scope("device_props");
+    const Device& d = device(index);
+    const std::string text = describe(d);
+    std::snprintf(props.name, sizeof props.name, "%s", text.c_str());
+    props.total_memory = d.memory;
+    props.host_addressable = 0;
+  }
+
+  void register_kernels(Registrar& r) override {
+    register_copy_kernels(r);
+    register_pointwise_kernels(r);
+    register_reduce_kernels(r);
+    register_index_kernels(r);
+    register_matmul_kernels(r);
+  }
+
+  void* allocate(int32_t index, bp_stream stream, std::size_t nbytes, std::size_t) override {
+    OpScope scope("allocate");
+    (void)stream;
+    return bp::opencl::allocate(index, nbytes);
+  }
+  void deallocate(int32_t index, bp_stream, void* mem, std::size_t nbytes) override {
+    bp::opencl::deallocate(index, as_mem(mem), nbytes);
+  }
+  void copy_from_host(int32_t index, bp_stream stream, void* mem, uint64_t offset,
+                      const void* host, std::size_t n) override {
+    OpScope scope("copy_from_host");
+    if (n == 0) return;
+    // Blocking: the core reuses `host` as soon as this returns. The write
+    // is still ordered in the stream (an in-order queue).
+    Stream& s = resolve(index, stream);
+    BP_CL_CHECK(clEnqueueWriteBuffer(s.queue, as_mem(mem), CL_TRUE, offset, n, host, 0, nullptr,
+                                     nullptr));
+  }
+  void copy_to_host(int32_t index, bp_stream stream, void* host, const void* mem, uint64_t offset,
+                    std::size_t n) override {
+    OpScope scope("copy_to_host");
+    if (n == 0) return;
+    // Enqueued only: the core synchronises the stream before it reads `host`.
+    Stream& s = resolve(index, stream);
+    BP_CL_CHECK(clEnqueueReadBuffer(s.queue, as_mem(mem), CL_FALSE, offset, n, host, 0, nullptr,
+                                    nullptr));
+    ++s.submitted;
+    clFlush(s.queue);
+  }
+  void copy_on_device(bp_stream stream, int32_t dst_device, void* dst, uint64_t dst_offset,
+                      int32_t src_device, const void* src, uint64_t src_offset,
+                      std::size_t n) override {
+    OpScope scope("copy_on_device");
+    if (n == 0) return;
+    Stream& s = resolve(dst_device, stream);
+    if (src_device == dst_device) {
+      BP_CL_CHECK(clEnqueueCopyBuffer(s.queue, as_mem(src), as_mem(dst), src_offset, dst_offset, n,
+                                      0, nullptr, nullptr));
+      ++s.submitted;
+      return;
+    }
+    // Devices have contexts of their own: through the host. The core has
+    // ordered the source's stream before this one.
+    std::vector<unsigned char> staging(n);
+    Stream& from = resolve(src_device, nullptr);
+    BP_CL_CHECK(clEnqueueReadBuffer(from.queue, as_mem(src), CL_TRUE, src_offset, n,
+                                    staging.data(), 0, nullptr, nullptr));
+    BP_CL_CHECK(clEnqueueWriteBuffer(s.queue, as_mem(dst), CL_TRUE, dst_offset, n, staging.data(),
+                                     0, nullptr, nullptr));
+  }
+  void memset(int32_t index, bp_stream stream, void* mem, uint64_t offset, int32_t value,
+              std::size_t n) override {
+    OpScope scope("memset");
+    if (n == 0) return;
+    const cl_uchar pattern = static_cast<cl_uchar>(value);
+    Stream& s = resolve(index, stream);
+    BP_CL_CHECK(clEnqueueFillBuffer(s.queue, as_mem(mem), &pattern, 1, offset, n, 0, nullptr,
+                                    nullptr));
+    ++s.submitted;
+  }
+  void* host_pointer(int32_t index, const void*, uint64_t) override {
+    OpScope scope("host_pointer");
+    BP_UNSUPPORTED("memory of opencl device " << index
+                                              << " is not host addressable; copy it to the host");
+  }
+
+  bp_stream stream_create(int32_t index) override {
+    OpScope scope("stream_create");
+    return create_stream(index);
+  }
+  void stream_destroy(int32_t index, bp_stream stream) override {
+    OpScope scope("stream_destroy");
+    destroy_stream(index, stream);
+  }
+  void stream_synchronize(int32_t index, bp_stream stream) override {
+    OpScope scope("stream_synchronize");
+    synchronize_stream(resolve(index, stream));
+  }
+  bool stream_query(int32_t index, bp_stream stream) override {
+    OpScope scope("stream_query");
+    return query_stream(resolve(index, stream));
+  }
+  bp_event event_create(int32_t index) override {
+    OpScope scope("event_create");
+    return create_event(index);
+  }
+  void event_destroy(int32_t, bp_event event) override { destroy_event(event); }
+  void event_record(int32_t index, bp_event event, bp_stream stream) override {
+    OpScope scope("event_record");
+    record_event(index, event, stream);
+  }
+  void stream_wait_event(int32_t index, bp_stream stream, bp_event event) override {
+    OpScope scope("stream_wait_event");
+    wait_event(index, stream, event);
+  }
+  bool event_query(int32_t, bp_event event) override {
+    OpScope scope("event_query");
+    return query_event(event);
+  }
+  void event_synchronize(int32_t, bp_event event) override {
+    OpScope scope("event_synchronize");
+    synchronize_event(event);
+  }
+  void synchronize(int32_t index) override {
+    OpScope scope("synchronize");
+    synchronize_device(index);
+  }
+  void memory_stats(int32_t index, bp_memory_stats& stats) override {
+    bp::opencl::memory_stats(index, stats);
+  }
+};
+
+}  // namespace bp::opencl
+
+BP_SDK_PLUGIN(bp::opencl::OpenclPlugin)

@@ -1,0 +1,127 @@
+// Reductions (sum, prod, max, min over the dims where the output has size
+// 1; argmax, argmin over one dim) and softmax / log_softmax along a dim:
+// kernels/reduce.cl, one work-group per output element (per row for
+// softmax), the group's work-items splitting the reduced elements.
+#include "opencl_backend.h"
+#include "registration.h"
+
+namespace bp::opencl {
+
+namespace {
+
+bool floating(bp_dtype d) {
+  return d == BP_DTYPE_FLOAT16 || d == BP_DTYPE_BFLOAT16 || d == BP_DTYPE_FLOAT32 ||
+         d == BP_DTYPE_FLOAT64;
+}
+
+// The accumulator of max/min/arg*/softmax: float for the 16-bit floats.
+bp_dtype compute_of(bp_dtype d) {
+  return d == BP_DTYPE_FLOAT16 || d == BP_DTYPE_BFLOAT16 ? BP_DTYPE_FLOAT32 : d;
+}
+
+std::size_t group_size(int32_t index, int64_t reduced) {
+  std::size_t l = 1;
+  const std::size_t cap = default_local(index);
+  while (l < cap && static_cast<int64_t>(l) < reduced) l <<= 1;
+  return l;
+}
+
+int64_t esize(const TensorRef& t) {
+  return static_cast<int64_t>(bp::sdk::dtype_size(t.dtype()));
+}
+int64_t offset(const TensorRef& t) {
+  return static_cast<int64_t>(t.raw().byte_offset);
+}
+
+// Walks for a reduction of `in` into `out` (same rank): outer over out's
+// shape (operands out, in), inner over the reduced dims of in, given by
+// `reduced` (operands as listed in `inner_ops`: in, or out and in).
+void run(const KernelCall& c, const ProgramSpec& spec, const char* name, const TensorRef& out,
+         const TensorRef& in, const std::vector<bool>& reduced, bool inner_has_out) {
+  Stream& s = resolve(c.device(), c.stream());
+  const int nd = in.ndim();
+  std::vector<int64_t> outer_shape(static_cast<std::size_t>(nd)),
+      inner_shape(static_cast<std::size_t>(nd));
+  for (int d = 0; d < nd; ++d) {
+    const bool r = reduced[static_cast<std::size_t>(d)];
+    outer_shape[static_cast<std::size_t>(d)] = r ? 1 : in.size(d);
+    inner_shape[static_cast<std::size_t>(d)] = r ? in.size(d) : 1;
+  }
+  const Geo outer = plain(nd, outer_shape.data(), {out.strides(), in.strides()},
+                          {esize(out), esize(in)}, {offset(out), offset(in)});
+  const Geo inner = inner_has_out ? plain(nd, inner_shape.data(), {out.strides(), in.strides()},
+                                          {esize(out), esize(in)}, {0, 0})
+                                  : plain(nd, inner_shape.data(), {in.strides()}, {esize(in)}, {0});
+  if (outer.n == 0) return;
+  cl_kernel k = kernel(c.device(), spec, name);
+  Args(k).mem(out.raw().data).mem(in.raw().data) << outer << inner << s.errors;
+  const std::size_t l = group_size(c.device(), inner.n);
+  launch(s, k, static_cast<std::size_t>(outer.n) * l, l);
+}
+
+void reduce(const KernelCall& c) {
+  OpScope scope(bp::sdk::op_name(c.op()));
+  const bp_dtype t = c.dtype();
+  check_dtype(c.device(), t);
+  const TensorRef in = c.input(0), out = c.output(0);
+  BP_CHECK(in.ndim() == out.ndim(), "the output has " << out.ndim() << " dims where the input has "
+                                                      << in.ndim());
+  std::vector<bool> reduced(static_cast<std::size_t>(in.ndim()));
+  for (int d = 0; d < in.ndim(); ++d) reduced[static_cast<std::size_t>(d)] = out.size(d) != in.size(d);
+  const bool widen = c.op() == BP_OP_SUM || c.op() == BP_OP_PROD;
+  ProgramSpec spec;
+  if (widen) {
+    const bp_dtype acc = floating(t) ? (device(c.device()).fp64 ? BP_DTYPE_FLOAT64 : BP_DTYPE_FLOAT32)
+                                     : BP_DTYPE_INT64;
+    spec = ProgramSpec{"sum", {{"T", t}, {"O", out.dtype()}, {"A", acc}}, {}};
+  } else {
+    spec = ProgramSpec{"minmax", {{"T", t}, {"O", t}, {"A", compute_of(t)}}, {}};
+  }
+  const char* name = c.op() == BP_OP_SUM    ? "sum"
+                     : c.op() == BP_OP_PROD ? "prod"
+                     : c.op() == BP_OP_MAX  ? "max_"
+                                            : "min_";
+  run(c, spec, name, out, in, reduced, false);
+}
+
+int along(const KernelCall& c, const TensorRef& in) {
+  BP_CHECK(c.attrs().num_ints >= 1, "the dim is ints[0]");
+  const int64_t dim = c.attrs().ints[0];
+  BP_CHECK(dim >= 0 && dim < std::max(in.ndim(), 1),
+           "dim " << dim << " is out of range for " << in.ndim() << " dims");
+  return static_cast<int>(dim);
+}
+
+void argreduce(const KernelCall& c) {
+  OpScope scope(bp::sdk::op_name(c.op()));
+  const bp_dtype t = c.dtype();
+  check_dtype(c.device(), t);
+  const TensorRef in = c.input(0), out = c.output(0);
+  std::vector<bool> reduced(static_cast<std::size_t>(in.ndim()));
+  if (in.ndim() > 0) reduced[static_cast<std::size_t>(along(c, in))] = true;
+  const ProgramSpec spec{"minmax", {{"T", t}, {"O", t}, {"A", compute_of(t)}}, {}};
+  run(c, spec, c.op() == BP_OP_ARGMAX ? "argmax" : "argmin", out, in, reduced, false);
+}
+
+void softmax(const KernelCall& c) {
+  OpScope scope(bp::sdk::op_name(c.op()));
+  const bp_dtype t = c.dtype();
+  check_dtype(c.device(), t);
+  const TensorRef in = c.input(0), out = c.output(0);
+  std::vector<bool> reduced(static_cast<std::size_t>(in.ndim()));
+  if (in.ndim() > 0) reduced[static_cast<std::size_t>(along(c, in))] = true;
+  const ProgramSpec spec{"minmax", {{"T", t}, {"O", t}, {"A", compute_of(t)}}, {}};
+  run(c, spec, c.op() == BP_OP_SOFTMAX ? "softmax" : "log_softmax", out, in, reduced, true);
+}
+
+}  // namespace
+
+void register_reduce_kernels(Registrar& r) {
+  for (bp_op op : {BP_OP_SUM, BP_OP_PROD, BP_OP_MAX, BP_OP_MIN}) add_kernel<reduce>(r, op, kAll);
+  add_kernel<argreduce>(r, BP_OP_ARGMAX, kAll);
+  add_kernel<argreduce>(r, BP_OP_ARGMIN, kAll);
+  add_kernel<softmax>(r, BP_OP_SOFTMAX, kFloating);
+  add_kernel<softmax>(r, BP_OP_LOG_SOFTMAX, kFloating);
+}
+
+}  // namespace bp::opencl
