@@ -30,6 +30,8 @@ inline constexpr int64_t kWidth = 256;
 // Registers the */<backend> device benchmarks when the selected backend is not
 // the default CPU one; returns its name (empty when none).
 std::string register_device_benchmarks();
+// For such a backend, the side-by-side set of bench_accelerator.cpp.
+void register_accelerator_benchmarks(const std::string& name);
 
 #ifdef BACKPLANE_BENCH_WITH_LIBTORCH
 // Registers the */libtorch benchmarks (bench_libtorch.cpp).

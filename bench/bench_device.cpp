@@ -75,6 +75,7 @@ std::string register_device_benchmarks() {
   benchmark::RegisterBenchmark(("copy_64M/" + n).c_str(), copy_64M)->UseRealTime();
   benchmark::RegisterBenchmark(("tiny_add/" + n).c_str(), tiny_add_device);
   benchmark::RegisterBenchmark(("alloc_cached/" + n).c_str(), alloc_cached);
+  register_accelerator_benchmarks(n);
   return n;
 }
 

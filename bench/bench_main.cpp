@@ -309,6 +309,21 @@ int main(int argc, char** argv) {
       std::printf("  %-30s %.1f GB/s vs copy %.1f GB/s: %.0f%% of the copy bandwidth\n",
                   ("add_64M/" + device_backend).c_str(), add_bw, copy_bw, 100.0 * add_bw / copy_bw);
     }
+    // Side by side with the default backend and host code (bench_accelerator.cpp).
+    const std::string n = device_backend;
+    const double copy_bytes = static_cast<double>(std::size_t{64} << 20);
+    print_ratio(reporter, (n + " add_16M / cpu_onednn").c_str(), ("add_16M/" + n).c_str(),
+                "add_16M/cpu_onednn", true);
+    print_ratio(reporter, (n + " add_16M / plain_loop").c_str(), ("add_16M/" + n).c_str(),
+                "add_16M/plain_loop", true);
+    print_ratio(reporter, (n + " matmul_1024 / cpu_onednn").c_str(),
+                ("matmul_1024/" + n).c_str(), "matmul_1024/cpu_onednn", false);
+    print_ratio(reporter, (n + " tiny_add / cpu_onednn").c_str(), ("tiny_add/" + n).c_str(),
+                "tiny_add/cpu_onednn", false);
+    print_ratio(reporter, (n + " host_to_device / memcpy").c_str(),
+                ("host_to_device_64M/" + n).c_str(), "memcpy_64M/host", true, copy_bytes);
+    print_ratio(reporter, (n + " device_to_host / memcpy").c_str(),
+                ("device_to_host_64M/" + n).c_str(), "memcpy_64M/host", true, copy_bytes);
   }
   benchmark::Shutdown();
   return 0;

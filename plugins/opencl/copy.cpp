@@ -39,8 +39,8 @@ void enqueue_copy(Stream& s, const bp_tensor& dst, const bp_tensor& src) {
   const TensorRef out(dst), in(src);
   if (out.numel() == 0) return;
   const std::string name = "to_" + role_name(out.dtype());
-  cl_kernel k = kernel(s.device, copy_spec(s.device, in.dtype()), name.c_str());
   const Geo g = coalesced({out, in});
+  cl_kernel k = kernel(s.device, variant(copy_spec(s.device, in.dtype()), g, {out, in}), name.c_str());
   const cl_long zero = 0;
   Args(k).mem(dst.data).mem(src.data).mem(dst.data).mem(dst.data)
       << g << zero << zero << zero << s.errors;

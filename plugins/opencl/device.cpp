@@ -4,6 +4,7 @@
 // plugin loads (and reports zero devices, with the reason) where there is
 // no OpenCL platform.
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 
 #include "opencl_backend.h"
@@ -156,6 +157,16 @@ void set_cache_dir(std::string dir) {
 }
 const std::string& cache_dir() {
   return cache_dir_storage();
+}
+
+namespace {
+std::atomic<bool> g_log_programs{false};
+}  // namespace
+void set_log_programs(bool on) {
+  g_log_programs = on;
+}
+bool log_programs() {
+  return g_log_programs;
 }
 
 const char* cl_error_name(cl_int err) {

@@ -8,6 +8,20 @@
 
 namespace bp::opencl {
 
+namespace {
+thread_local const char* t_current_op = "opencl";
+}  // namespace
+
+const char* current_op() {
+  return t_current_op;
+}
+OpScope::OpScope(const char* name) : previous_(t_current_op) {
+  t_current_op = name;
+}
+OpScope::~OpScope() {
+  t_current_op = previous_;
+}
+
 Geo coalesced(const std::vector<TensorRef>& ops) {
   BP_CHECK(!ops.empty() && ops.size() <= 4, "a walk takes 1 to 4 operands");
   const TensorRef& out = ops[0];
@@ -32,6 +46,18 @@ Geo coalesced(const std::vector<TensorRef>& ops) {
   for (std::size_t k = 0; k < ops.size(); ++k)
     g.off[k] = static_cast<cl_long>(ops[k].raw().byte_offset);
   return g;
+}
+
+bool dense(const Geo& g, const std::vector<TensorRef>& ops) {
+  if (g.ndim != 1) return false;
+  for (std::size_t k = 0; k < ops.size(); ++k)
+    if (g.st[k][0] != static_cast<cl_long>(bp::sdk::dtype_size(ops[k].dtype()))) return false;
+  return true;
+}
+
+ProgramSpec variant(ProgramSpec spec, const Geo& g, const std::vector<TensorRef>& ops) {
+  if (dense(g, ops)) spec.extra = "#define DENSE 1\n" + spec.extra;
+  return spec;
 }
 
 Geo plain(int ndim, const int64_t* shape, const std::vector<const int64_t*>& strides,

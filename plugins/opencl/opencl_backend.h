@@ -94,6 +94,9 @@ std::string describe(const Device& d);
 // Plugin options: where program binaries are cached ("" when off).
 void set_cache_dir(std::string dir);
 const std::string& cache_dir();
+// Plugin option log=on: each program built or loaded, with its time, on stderr.
+void set_log_programs(bool on);
+bool log_programs();
 
 // ---------------------------------------------------------------------------
 // Programs (program.cpp)
@@ -180,6 +183,11 @@ struct Geo {
 // operand's byte offset), the output first: dims contiguous in every
 // operand merged, the output's fastest dim innermost.
 Geo coalesced(const std::vector<TensorRef>& ops);
+// True when the walk is one run of consecutive elements in every operand
+// (the DENSE program variant applies): ndim 1, each stride its element size.
+bool dense(const Geo& g, const std::vector<TensorRef>& ops);
+// `spec` with the DENSE variant chosen when `g` allows it.
+ProgramSpec variant(ProgramSpec spec, const Geo& g, const std::vector<TensorRef>& ops);
 // The walk over `shape` in row-major order, dims not merged (innermost
 // first in the struct), with the operands' byte strides and offsets.
 // `strides[k]` (element strides of operand k over `shape`) and `esize[k]`.

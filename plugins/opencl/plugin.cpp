@@ -9,23 +9,15 @@
 
 namespace bp::opencl {
 
-namespace {
-thread_local const char* t_current_op = "opencl";
-}  // namespace
-
-const char* current_op() {
-  return t_current_op;
-}
-OpScope::OpScope(const char* name) : previous_(t_current_op) {
-  t_current_op = name;
-}
-OpScope::~OpScope() {
-  t_current_op = previous_;
-}
-
 class OpenclPlugin final : public bp::sdk::Plugin {
  public:
   explicit OpenclPlugin(const bp::sdk::Options& options) {
+    if (options.has("log")) {
+      const std::string v = options.get("log", "");
+      if (v != "on" && v != "off")
+        throw bp::sdk::InvalidArgument("[--backend-option] log=" + v + ": expected on or off");
+      set_log_programs(v == "on");
+    }
     if (options.has("cache")) {
       const std::string v = options.get("cache", "");
       if (v == "off")
@@ -45,7 +37,9 @@ class OpenclPlugin final : public bp::sdk::Plugin {
   std::vector<bp_option_info> options() const override {
     return {{"cache",
              "folder for compiled OpenCL programs, or 'off' (default: "
-             "$XDG_CACHE_HOME/backplane/opencl, else ~/.cache/backplane/opencl)"}};
+             "$XDG_CACHE_HOME/backplane/opencl, else ~/.cache/backplane/opencl)"},
+            {"log", "on: print each OpenCL program built or loaded from the cache, with the time "
+                    "it took, to stderr (default: off)"}};
   }
 
   int32_t device_count(std::string& reason) const override {

@@ -50,9 +50,9 @@ void pointwise(const KernelCall& c) {
   for (int i = 0; i < p.inputs; ++i) ops.push_back(c.input(i));
   if (ops[0].numel() == 0) return;
   Stream& s = resolve(c.device(), c.stream());
-  const ProgramSpec spec{"pointwise", {{"T", t}, {"B", BP_DTYPE_BOOL}}, {}};
-  cl_kernel k = kernel(c.device(), spec, p.kernel);
   const Geo g = coalesced(ops);
+  const ProgramSpec spec = variant({"pointwise", {{"T", t}, {"B", BP_DTYPE_BOOL}}, {}}, g, ops);
+  cl_kernel k = kernel(c.device(), spec, p.kernel);
   const bp_attrs& a = c.attrs();
   cl_long s0 = 0, s1 = 0, iarg = 0;
   if (c.op() == BP_OP_ADD || c.op() == BP_OP_SUB) {

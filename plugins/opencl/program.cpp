@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -173,7 +175,24 @@ void store_cached(const Device& d, cl_program p, const std::string& dir, const s
   if (ec) std::filesystem::remove(tmp, ec);
 }
 
+std::string roles_text(const ProgramSpec& spec) {
+  std::string roles;
+  for (const auto& [r, dt] : spec.roles)
+    roles += (roles.empty() ? "" : ", ") + r + "=" + bp::sdk::dtype_name(dt);
+  return roles;
+}
+
+void log_program(const ProgramSpec& spec, const char* what,
+                 std::chrono::steady_clock::time_point start) {
+  if (!log_programs()) return;
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  std::fprintf(stderr, "[opencl] program %s (%s) %s in %.1f ms\n", spec.family,
+               roles_text(spec).c_str(), what, ms);
+}
+
 cl_program build(const Device& d, const ProgramSpec& spec) {
+  const auto start = std::chrono::steady_clock::now();
   const std::string source = program_source(d, spec);
   const std::string options = build_options(d);
   const std::string dir = cache_dir();
@@ -182,7 +201,10 @@ cl_program build(const Device& d, const ProgramSpec& spec) {
     const uint64_t h = fnv1a(source, fnv1a(options, fnv1a(d.name + '\n' + d.vendor + '\n' +
                                                            d.driver_version + '\n' + d.version)));
     path = dir + "/" + spec.family + "-" + hex(h) + ".bin";
-    if (cl_program p = load_cached(d, path, options)) return p;
+    if (cl_program p = load_cached(d, path, options)) {
+      log_program(spec, "loaded from the cache", start);
+      return p;
+    }
   }
   const char* text = source.c_str();
   cl_int err = CL_SUCCESS;
@@ -192,15 +214,14 @@ cl_program build(const Device& d, const ProgramSpec& spec) {
   if (err != CL_SUCCESS) {
     const std::string log = build_log(d, p);
     clReleaseProgram(p);
-    std::string roles;
-    for (const auto& [r, dt] : spec.roles)
-      roles += (roles.empty() ? "" : ", ") + r + "=" + bp::sdk::dtype_name(dt);
     BP_CL_FAIL(std::runtime_error, "building the OpenCL program '"
-                                       << spec.family << "' (" << roles << ") for " << d.name
+                                       << spec.family << "' (" << roles_text(spec) << ") for "
+                                       << d.name
                                        << " failed: " << cl_error_name(err) << "; build log:\n"
                                        << log);
   }
   if (!path.empty()) store_cached(d, p, dir, path);
+  log_program(spec, path.empty() ? "built (cache off)" : "built and cached", start);
   return p;
 }
 
@@ -244,11 +265,18 @@ std::string program_source(const Device& d, const ProgramSpec& spec) {
   std::string s;
   if (d.fp64) s += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n#define HAS_FP64 1\n";
   for (const auto& [r, dt] : spec.roles) s += role_macros(r, dt, d.fp64);
+  // Variant switches (#define lines at the head of `extra`) go before the code.
+  std::string extra = spec.extra;
+  while (extra.rfind("#define ", 0) == 0) {
+    const std::size_t end = extra.find('\n');
+    s += extra.substr(0, end + 1);
+    extra.erase(0, end + 1);
+  }
   s += embedded_source("common");
   s += embedded_source(spec.family == std::string("sum") || spec.family == std::string("minmax")
                            ? "reduce"
                            : spec.family);
-  s += spec.extra;
+  s += extra;
   return s;
 }
 

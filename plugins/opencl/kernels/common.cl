@@ -84,9 +84,19 @@ inline void record_error(__global int* err, int code, int op, long value, long l
   __global uchar *o, __global const uchar *a, __global const uchar *b,                  \
       __global const uchar *c, Geo g, long s0, long s1, long iarg, __global int *err
 
+// DENSE (a program variant, see launch.cpp): every operand is one run of
+// consecutive elements, so element i is at off + i * stride: no division,
+// and the compiler can vectorise across work-items.
+#ifdef DENSE
+#define BEGIN(k)                                               \
+  const long i = get_global_id(0);                             \
+  if (i >= g.n) return;                                        \
+  long p[4];                                                   \
+  for (int o_ = 0; o_ < k; ++o_) p[o_] = g.off[o_] + i * g.st[o_][0];
+#else
 #define BEGIN(k)                  \
   const long i = get_global_id(0); \
   if (i >= g.n) return;            \
   long p[4];                       \
   geo_offsets(&g, i, k, p);
-
+#endif

@@ -1,0 +1,36 @@
+# Tests of the OpenCL plugin, included by tests/CMakeLists.txt when the
+# target backplane_plugin_opencl exists. They need an OpenCL device:
+# quickstart.sh installs PoCL, whose CPU device is one.
+
+add_executable(opencl_plugin_test ${PROJECT_SOURCE_DIR}/tests/opencl_plugin_test.cpp)
+target_link_libraries(opencl_plugin_test PRIVATE backplane_opencl_impl GTest::gtest GTest::gtest_main)
+target_compile_options(opencl_plugin_test PRIVATE ${BACKPLANE_WARNINGS})
+gtest_discover_tests(opencl_plugin_test
+  DISCOVERY_MODE PRE_TEST
+  TEST_PREFIX "opencl_plugin_test.")
+if(TARGET backplane_unit_tests)
+  add_dependencies(backplane_unit_tests opencl_plugin_test)
+endif()
+
+# The whole suite, every profile at once: certified for `full` or it fails.
+add_test(NAME conformance.opencl
+  COMMAND backplane conformance --backend opencl --profile full
+          --json ${CMAKE_BINARY_DIR}/conformance-opencl.json)
+set_tests_properties(conformance.opencl PROPERTIES
+  ENVIRONMENT "BACKPLANE_PLUGIN_PATH=" TIMEOUT 1500 PASS_REGULAR_EXPRESSION "opencl is certified for profile full")
+
+# No OpenCL platform (the ICD loader pointed at an empty folder): zero
+# devices, and the reason.
+command_test(opencl.no_platform $<TARGET_FILE:backplane> EXIT 0
+  STDOUT "opencl|0 devices|no OpenCL platform"
+  ARGS devices --backend opencl)
+set_tests_properties(opencl.no_platform PROPERTIES
+  ENVIRONMENT "BACKPLANE_PLUGIN_PATH=;OCL_ICD_VENDORS=${CMAKE_CURRENT_BINARY_DIR}/no-icds")
+
+# The program cache: a first run builds and stores programs, a second run
+# with the same cache folder loads them all and builds none.
+add_test(NAME opencl.program_cache
+  COMMAND ${CMAKE_COMMAND} -DBACKPLANE=$<TARGET_FILE:backplane>
+          -DCACHE=${CMAKE_CURRENT_BINARY_DIR}/opencl-cache-test
+          -P ${PROJECT_SOURCE_DIR}/plugins/opencl/check_program_cache.cmake)
+set_tests_properties(opencl.program_cache PROPERTIES ENVIRONMENT "BACKPLANE_PLUGIN_PATH=")
