@@ -160,8 +160,12 @@ void synchronize_event(bp_event event);
 // Memory (memory.cpp)
 // ---------------------------------------------------------------------------
 
-cl_mem allocate(int32_t device, std::size_t nbytes);
-void deallocate(int32_t device, cl_mem mem, std::size_t nbytes);
+// A block of at least `nbytes` for work on `stream` (cached blocks first).
+cl_mem allocate(int32_t device, bp_stream stream, std::size_t nbytes);
+// Back to `stream`'s cache (the stream it was allocated for).
+void deallocate(int32_t device, bp_stream stream, cl_mem mem);
+// Releases the cached blocks of a stream being destroyed.
+void release_stream_blocks(int32_t device, bp_stream stream);
 void memory_stats(int32_t device, bp_memory_stats& stats);
 inline cl_mem as_mem(const void* handle) { return static_cast<cl_mem>(const_cast<void*>(handle)); }
 

@@ -64,11 +64,10 @@ class OpenclPlugin final : public bp::sdk::Plugin {
 
   void* allocate(int32_t index, bp_stream stream, std::size_t nbytes, std::size_t) override {
     OpScope scope("allocate");
-    (void)stream;
-    return bp::opencl::allocate(index, nbytes);
+    return bp::opencl::allocate(index, stream, nbytes);
   }
-  void deallocate(int32_t index, bp_stream, void* mem, std::size_t nbytes) override {
-    bp::opencl::deallocate(index, as_mem(mem), nbytes);
+  void deallocate(int32_t index, bp_stream stream, void* mem, std::size_t) override {
+    bp::opencl::deallocate(index, stream, as_mem(mem));
   }
   void copy_from_host(int32_t index, bp_stream stream, void* mem, uint64_t offset,
                       const void* host, std::size_t n) override {

@@ -153,7 +153,10 @@ void destroy_stream(int32_t index, bp_stream stream) {
     auto& v = live_streams();
     v.erase(std::remove(v.begin(), v.end(), s), v.end());
   }
-  delete s;
+  // Its cached blocks go first: OpenCL keeps a released buffer until the
+  // queue's commands that use it are done.
+  release_stream_blocks(index, stream);
+  delete s;  // finishes the queue's work
 }
 
 void synchronize_stream(Stream& s) {
