@@ -2,6 +2,7 @@
 // the enqueue itself, and scalar attributes as kernels read them.
 #include <backplane/sdk/strided.hpp>
 #include <cstring>
+#include <unordered_map>
 
 #include "opencl_backend.h"
 #include "registration.h"
@@ -87,9 +88,31 @@ std::size_t default_local(int32_t index) {
   return std::min<std::size_t>(256, device(index).max_work_group);
 }
 
+namespace {
+// The largest work-group `k` can run with on `device` (a kernel using many
+// registers may allow fewer than the device's maximum), cached per thread.
+std::size_t kernel_limit(cl_kernel k, int32_t index) {
+  thread_local std::unordered_map<cl_kernel, std::size_t> limits;
+  auto it = limits.find(k);
+  if (it != limits.end()) return it->second;
+  std::size_t n = 0;
+  BP_CL_CHECK(clGetKernelWorkGroupInfo(k, device(index).id, CL_KERNEL_WORK_GROUP_SIZE, sizeof n, &n,
+                                       nullptr));
+  limits.emplace(k, n);
+  return n;
+}
+}  // namespace
+
+std::size_t fit_local(cl_kernel k, int32_t index, std::size_t local) {
+  // Halving keeps a power of two a power of two (the reductions' trees need it).
+  const std::size_t limit = std::max<std::size_t>(kernel_limit(k, index), 1);
+  while (local > limit) local /= 2;
+  return local;
+}
+
 void launch(Stream& s, cl_kernel k, std::size_t items, std::size_t local) {
   if (items == 0) return;
-  if (local == 0) local = default_local(s.device);
+  local = fit_local(k, s.device, local == 0 ? default_local(s.device) : local);
   const std::size_t global = (items + local - 1) / local * local;
   BP_CL_CHECK(clEnqueueNDRangeKernel(s.queue, k, 1, nullptr, &global, &local, 0, nullptr, nullptr));
   ++s.submitted;

@@ -222,6 +222,10 @@ class Args {
 // Enqueues `k` over `items` work-items in groups of `local` (0: the
 // plugin's default), rounded up; nothing for zero items.
 void launch(Stream& s, cl_kernel k, std::size_t items, std::size_t local = 0);
+// `local` halved until kernel `k` can run work-groups of that size on the
+// device (CL_KERNEL_WORK_GROUP_SIZE). launch() applies it; a caller whose
+// global size depends on the group size applies it first.
+std::size_t fit_local(cl_kernel k, int32_t device, std::size_t local);
 // The scalar attribute as the kernel's R_SCALAR reads it for dtype `d`:
 // int64 for integers and bool, float bits for float16/bfloat16/float32
 // (and float64 without fp64), double bits for float64.

@@ -55,7 +55,7 @@ void run(const KernelCall& c, const ProgramSpec& spec, const char* name, const T
   if (outer.n == 0) return;
   cl_kernel k = kernel(c.device(), spec, name);
   Args(k).mem(out.raw().data).mem(in.raw().data) << outer << inner << s.errors;
-  const std::size_t l = group_size(c.device(), inner.n);
+  const std::size_t l = fit_local(k, c.device(), group_size(c.device(), inner.n));
   launch(s, k, static_cast<std::size_t>(outer.n) * l, l);
 }
 

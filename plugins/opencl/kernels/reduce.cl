@@ -21,6 +21,7 @@
     __local A_C buf[MAX_LOCAL];                                            \
     const long gi = get_group_id(0);                                       \
     const int lid = get_local_id(0), L = get_local_size(0);                \
+    if (gi >= outer.n) return; /* the whole group: no barrier is split */  \
     long po[4], q[4];                                                      \
     geo_offsets(&outer, gi, 2, po);                                        \
     A_C acc = IDENT;                                                       \
@@ -58,7 +59,7 @@ REDUCE(min_, A_HIGHEST, ACC_MIN)
     const long gi = get_group_id(0);                                                 \
     const int lid = get_local_id(0), L = get_local_size(0);                          \
     long po[4], q[4];                                                                \
-    geo_offsets(&outer, gi, 2, po);                                                  \
+    if (gi >= outer.n) return; geo_offsets(&outer, gi, 2, po);                                                  \
     A_C best = 0;                                                                    \
     long idx = -1;                                                                   \
     for (long j = lid; j < inner.n; j += L) {                                        \
@@ -98,7 +99,7 @@ ARGREDUCE(argmin, BEATS_MIN)
     const long gi = get_group_id(0);                                           \
     const int lid = get_local_id(0), L = get_local_size(0);                    \
     long po[4], q[4];                                                          \
-    geo_offsets(&outer, gi, 2, po);                                            \
+    if (gi >= outer.n) return; geo_offsets(&outer, gi, 2, po);                                            \
     A_C m = A_LOWEST;                                                          \
     for (long j = lid; j < inner.n; j += L) {                                  \
       geo_offsets(&inner, j, 2, q);                                            \
