@@ -132,37 +132,117 @@ TEST(OpenclPrograms, TheSourceDeclaresEveryRole) {
   EXPECT_NE(src.find("REDUCE(sum,"), std::string::npos);
 }
 
-// A failure a kernel finds (an index out of range) is reported by the
-// stream's next synchronisation, once, with the op, index, dim and size.
+// Buffers for a one-element gather whose index (7) is out of range for a
+// dim of size 3: the kernel finds it on the device.
+struct BadGather {
+  cl_mem x = nullptr, index = nullptr;
+  BadGather() {
+    cl_int err = CL_SUCCESS;
+    x = clCreateBuffer(device(0).context, CL_MEM_READ_WRITE, 64, nullptr, &err);
+    EXPECT_EQ(err, CL_SUCCESS);
+    index = clCreateBuffer(device(0).context, CL_MEM_READ_WRITE, 8, nullptr, &err);
+    EXPECT_EQ(err, CL_SUCCESS);
+    const cl_long seven = 7;
+    EXPECT_EQ(clEnqueueWriteBuffer(resolve(0, nullptr).queue, index, CL_TRUE, 0, 8, &seven, 0,
+                                   nullptr, nullptr),
+              CL_SUCCESS);
+  }
+  ~BadGather() {
+    clReleaseMemObject(x);
+    clReleaseMemObject(index);
+  }
+  void enqueue(Stream& s) const {
+    cl_kernel k = kernel(0, ProgramSpec{"index", {{"T", BP_DTYPE_FLOAT32}}, {}}, "gather");
+    int64_t shape[1] = {1}, strides[1] = {1};
+    const Geo g = plain(1, shape, {strides, strides, strides}, {4, 8, 4}, {0, 0, 0});
+    const cl_long dim_size = 3, x_dim_stride = 4;
+    const cl_int op = BP_OP_GATHER, dim = 0;
+    Args(k).mem(x).mem(x).mem(index) << g << dim_size << x_dim_stride << op << dim << s.errors;
+    launch(s, k, 1);
+  }
+};
+
+constexpr const char* kBadGatherMessage =
+    "[gather] index 7 is out of range for dimension 0 of size 3 (found on the device)";
+
+// A failure a kernel finds is reported by the stream's next
+// synchronisation, once, with the op, index, dim and size.
 TEST(OpenclStreams, AnErrorFoundOnTheDeviceIsReportedOnceAtSynchronisation) {
   Stream& s = resolve(0, nullptr);
   synchronize_stream(s);
-  cl_int err = CL_SUCCESS;
-  cl_mem x = clCreateBuffer(device(0).context, CL_MEM_READ_WRITE, 64, nullptr, &err);
-  ASSERT_EQ(err, CL_SUCCESS);
-  cl_mem index = clCreateBuffer(device(0).context, CL_MEM_READ_WRITE, 8, nullptr, &err);
-  ASSERT_EQ(err, CL_SUCCESS);
-  const cl_long seven = 7;
-  ASSERT_EQ(clEnqueueWriteBuffer(s.queue, index, CL_TRUE, 0, 8, &seven, 0, nullptr, nullptr),
-            CL_SUCCESS);
-  cl_kernel k = kernel(0, ProgramSpec{"index", {{"T", BP_DTYPE_FLOAT32}}, {}}, "gather");
-  int64_t shape[1] = {1}, strides[1] = {1};
-  const Geo g = plain(1, shape, {strides, strides, strides}, {4, 8, 4}, {0, 0, 0});
-  const cl_long dim_size = 3, x_dim_stride = 4;
-  const cl_int op = BP_OP_GATHER, dim = 0;
-  Args(k).mem(x).mem(x).mem(index) << g << dim_size << x_dim_stride << op << dim << s.errors;
-  launch(s, k, 1);
+  BadGather bad;
+  bad.enqueue(s);
   try {
     synchronize_stream(s);
     FAIL() << "no error reported";
   } catch (const bp::sdk::DeviceError& e) {
-    EXPECT_STREQ(e.what(),
-                 "[gather] index 7 is out of range for dimension 0 of size 3 (found on the device)");
+    EXPECT_STREQ(e.what(), kBadGatherMessage);
   }
   EXPECT_NO_THROW(synchronize_stream(s)) << "reported twice";
   EXPECT_TRUE(query_stream(s));
-  clReleaseMemObject(x);
-  clReleaseMemObject(index);
+}
+
+// An event recorded after the failing work reports it; the stream then
+// does not report it again.
+TEST(OpenclEvents, AnEventAfterTheFailureReportsItOnce) {
+  Stream& s = resolve(0, nullptr);
+  synchronize_stream(s);
+  BadGather bad;
+  bp_event e = create_event(0);
+  bad.enqueue(s);
+  record_event(0, e, nullptr);
+  try {
+    synchronize_event(e);
+    FAIL() << "no error reported";
+  } catch (const bp::sdk::DeviceError& err) {
+    EXPECT_STREQ(err.what(), kBadGatherMessage);
+  }
+  EXPECT_TRUE(query_event(e)) << "the event reported it a second time";
+  EXPECT_NO_THROW(synchronize_stream(s)) << "the stream reported it again";
+  destroy_event(e);
+}
+
+// An event recorded before the failing work does not report it: the stream does.
+TEST(OpenclEvents, AnEventBeforeTheFailureDoesNotReportIt) {
+  Stream& s = resolve(0, nullptr);
+  synchronize_stream(s);
+  BadGather bad;
+  bp_event e = create_event(0);
+  record_event(0, e, nullptr);
+  bad.enqueue(s);
+  EXPECT_NO_THROW(synchronize_event(e));
+  EXPECT_THROW(synchronize_stream(s), bp::sdk::DeviceError);
+  destroy_event(e);
+}
+
+// Recorded on a stream of its own, then on the default stream: the second
+// record is what the event stands for.
+TEST(OpenclEvents, ReRecordedOnAnotherStreamItFollowsTheLastRecord) {
+  bp_stream other = create_stream(0);
+  Stream& s = resolve(0, other);
+  BadGather bad;
+  bp_event e = create_event(0);
+  bad.enqueue(s);
+  record_event(0, e, other);
+  record_event(0, e, nullptr);
+  EXPECT_NO_THROW(synchronize_event(e)) << "a failure of the first stream reported for the second";
+  EXPECT_THROW(synchronize_stream(s), bp::sdk::DeviceError);
+  destroy_event(e);
+  destroy_stream(0, other);
+}
+
+// An event outlives the stream it was recorded on: asking it afterwards is
+// safe, and the failure went with the stream.
+TEST(OpenclEvents, AnEventOutlivesItsStream) {
+  bp_stream other = create_stream(0);
+  BadGather bad;
+  bad.enqueue(resolve(0, other));
+  bp_event e = create_event(0);
+  record_event(0, e, other);
+  destroy_stream(0, other);
+  EXPECT_TRUE(query_event(e));
+  EXPECT_NO_THROW(synchronize_event(e));
+  destroy_event(e);
 }
 
 }  // namespace

@@ -152,10 +152,17 @@ std::string describe(const Device& d) {
   return d.name + " [" + d.platform_name + ", " + version + ", driver " + d.driver_version + "]";
 }
 
+std::mutex& cache_dir_mutex() {
+  static auto* mu = new std::mutex;
+  return *mu;
+}
+
 void set_cache_dir(std::string dir) {
+  std::lock_guard<std::mutex> lock(cache_dir_mutex());
   cache_dir_storage() = std::move(dir);
 }
-const std::string& cache_dir() {
+std::string cache_dir() {
+  std::lock_guard<std::mutex> lock(cache_dir_mutex());
   return cache_dir_storage();
 }
 

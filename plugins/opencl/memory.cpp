@@ -107,7 +107,8 @@ void deallocate(int32_t index, bp_stream stream, cl_mem mem) {
   }
   const std::size_t cls = it->second;
   p.allocated -= cls;
-  if (p.cached + cls > cache_limit(d)) {
+  // A block freed after its stream was destroyed has no queue to be reused on.
+  if (p.cached + cls > cache_limit(d) || !stream_alive(index, stream)) {
     p.class_of.erase(it);
     clReleaseMemObject(mem);
     return;

@@ -91,9 +91,10 @@ const std::vector<Device>& devices(std::string* reason = nullptr);
 const Device& device(int32_t index);  // throws "[op] ... has no device N"
 // "pthread-skylake [Portable Computing Language; OpenCL 3.0 PoCL 3.1; driver 3.1]"
 std::string describe(const Device& d);
-// Plugin options: where program binaries are cached ("" when off).
+// Plugin options: where program binaries are cached ("" when off). Like
+// log_programs, process-wide: the last instance's option applies.
 void set_cache_dir(std::string dir);
-const std::string& cache_dir();
+std::string cache_dir();
 // Plugin option log=on: each program built or loaded, with its time, on stderr.
 void set_log_programs(bool on);
 bool log_programs();
@@ -130,6 +131,7 @@ inline constexpr int kErrNegativeExponent = 2;
 
 struct Stream {
   int device = 0;
+  uint64_t id = 0;                   // unique in the process
   cl_command_queue queue = nullptr;  // in order
   cl_mem errors = nullptr;           // the record kernels write
   std::mutex mu;                     // guards epoch
@@ -142,6 +144,8 @@ struct Stream {
 };
 
 Stream& resolve(int32_t device, bp_stream stream);
+// False once stream_destroy has run for `stream` (NULL: the default stream, always alive).
+bool stream_alive(int32_t device, bp_stream stream);
 bp_stream create_stream(int32_t device);
 void destroy_stream(int32_t device, bp_stream stream);
 // Waits for the stream's work; throws DeviceError for a failure of it.

@@ -87,6 +87,9 @@ void random(const KernelCall& c) {
   BP_CHECK(a.num_ints >= 3, "random takes the distribution, seed and offset as ints[0..2]");
   BP_CHECK(a.ints[0] == 0 || a.ints[0] == 1,
            "distribution " << a.ints[0] << " is neither 0 (uniform) nor 1 (normal)");
+  if (a.ints[0] == 1 && !device(c.device()).fp64)
+    BP_UNSUPPORTED("normal numbers are defined through float64, which "
+                   << device(c.device()).name << " lacks (cl_khr_fp64)");
   Stream& s = resolve(c.device(), c.stream());
   cl_kernel k = kernel(c.device(), ProgramSpec{"random", {{"T", t}}, {}}, "random");
   const Geo g = plain(out.ndim(), out.shape(), {out.strides()},

@@ -4,7 +4,10 @@
 // record_error); the host reads it only at synchronisation points: after
 // clFinish for a stream or the device, and from a snapshot enqueued with an
 // event for an event. A report clears the record by writing a new
-// generation, so a snapshot taken before the clear is not reported twice.
+// generation (enqueued, not waited for), so a snapshot taken before the
+// clear is not reported twice. Events may be recorded, queried and waited
+// on from several threads at once, and may outlive the stream they were
+// recorded on.
 #include <algorithm>
 
 #include "opencl_backend.h"
@@ -14,11 +17,32 @@ namespace bp::opencl {
 namespace {
 
 struct Event {
+  std::mutex mu;                  // guards everything below
   int device = 0;
   Stream* stream = nullptr;       // where it was last recorded
+  uint64_t stream_id = 0;         // that stream's id (its address may be reused)
   cl_event marker = nullptr;      // the last record's marker
   cl_mem snapshot = nullptr;      // the stream's error record as of the marker
 };
+
+// What one query works on, taken under the event's lock with references of
+// its own, so a concurrent record or destroy cannot release it meanwhile.
+struct Taken {
+  int device = 0;
+  Stream* stream = nullptr;
+  uint64_t stream_id = 0;
+  cl_event marker = nullptr;
+  cl_mem snapshot = nullptr;
+  Taken() = default;
+  Taken(const Taken&) = delete;
+  Taken& operator=(const Taken&) = delete;
+  ~Taken() {
+    if (marker != nullptr) clReleaseEvent(marker);
+    if (snapshot != nullptr) clReleaseMemObject(snapshot);
+  }
+};
+
+std::atomic<uint64_t> g_next_stream_id{1};
 
 std::string describe_record(const cl_int* r) {
   std::ostringstream os;
@@ -35,40 +59,46 @@ std::string describe_record(const cl_int* r) {
   return os.str();
 }
 
-cl_mem make_record(const Device& d, cl_command_queue q, int32_t generation) {
+cl_mem make_record(const Device& d) {
   cl_int err = CL_SUCCESS;
   cl_mem m = clCreateBuffer(d.context, CL_MEM_READ_WRITE, sizeof(cl_int) * kRecordInts, nullptr,
                             &err);
   BP_CL_CHECK(err);
-  cl_int init[kRecordInts] = {};
-  init[7] = generation;
-  BP_CL_CHECK(clEnqueueWriteBuffer(q, m, CL_TRUE, 0, sizeof init, init, 0, nullptr, nullptr));
   return m;
+}
+
+// Enqueues a write of an empty record with `generation` (the pattern is
+// copied when the call returns: nothing waits).
+void enqueue_clear(Stream& s, int32_t generation) {
+  cl_int clear[kRecordInts] = {};
+  clear[7] = generation;
+  BP_CL_CHECK(clEnqueueFillBuffer(s.queue, s.errors, clear, sizeof clear, 0, sizeof clear, 0,
+                                  nullptr, nullptr));
+  ++s.submitted;
 }
 
 std::unique_ptr<Stream> new_stream(int32_t index) {
   const Device& d = device(index);
   auto s = std::make_unique<Stream>();
   s->device = index;
+  s->id = g_next_stream_id++;
   cl_int err = CL_SUCCESS;
   s->queue = clCreateCommandQueue(d.context, d.id, 0, &err);
   BP_CL_CHECK(err);
-  s->errors = make_record(d, s->queue, 0);
+  s->errors = make_record(d);
+  enqueue_clear(*s, 0);
   return s;
 }
 
 // Reports (throws) the failure in `record` unless it was reported already;
-// clears the stream's record first.
+// enqueues the clear first.
 void report(Stream& s, const cl_int* record) {
   if (record[0] == 0) return;
   {
     std::lock_guard<std::mutex> lock(s.mu);
     if (record[7] != s.epoch) return;
     ++s.epoch;
-    cl_int clear[kRecordInts] = {};
-    clear[7] = s.epoch;
-    BP_CL_CHECK(clEnqueueWriteBuffer(s.queue, s.errors, CL_TRUE, 0, sizeof clear, clear, 0,
-                                     nullptr, nullptr));
+    enqueue_clear(s, s.epoch);
   }
   throw bp::sdk::DeviceError(describe_record(record));
 }
@@ -80,18 +110,26 @@ void check_record(Stream& s) {
   report(s, record);
 }
 
+std::mutex& default_mutex() {
+  static auto* mu = new std::mutex;
+  return *mu;
+}
+std::vector<std::unique_ptr<Stream>>& default_streams() {
+  static auto* v = new std::vector<std::unique_ptr<Stream>>();
+  return *v;
+}
+
 Stream& default_stream(int32_t index) {
-  static std::mutex mu;
-  static auto* streams = new std::vector<std::unique_ptr<Stream>>();
-  std::lock_guard<std::mutex> lock(mu);
-  if (streams->empty()) streams->resize(devices().size());
+  std::lock_guard<std::mutex> lock(default_mutex());
+  auto& streams = default_streams();
+  if (streams.empty()) streams.resize(devices().size());
   device(index);  // checks the index
-  auto& s = (*streams)[static_cast<std::size_t>(index)];
+  auto& s = streams[static_cast<std::size_t>(index)];
   if (!s) s = new_stream(index);
   return *s;
 }
 
-// Every stream made by stream_create, for synchronize().
+// Every stream made by stream_create and not destroyed yet.
 std::mutex& live_mutex() {
   static auto* mu = new std::mutex;
   return *mu;
@@ -99,6 +137,13 @@ std::mutex& live_mutex() {
 std::vector<Stream*>& live_streams() {
   static auto* v = new std::vector<Stream*>;
   return *v;
+}
+
+// The stream `id` names, when it is still alive (holds live_mutex()).
+Stream* find_alive(int32_t index, Stream* s, uint64_t id) {
+  if (s == &default_stream(index)) return s;
+  const auto& v = live_streams();
+  return std::find(v.begin(), v.end(), s) != v.end() && s->id == id ? s : nullptr;
 }
 
 // A queue of its own per device for reading event snapshots: a read on the
@@ -122,6 +167,33 @@ Event& as_event(bp_event e) {
   return *reinterpret_cast<Event*>(e);
 }
 
+void take(bp_event event, Taken& t) {
+  Event& e = as_event(event);
+  std::lock_guard<std::mutex> lock(e.mu);
+  t.device = e.device;
+  t.stream = e.stream;
+  t.stream_id = e.stream_id;
+  if (e.marker != nullptr) {
+    clRetainEvent(e.marker);
+    t.marker = e.marker;
+  }
+  if (e.snapshot != nullptr) {
+    clRetainMemObject(e.snapshot);
+    t.snapshot = e.snapshot;
+  }
+}
+
+// Reports a failure the snapshot holds, against its stream if that is still
+// alive (a failure of a destroyed stream's work goes with it).
+void check_snapshot(const Taken& t) {
+  cl_int record[kRecordInts] = {};
+  BP_CL_CHECK(clEnqueueReadBuffer(reader_queue(t.device), t.snapshot, CL_TRUE, 0, sizeof record,
+                                  record, 0, nullptr, nullptr));
+  if (record[0] == 0) return;
+  std::lock_guard<std::mutex> lock(live_mutex());
+  if (Stream* s = find_alive(t.device, t.stream, t.stream_id)) report(*s, record);
+}
+
 }  // namespace
 
 Stream::~Stream() {
@@ -137,6 +209,14 @@ Stream& resolve(int32_t index, bp_stream stream) {
   return *reinterpret_cast<Stream*>(stream);
 }
 
+bool stream_alive(int32_t index, bp_stream stream) {
+  if (stream == nullptr) return true;
+  std::lock_guard<std::mutex> lock(live_mutex());
+  const auto& v = live_streams();
+  (void)index;
+  return std::find(v.begin(), v.end(), reinterpret_cast<Stream*>(stream)) != v.end();
+}
+
 bp_stream create_stream(int32_t index) {
   Stream* s = new_stream(index).release();
   std::lock_guard<std::mutex> lock(live_mutex());
@@ -145,7 +225,6 @@ bp_stream create_stream(int32_t index) {
 }
 
 void destroy_stream(int32_t index, bp_stream stream) {
-  (void)index;
   if (stream == nullptr) return;
   Stream* s = reinterpret_cast<Stream*>(stream);
   {
@@ -185,27 +264,27 @@ bool query_stream(Stream& s) {
 }
 
 void synchronize_device(int32_t index) {
-  std::vector<Stream*> streams;
-  {
-    std::lock_guard<std::mutex> lock(live_mutex());
-    for (Stream* s : live_streams())
-      if (s->device == index) streams.push_back(s);
+  // Every stream of the device is finished before a failure is thrown; the
+  // lock keeps them from being destroyed meanwhile.
+  std::lock_guard<std::mutex> lock(live_mutex());
+  std::vector<Stream*> streams{&default_stream(index)};
+  for (Stream* s : live_streams())
+    if (s->device == index) streams.push_back(s);
+  std::exception_ptr first;
+  for (Stream* s : streams) {
+    try {
+      synchronize_stream(*s);
+    } catch (const bp::sdk::DeviceError&) {
+      if (!first) first = std::current_exception();
+    }
   }
-  synchronize_stream(default_stream(index));
-  for (Stream* s : streams) synchronize_stream(*s);
+  if (first) std::rethrow_exception(first);
 }
 
 bp_event create_event(int32_t index) {
-  const Device& d = device(index);
+  device(index);
   auto* e = new Event;
   e->device = index;
-  cl_int err = CL_SUCCESS;
-  e->snapshot = clCreateBuffer(d.context, CL_MEM_READ_WRITE, sizeof(cl_int) * kRecordInts, nullptr,
-                               &err);
-  if (err != CL_SUCCESS) {
-    delete e;
-    throw_cl_error("clCreateBuffer", err);
-  }
   return reinterpret_cast<bp_event>(e);
 }
 
@@ -220,51 +299,61 @@ void destroy_event(bp_event event) {
 void record_event(int32_t index, bp_event event, bp_stream stream) {
   Event& e = as_event(event);
   Stream& s = resolve(index, stream);
+  std::lock_guard<std::mutex> lock(e.mu);
+  // Copies into one snapshot on two queues would be unordered: a record on
+  // another stream gets a buffer of its own.
+  if (e.snapshot == nullptr || e.stream != &s || e.stream_id != s.id) {
+    cl_mem fresh = make_record(device(index));
+    if (e.snapshot != nullptr) clReleaseMemObject(e.snapshot);
+    e.snapshot = fresh;
+  }
   BP_CL_CHECK(clEnqueueCopyBuffer(s.queue, s.errors, e.snapshot, 0, 0,
                                   sizeof(cl_int) * kRecordInts, 0, nullptr, nullptr));
   cl_event marker = nullptr;
   BP_CL_CHECK(clEnqueueMarkerWithWaitList(s.queue, 0, nullptr, &marker));
-  ++s.submitted;
+  s.submitted += 2;
   clFlush(s.queue);
   if (e.marker != nullptr) clReleaseEvent(e.marker);
   e.marker = marker;
   e.stream = &s;
+  e.stream_id = s.id;
+  e.device = index;
 }
 
 void wait_event(int32_t index, bp_stream stream, bp_event event) {
-  Event& e = as_event(event);
-  if (e.marker == nullptr) return;
+  Taken t;
+  take(event, t);
+  if (t.marker == nullptr) return;
+  if (t.device != index) {
+    // Devices have contexts of their own, and a queue cannot wait for an
+    // event of another context: the host waits for it.
+    BP_CL_CHECK(clWaitForEvents(1, &t.marker));
+    return;
+  }
   Stream& s = resolve(index, stream);
-  BP_CL_CHECK(clEnqueueBarrierWithWaitList(s.queue, 1, &e.marker, nullptr));
+  BP_CL_CHECK(clEnqueueBarrierWithWaitList(s.queue, 1, &t.marker, nullptr));
   ++s.submitted;
 }
 
-namespace {
-void check_snapshot(Event& e) {
-  cl_int record[kRecordInts] = {};
-  BP_CL_CHECK(clEnqueueReadBuffer(reader_queue(e.device), e.snapshot, CL_TRUE, 0, sizeof record, record,
-                                  0, nullptr, nullptr));
-  report(*e.stream, record);
-}
-}  // namespace
-
 bool query_event(bp_event event) {
-  Event& e = as_event(event);
-  if (e.marker == nullptr) return true;
+  Taken t;
+  take(event, t);
+  if (t.marker == nullptr) return true;
   cl_int status = CL_QUEUED;
-  BP_CL_CHECK(clGetEventInfo(e.marker, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status,
+  BP_CL_CHECK(clGetEventInfo(t.marker, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status,
                              nullptr));
   if (status < 0) throw_cl_error("the event's work", status);
   if (status != CL_COMPLETE) return false;
-  check_snapshot(e);
+  check_snapshot(t);
   return true;
 }
 
 void synchronize_event(bp_event event) {
-  Event& e = as_event(event);
-  if (e.marker == nullptr) return;
-  BP_CL_CHECK(clWaitForEvents(1, &e.marker));
-  check_snapshot(e);
+  Taken t;
+  take(event, t);
+  if (t.marker == nullptr) return;
+  BP_CL_CHECK(clWaitForEvents(1, &t.marker));
+  check_snapshot(t);
 }
 
 }  // namespace bp::opencl
