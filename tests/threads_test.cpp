@@ -125,7 +125,13 @@ TEST(ThreadsUnload, UnloadIsSafeWhileAnotherThreadComputes) {
   EXPECT_EQ((t * 2).to_vector<float>()[63], 2.0f);
 }
 
+#ifdef BACKPLANE_TEST_OPENCL
+// Real queues and events of an OpenCL driver (PoCL's CPU device here).
+INSTANTIATE_TEST_SUITE_P(Backends, Threads, ::testing::Values("cpu_onednn", "sim", "opencl"),
+                         [](const auto& info) { return info.param; });
+#else
 INSTANTIATE_TEST_SUITE_P(Backends, Threads, ::testing::Values("cpu_onednn", "sim"),
                          [](const auto& info) { return info.param; });
+#endif
 
 }  // namespace

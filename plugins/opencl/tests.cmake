@@ -34,3 +34,12 @@ add_test(NAME opencl.program_cache
           -DCACHE=${CMAKE_CURRENT_BINARY_DIR}/opencl-cache-test
           -P ${PROJECT_SOURCE_DIR}/plugins/opencl/check_program_cache.cmake)
 set_tests_properties(opencl.program_cache PROPERTIES ENVIRONMENT "BACKPLANE_PLUGIN_PATH=")
+
+# The threads case and the stream/event cases alone, for the ThreadSanitizer
+# job (label `threads`): concurrent ops, streams and events on real queues.
+add_test(NAME conformance.threads.opencl
+  COMMAND backplane conformance --backend opencl --filter AG-15)
+add_test(NAME conformance.streams.opencl
+  COMMAND backplane conformance --backend opencl --filter "streams.*")
+set_tests_properties(conformance.threads.opencl conformance.streams.opencl PROPERTIES
+  ENVIRONMENT "BACKPLANE_PLUGIN_PATH=" LABELS threads)
