@@ -80,6 +80,23 @@ void add_op_cases(Suite& suite) {
                       },
                       kLayoutsNoZeroD});
 
+  // Large reductions into few outputs: backends that split the reduced
+  // elements between work-groups or blocks (two passes) take that path here.
+  add_op_case(suite, {"sum.large", {Op::Sum, Op::Max, Op::Min}, kAll,
+                      [](Rng&, Layout, DType) {
+                        Sample s;
+                        s.inputs.push_back(InputSpec{{2, 40000}});
+                        s.terms = 80000;
+                        return s;
+                      },
+                      [](const OpArgs& a) {
+                        const int64_t row[] = {1};
+                        return Outputs{sum(a[0]), sum(a[0], IntArrayRef(row), false), max(a[0]),
+                                       min(a[0])};
+                      },
+                      {Layout::Contiguous, Layout::Strided},
+                      {},
+                      1});
   add_op_case(suite, {"matmul",
                       {Op::Matmul},
                       kFloat,

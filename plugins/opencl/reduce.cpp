@@ -5,6 +5,9 @@
 #include "opencl_backend.h"
 #include "registration.h"
 
+#include <algorithm>
+#include <string>
+
 namespace bp::opencl {
 
 namespace {
@@ -33,6 +36,40 @@ int64_t offset(const TensorRef& t) {
   return static_cast<int64_t>(t.raw().byte_offset);
 }
 
+// How many slices a reduction of `reduced` elements into `outputs` outputs
+// is split into (1: one work-group per output is enough): a few thousand
+// work-groups in all, each slice at least 16K elements.
+int64_t split(int64_t outputs, int64_t reduced) {
+  constexpr int64_t kSlice = int64_t{1} << 14, kGroups = 2048;
+  if (outputs >= kGroups / 8 || reduced < 2 * kSlice) return 1;
+  return std::max<int64_t>(1, std::min({reduced / kSlice, kGroups / outputs, int64_t{1024}}));
+}
+
+// The two passes of REDUCE_PARTS (kernels/reduce.cl), the partials in a
+// temporary buffer released when its commands are done.
+void run_in_parts(const KernelCall& c, Stream& s, const ProgramSpec& spec, const char* name,
+                  const TensorRef& out, const TensorRef& in, const Geo& outer, const Geo& inner,
+                  int64_t chunks) {
+  cl_int err = CL_SUCCESS;
+  const std::size_t groups = static_cast<std::size_t>(outer.n * chunks);
+  cl_mem part = clCreateBuffer(device(c.device()).context, CL_MEM_READ_WRITE, groups * 8, nullptr,
+                               &err);
+  BP_CL_CHECK(err);
+  struct Release {
+    cl_mem m;
+    ~Release() { clReleaseMemObject(m); }
+  } release{part};
+  const std::string base = name;
+  const cl_long n_chunks = chunks;
+  cl_kernel k1 = kernel(c.device(), spec, (base + "_part").c_str());
+  Args(k1).mem(part).mem(in.raw().data) << outer << inner << n_chunks;
+  const std::size_t l = fit_local(k1, c.device(), default_local(c.device()));
+  launch(s, k1, groups * l, l);
+  cl_kernel k2 = kernel(c.device(), spec, (base + "_final").c_str());
+  Args(k2).mem(out.raw().data).mem(part) << outer << n_chunks;
+  launch(s, k2, static_cast<std::size_t>(outer.n));
+}
+
 // Walks for a reduction of `in` into `out` (same rank): outer over out's
 // shape (operands out, in), inner over the reduced dims of in, given by
 // `reduced` (operands as listed in `inner_ops`: in, or out and in).
@@ -53,6 +90,11 @@ void run(const KernelCall& c, const ProgramSpec& spec, const char* name, const T
                                           {esize(out), esize(in)}, {0, 0})
                                   : plain(nd, inner_shape.data(), {in.strides()}, {esize(in)}, {0});
   if (outer.n == 0) return;
+  const int64_t chunks = split(outer.n, inner.n);
+  if (!inner_has_out && chunks > 1 && std::string(name).find("arg") == std::string::npos) {
+    run_in_parts(c, s, spec, name, out, in, outer, inner, chunks);
+    return;
+  }
   cl_kernel k = kernel(c.device(), spec, name);
   Args(k).mem(out.raw().data).mem(in.raw().data) << outer << inner << s.errors;
   const std::size_t l = fit_local(k, c.device(), group_size(c.device(), inner.n));

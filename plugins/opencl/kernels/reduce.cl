@@ -44,6 +44,53 @@ REDUCE(prod, (A_C)1, ACC_MUL)
 REDUCE(max_, A_LOWEST, ACC_MAX)
 REDUCE(min_, A_HIGHEST, ACC_MIN)
 
+// Large reductions into few outputs in two passes: `chunks` work-groups per
+// output each fold one slice of the reduced elements into `part` (the
+// accumulator's type), then one work-item per output folds its partials in
+// order. Without this a sum of 64M elements into one output would run on
+// one work-group.
+#define REDUCE_PARTS(name, IDENT, COMBINE)                                      \
+  __kernel void name##_part(__global uchar *part, __global const uchar *x, Geo outer,  \
+                            Geo inner, long chunks) {                             \
+    __local A_C buf[MAX_LOCAL];                                                 \
+    const long gi = get_group_id(0);                                            \
+    const int lid = get_local_id(0), L = get_local_size(0);                     \
+    const long oi = gi / chunks, ci = gi - oi * chunks;                         \
+    if (oi >= outer.n) return;                                                  \
+    const long per = (inner.n + chunks - 1) / chunks;                           \
+    const long begin = ci * per, end = min(inner.n, begin + per);               \
+    long po[4], q[4];                                                           \
+    geo_offsets(&outer, oi, 2, po);                                             \
+    A_C acc = IDENT;                                                            \
+    for (long j = begin + lid; j < end; j += L) {                               \
+      geo_offsets(&inner, j, 1, q);                                             \
+      acc = COMBINE(acc, (A_C)T_LOAD(x + po[1] + q[0]));                        \
+    }                                                                           \
+    buf[lid] = acc;                                                             \
+    barrier(CLK_LOCAL_MEM_FENCE);                                               \
+    for (int s = L / 2; s > 0; s >>= 1) {                                       \
+      if (lid < s) buf[lid] = COMBINE(buf[lid], buf[lid + s]);                  \
+      barrier(CLK_LOCAL_MEM_FENCE);                                             \
+    }                                                                           \
+    if (lid == 0) ((__global A_C *)part)[gi] = buf[0];                          \
+  }                                                                             \
+  __kernel void name##_final(__global uchar *o, __global const uchar *part, Geo outer, \
+                             long chunks) {                                     \
+    const long oi = get_global_id(0);                                           \
+    if (oi >= outer.n) return;                                                  \
+    long po[4];                                                                 \
+    geo_offsets(&outer, oi, 2, po);                                             \
+    __global const A_C *p = (__global const A_C *)part + oi * chunks;           \
+    A_C acc = IDENT;                                                            \
+    for (long c = 0; c < chunks; ++c) acc = COMBINE(acc, p[c]);                 \
+    O_STORE(o + po[0], (O_C)acc);                                               \
+  }
+
+REDUCE_PARTS(sum, (A_C)0, ACC_ADD)
+REDUCE_PARTS(prod, (A_C)1, ACC_MUL)
+REDUCE_PARTS(max_, A_LOWEST, ACC_MAX)
+REDUCE_PARTS(min_, A_HIGHEST, ACC_MIN)
+
 // v beats best: NaN counts as maximal (argmax) and minimal (argmin); a NaN
 // already held is never replaced.
 #define BEATS_MAX(v, best) (!((best) != (best)) && ((v) != (v) || (v) > (best)))
