@@ -4,10 +4,11 @@
 // have no unit stride, and every float16 / bfloat16 operand (computed in
 // float32, rounded once when stored), goes through a contiguous temporary
 // made by the copy kernel; so does an output CLBlast cannot write in place.
-#include <clblast_c.h>
-
+// First: it sets the OpenCL version the headers declare.
 #include "opencl_backend.h"
 #include "registration.h"
+
+#include <clblast_c.h>
 
 namespace bp::opencl {
 

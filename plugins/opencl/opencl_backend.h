@@ -3,9 +3,11 @@
 // records, events, and the launch helpers the kernel families share.
 #pragma once
 
-// OpenCL 1.2 API: what every ICD and PoCL implement (FindOpenCL may set another).
-#undef CL_TARGET_OPENCL_VERSION
+// OpenCL 1.2 API: what every ICD and PoCL implement. Include this header
+// before any other OpenCL header (clblast_c.h too), which would default it.
+#ifndef CL_TARGET_OPENCL_VERSION
 #define CL_TARGET_OPENCL_VERSION 120
+#endif
 #include <CL/cl.h>
 #include <backplane/plugin.h>
 
