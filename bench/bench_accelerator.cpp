@@ -2,8 +2,8 @@
 // and plain host code, all in the same run: add on 16M float32 (vs
 // cpu_onednn and vs the plain loop, add_16M/plain_loop), matmul 1024^2 (vs
 // cpu_onednn), tiny_add (vs cpu_onednn's), and host<->device copies of
-// 64 MiB (vs memcpy). Every timed
-// loop waits for the device, so asynchronous backends are timed honestly.
+// 64 MiB (vs memcpy). Every timed loop waits for the device, so
+// asynchronous backends are timed honestly.
 #include <backplane/backplane.h>
 #include <benchmark/benchmark.h>
 

@@ -82,7 +82,7 @@ void add_op_cases(Suite& suite) {
 
   // Large reductions into few outputs: backends that split the reduced
   // elements between work-groups or blocks (two passes) take that path here.
-  add_op_case(suite, {"sum.large", {Op::Sum, Op::Max, Op::Min}, kAll,
+  add_op_case(suite, {"reduce.large", {Op::Sum, Op::Max, Op::Min}, kAll,
                       [](Rng&, Layout, DType) {
                         Sample s;
                         s.inputs.push_back(InputSpec{{2, 40000}});

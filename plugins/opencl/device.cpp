@@ -82,7 +82,6 @@ Found find_devices() {
       d.max_work_group = device_value<size_t>(id, CL_DEVICE_MAX_WORK_GROUP_SIZE);
       const std::string ext = device_info(id, CL_DEVICE_EXTENSIONS);
       d.fp64 = ext.find("cl_khr_fp64") != std::string::npos;
-      d.fp16 = ext.find("cl_khr_fp16") != std::string::npos;
       d.correctly_rounded = (device_value<cl_device_fp_config>(id, CL_DEVICE_SINGLE_FP_CONFIG) &
                              CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
       if (!device_value<cl_bool>(id, CL_DEVICE_AVAILABLE) ||

@@ -81,7 +81,6 @@ struct Device {
   std::string name, platform_name, vendor, driver_version, version;
   uint64_t memory = 0;
   bool fp64 = false;
-  bool fp16 = false;             // cl_khr_fp16 (float16 is computed in float either way)
   bool correctly_rounded = false;  // -cl-fp32-correctly-rounded-divide-sqrt is available
   size_t max_work_group = 1;
   uint64_t max_alloc = 0;
