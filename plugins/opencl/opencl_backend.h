@@ -188,18 +188,20 @@ struct Geo {
   cl_long off[4] = {};
 };
 
-// A coalesced walk over `shape` for the operands (their own strides, each
-// operand's byte offset), the output first: dims contiguous in every
-// operand merged, the output's fastest dim innermost.
+// A coalesced walk over the output's shape for the operands (the output
+// first, the inputs broadcast to its shape): their byte strides and
+// offsets, dims contiguous in every operand merged, the output's fastest
+// dim innermost.
 Geo coalesced(const std::vector<TensorRef>& ops);
 // True when the walk is one run of consecutive elements in every operand
 // (the DENSE program variant applies): ndim 1, each stride its element size.
 bool dense(const Geo& g, const std::vector<TensorRef>& ops);
 // `spec` with the DENSE variant chosen when `g` allows it.
 ProgramSpec variant(ProgramSpec spec, const Geo& g, const std::vector<TensorRef>& ops);
-// The walk over `shape` in row-major order, dims not merged (innermost
-// first in the struct), with the operands' byte strides and offsets.
-// `strides[k]` (element strides of operand k over `shape`) and `esize[k]`.
+// A walk over `shape` in row-major order, dims not merged (so element i of
+// the walk is element i in row-major order), for operand k with element
+// strides `strides[k]` over `shape`, element size `esize[k]` and byte offset
+// `offsets[k]`.
 Geo plain(int ndim, const int64_t* shape, const std::vector<const int64_t*>& strides,
           const std::vector<int64_t>& esize, const std::vector<int64_t>& offsets);
 
@@ -232,8 +234,8 @@ void launch(Stream& s, cl_kernel k, std::size_t items, std::size_t local = 0);
 // global size depends on the group size applies it first.
 std::size_t fit_local(cl_kernel k, int32_t device, std::size_t local);
 // The scalar attribute as the kernel's R_SCALAR reads it for dtype `d`:
-// int64 for integers and bool, float bits for float16/bfloat16/float32
-// (and float64 without fp64), double bits for float64.
+// int64 for integers and bool (0 or 1), float bits for float16, bfloat16
+// and float32, double bits for float64.
 cl_long scalar_bits(const bp_scalar& s, bp_dtype d);
 // The device's element-wise work-group size.
 std::size_t default_local(int32_t device);
