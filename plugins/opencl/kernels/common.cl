@@ -8,7 +8,8 @@
 //   R_STORE(p, v)  stores v (rounded to nearest even, or v != 0 for bool)
 //   R_SCALAR(bits) a scalar attribute, passed as the bits of a long, a
 //                  float or a double (see launch.cpp)
-//   R_IS_FLOAT, R_IS_BOOL, R_SIZE
+//   R_LOWEST, R_HIGHEST   the identities of max and min (-inf, +inf for floats)
+//   R_IS_FLOAT, R_IS_BOOL, R_IS_DOUBLE, R_SIZE (bytes stored)
 // Operands travel as a buffer plus a byte offset; shapes and byte strides in
 // a struct passed by value (no device memory, no copy per launch), dims
 // innermost first.
