@@ -21,14 +21,6 @@ int64_t size_at(const TensorRef& t, int dim) {
   return t.ndim() == 0 ? 1 : t.size(dim);
 }
 
-int dim_of(const KernelCall& c, const TensorRef& t) {
-  BP_CHECK(c.attrs().num_ints >= 1, "the dim is ints[0]");
-  const int64_t dim = c.attrs().ints[0];
-  BP_CHECK(dim >= 0 && dim < std::max(t.ndim(), 1),
-           "dim " << dim << " is out of range for " << t.ndim() << " dims");
-  return static_cast<int>(dim);
-}
-
 // `t`'s strides with the one along `dim` zeroed.
 std::vector<int64_t> without(const TensorRef& t, int dim) {
   std::vector<int64_t> s(t.strides(), t.strides() + t.ndim());
@@ -44,7 +36,7 @@ void gather(const KernelCall& c) {
   OpScope scope("gather");
   check_dtype(c.device(), c.dtype());
   const TensorRef x = c.input(0), index = c.input(1), out = c.output(0);
-  const int dim = dim_of(c, x);
+  const int dim = dim_attr(c, x.ndim());
   if (out.numel() == 0) return;
   const std::vector<int64_t> xs = without(x, dim);
   const Geo g = plain(out.ndim(), out.shape(), {out.strides(), index.strides(), xs.data()},
@@ -62,7 +54,7 @@ void index_select(const KernelCall& c) {
   OpScope scope("index_select");
   check_dtype(c.device(), c.dtype());
   const TensorRef x = c.input(0), index = c.input(1), out = c.output(0);
-  const int dim = dim_of(c, x);
+  const int dim = dim_attr(c, x.ndim());
   if (out.numel() == 0) return;
   const std::vector<int64_t> xs = without(x, dim);
   const Geo g = plain(out.ndim(), out.shape(), {out.strides(), xs.data()}, {esize(out), esize(x)},
@@ -84,7 +76,7 @@ void scatter(const KernelCall& c) {
   OpScope scope("scatter");
   check_dtype(c.device(), c.dtype());
   const TensorRef index = c.input(0), src = c.input(1), out = c.output(0);
-  const int dim = dim_of(c, out);
+  const int dim = dim_attr(c, out.ndim());
   const cl_long reduce = c.attrs().num_ints > 1 ? c.attrs().ints[1] : 0;
   BP_CHECK(reduce == 0 || reduce == 1, "reduction " << reduce << " is neither 0 (none) nor 1 (add)");
   if (index.numel() == 0) return;

@@ -80,6 +80,14 @@ Geo plain(int ndim, const int64_t* shape, const std::vector<const int64_t*>& str
   return g;
 }
 
+int dim_attr(const KernelCall& c, int ndim) {
+  BP_CHECK(c.attrs().num_ints >= 1, "the dim is ints[0]");
+  const int64_t dim = c.attrs().ints[0];
+  BP_CHECK(dim >= 0 && dim < std::max(ndim, 1), "dim " << dim << " is out of range for " << ndim
+                                                        << " dims");
+  return static_cast<int>(dim);
+}
+
 void Args::set(std::size_t n, const void* p) {
   BP_CL_CHECK(clSetKernelArg(k_, i_++, n, p));
 }

@@ -205,6 +205,10 @@ ProgramSpec variant(ProgramSpec spec, const Geo& g, const std::vector<TensorRef>
 Geo plain(int ndim, const int64_t* shape, const std::vector<const int64_t*>& strides,
           const std::vector<int64_t>& esize, const std::vector<int64_t>& offsets);
 
+// The dim an op along one dim takes (ints[0]), checked against `ndim` (a
+// 0-d operand has dim 0).
+int dim_attr(const KernelCall& c, int ndim);
+
 // Sets kernel arguments in order.
 class Args {
  public:

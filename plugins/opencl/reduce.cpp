@@ -71,10 +71,12 @@ void run_in_parts(const KernelCall& c, Stream& s, const ProgramSpec& spec, const
 }
 
 // Walks for a reduction of `in` into `out` (same rank): outer over out's
-// shape (operands out, in), inner over the reduced dims of in, given by
-// `reduced` (operands as listed in `inner_ops`: in, or out and in).
+// shape (operands out, in), inner over the dims of in that `reduced` marks
+// (operand in, or out and in when `inner_has_out`: softmax writes a row).
+// `splittable`: a sum, product, max or min, which may run in two passes.
 void run(const KernelCall& c, const ProgramSpec& spec, const char* name, const TensorRef& out,
-         const TensorRef& in, const std::vector<bool>& reduced, bool inner_has_out) {
+         const TensorRef& in, const std::vector<bool>& reduced, bool inner_has_out,
+         bool splittable) {
   Stream& s = resolve(c.device(), c.stream());
   const int nd = in.ndim();
   std::vector<int64_t> outer_shape(static_cast<std::size_t>(nd)),
@@ -90,8 +92,8 @@ void run(const KernelCall& c, const ProgramSpec& spec, const char* name, const T
                                           {esize(out), esize(in)}, {0, 0})
                                   : plain(nd, inner_shape.data(), {in.strides()}, {esize(in)}, {0});
   if (outer.n == 0) return;
-  const int64_t chunks = split(outer.n, inner.n);
-  if (!inner_has_out && chunks > 1 && std::string(name).find("arg") == std::string::npos) {
+  const int64_t chunks = splittable ? split(outer.n, inner.n) : 1;
+  if (chunks > 1) {
     run_in_parts(c, s, spec, name, out, in, outer, inner, chunks);
     return;
   }
@@ -123,47 +125,35 @@ void reduce(const KernelCall& c) {
                      : c.op() == BP_OP_PROD ? "prod"
                      : c.op() == BP_OP_MAX  ? "max_"
                                             : "min_";
-  run(c, spec, name, out, in, reduced, false);
+  run(c, spec, name, out, in, reduced, false, true);
 }
 
-int along(const KernelCall& c, const TensorRef& in) {
-  BP_CHECK(c.attrs().num_ints >= 1, "the dim is ints[0]");
-  const int64_t dim = c.attrs().ints[0];
-  BP_CHECK(dim >= 0 && dim < std::max(in.ndim(), 1),
-           "dim " << dim << " is out of range for " << in.ndim() << " dims");
-  return static_cast<int>(dim);
-}
-
-void argreduce(const KernelCall& c) {
+// argmax / argmin (the output keeps the dim, of size 1) and softmax /
+// log_softmax (the output has the input's shape) along the dim ints[0].
+void along_dim(const KernelCall& c) {
   OpScope scope(bp::sdk::op_name(c.op()));
   const bp_dtype t = c.dtype();
   check_dtype(c.device(), t);
   const TensorRef in = c.input(0), out = c.output(0);
   std::vector<bool> reduced(static_cast<std::size_t>(in.ndim()));
-  if (in.ndim() > 0) reduced[static_cast<std::size_t>(along(c, in))] = true;
+  if (in.ndim() > 0) reduced[static_cast<std::size_t>(dim_attr(c, in.ndim()))] = true;
   const ProgramSpec spec{"minmax", {{"T", t}, {"O", t}, {"A", compute_of(t)}}, {}};
-  run(c, spec, c.op() == BP_OP_ARGMAX ? "argmax" : "argmin", out, in, reduced, false);
-}
-
-void softmax(const KernelCall& c) {
-  OpScope scope(bp::sdk::op_name(c.op()));
-  const bp_dtype t = c.dtype();
-  check_dtype(c.device(), t);
-  const TensorRef in = c.input(0), out = c.output(0);
-  std::vector<bool> reduced(static_cast<std::size_t>(in.ndim()));
-  if (in.ndim() > 0) reduced[static_cast<std::size_t>(along(c, in))] = true;
-  const ProgramSpec spec{"minmax", {{"T", t}, {"O", t}, {"A", compute_of(t)}}, {}};
-  run(c, spec, c.op() == BP_OP_SOFTMAX ? "softmax" : "log_softmax", out, in, reduced, true);
+  const bool softmax = c.op() == BP_OP_SOFTMAX || c.op() == BP_OP_LOG_SOFTMAX;
+  const char* name = c.op() == BP_OP_ARGMAX    ? "argmax"
+                     : c.op() == BP_OP_ARGMIN  ? "argmin"
+                     : c.op() == BP_OP_SOFTMAX ? "softmax"
+                                               : "log_softmax";
+  run(c, spec, name, out, in, reduced, softmax, false);
 }
 
 }  // namespace
 
 void register_reduce_kernels(Registrar& r) {
   for (bp_op op : {BP_OP_SUM, BP_OP_PROD, BP_OP_MAX, BP_OP_MIN}) add_kernel<reduce>(r, op, kAll);
-  add_kernel<argreduce>(r, BP_OP_ARGMAX, kAll);
-  add_kernel<argreduce>(r, BP_OP_ARGMIN, kAll);
-  add_kernel<softmax>(r, BP_OP_SOFTMAX, kFloating);
-  add_kernel<softmax>(r, BP_OP_LOG_SOFTMAX, kFloating);
+  add_kernel<along_dim>(r, BP_OP_ARGMAX, kAll);
+  add_kernel<along_dim>(r, BP_OP_ARGMIN, kAll);
+  add_kernel<along_dim>(r, BP_OP_SOFTMAX, kFloating);
+  add_kernel<along_dim>(r, BP_OP_LOG_SOFTMAX, kFloating);
 }
 
 }  // namespace bp::opencl

@@ -25,21 +25,8 @@ typedef struct {
   long off[4];           // byte offset of each operand's first element
 } Geo;
 
-// Byte offsets of element i (in the walk's order) of the first k operands.
-inline void geo_offsets(const Geo* g, long i, int k, long* out) {
-  for (int o = 0; o < k; ++o) out[o] = g->off[o];
-  for (int d = 0; d < g->ndim; ++d) {
-    long r = i;
-    if (d + 1 < g->ndim) {
-      const long q = i / g->size[d];
-      r = i - q * g->size[d];
-      i = q;
-    }
-    for (int o = 0; o < k; ++o) out[o] += r * g->st[o][d];
-  }
-}
-
-// As geo_offsets, also returning the coordinate along dim `sdim`.
+// Byte offsets of element i (in the walk's order) of the first k operands;
+// returns the coordinate along dim `sdim` (none when it is -1).
 inline long geo_offsets_at(const Geo* g, long i, int k, long* out, long sdim) {
   long coord = 0;
   for (int o = 0; o < k; ++o) out[o] = g->off[o];
@@ -54,6 +41,10 @@ inline long geo_offsets_at(const Geo* g, long i, int k, long* out, long sdim) {
     for (int o = 0; o < k; ++o) out[o] += r * g->st[o][d];
   }
   return coord;
+}
+
+inline void geo_offsets(const Geo* g, long i, int k, long* out) {
+  geo_offsets_at(g, i, k, out, -1);
 }
 
 inline float bf16_to_float(ushort b) { return as_float(((uint)b) << 16); }
