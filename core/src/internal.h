@@ -349,6 +349,13 @@ void remove_named_kernels(int backend);
 // kernel declined the call).
 Tensor run_override(std::string_view name, const std::vector<Tensor>& inputs,
                     const std::vector<OpAttr>& attrs);
+// For an op whose gradient the core defines itself (conv2d and its
+// backward): runs the backend's "core::<name>" into `outputs` (allocated by
+// the caller) whether or not a gradient is being recorded (the inputs are
+// passed detached), unless a CompositeOnlyGuard is alive. False when the
+// composite must run: no override for the dtype, or the kernel declined.
+bool run_kernel_override(std::string_view name, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& outputs, const std::vector<OpAttr>& attrs);
 
 // The functions and objects a shared library exports (its ELF dynamic
 // symbols); raises bp::Error when the file cannot be read as ELF.

@@ -411,6 +411,15 @@ const std::vector<CompositeOverride>& overridable_composites() {
       {"core::silu", "(Tensor x) -> Tensor", "out = x * sigmoid(x)"},
       {"core::layer_norm", "(Tensor x, Tensor weight, Tensor bias, int normalized_dims, float eps) -> Tensor",
        "layer_norm over the last normalized_dims dims of x, weight and bias given (of those dims)"},
+      {"core::conv2d",
+       "(Tensor x, Tensor weight, Tensor bias, int stride_h, int stride_w, int pad_h, int pad_w, "
+       "int dilation_h, int dilation_w, int groups) -> Tensor",
+       "conv2d (NCHW) into a caller-allocated output; bias always given (zeros when the call has none); "
+       "runs with or without a gradient recorded"},
+      {"core::conv2d_backward",
+       "(Tensor grad_out, Tensor x, Tensor weight, int stride_h, int stride_w, int pad_h, int pad_w, "
+       "int dilation_h, int dilation_w, int groups) -> (Tensor, Tensor)",
+       "conv2d's gradients for the input and the weight (outputs of x's and weight's shapes)"},
   };
   return table;
 }
@@ -445,6 +454,17 @@ Tensor run_override(std::string_view name, const std::vector<Tensor>& inputs,
   const Tensor& x = inputs[0];
   Tensor out = make_empty(x.sizes(), x.dtype(), x);
   return run_named(name, *found, inputs, {out}, attrs, true) ? out : Tensor();
+}
+
+bool run_kernel_override(std::string_view name, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& outputs, const std::vector<OpAttr>& attrs) {
+  if (t_composite_only) return false;
+  const std::optional<Found> found = find_for(name, inputs[0]);
+  if (!found) return false;
+  std::vector<Tensor> in;
+  for (const Tensor& t : inputs) in.push_back(t.detach());
+  NoGradGuard no_grad;  // the caller records the op; the kernel computes it
+  return run_named(name, *found, in, outputs, attrs, true);
 }
 
 }  // namespace detail

@@ -1,0 +1,198 @@
+// The CNN layers against PyTorch 1.13 (NN-4): fixed float64 inputs, the
+// outputs and gradients PyTorch gives for them (nn_fixtures.inc, written by
+// conformance/fixtures/nn_reference.py, which says how the inputs are made),
+// on the device under test, through the backend's kernels and through the
+// composites.
+#include <backplane/conformance.h>
+#include <backplane/nn_ops.h>
+
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "case_checks.h"
+
+namespace bp::conformance {
+
+namespace {
+
+struct Fixture {
+  const char* name;
+  std::vector<std::vector<double>> outputs;
+  std::vector<std::vector<double>> grads;
+};
+
+const std::vector<Fixture>& fixtures() {
+  static const std::vector<Fixture> f = {
+#include "nn_fixtures.inc"
+  };
+  return f;
+}
+
+const Fixture& fixture(const std::string& name) {
+  for (const Fixture& f : fixtures())
+    if (name == f.name) return f;
+  throw InternalError("no fixture named " + name);
+}
+
+int64_t numel_of(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  return n;
+}
+
+// v[i] = 1.5 sin(0.37 i + phase), squared + 0.5 when positive: as the script makes them.
+Tensor vals(const Context& ctx, const std::vector<int64_t>& shape, double phase, bool positive = false) {
+  std::vector<double> v(static_cast<std::size_t>(numel_of(shape)));
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const double x = 1.5 * std::sin(0.37 * static_cast<double>(i) + phase);
+    v[i] = positive ? x * x + 0.5 : x;
+  }
+  return from_vector(v, IntArrayRef(shape), ctx.options(DType::Float64));
+}
+
+Tensor weights_like(const Tensor& out) {
+  std::vector<double> u(static_cast<std::size_t>(out.numel()));
+  for (std::size_t i = 0; i < u.size(); ++i) u[i] = std::sin(0.11 * static_cast<double>(i) + 0.5);
+  return from_vector(u, out.sizes(), TensorOptions(DType::Float64).device(out.device()));
+}
+
+Tensor ints(const Context& ctx, const std::vector<int64_t>& v, const std::vector<int64_t>& shape) {
+  return from_vector(v, IntArrayRef(shape), ctx.options(DType::Int64));
+}
+
+struct In {
+  Tensor t;
+  bool grad;
+};
+
+struct TorchCase {
+  const char* name;
+  std::function<std::vector<In>(const Context&)> inputs;
+  std::function<std::vector<Tensor>(const Context&, const std::vector<Tensor>&)> run;
+};
+
+void check(const Context& ctx, const TorchCase& c) {
+  const Fixture& f = fixture(c.name);
+  for (bool composite : {false, true}) {
+    std::optional<CompositeOnlyGuard> guard;
+    if (composite) guard.emplace();
+    const char* path = composite ? "the composite" : "the backend's path";
+    std::vector<In> in = c.inputs(ctx);
+    std::vector<Tensor> args, leaves;
+    for (In& i : in) {
+      if (i.grad) {
+        i.t.requires_grad_();
+        leaves.push_back(i.t);
+      }
+      args.push_back(i.t);
+    }
+    const std::vector<Tensor> outs = c.run(ctx, args);
+    BP_EXPECT_EQ(outs.size(), f.outputs.size(), c.name, " outputs, ", path);
+    for (std::size_t k = 0; k < outs.size(); ++k)
+      expect_close(outs[k].detach().to(DType::Float64), f.outputs[k], 1e-9, 1e-10,
+                   (std::string(c.name) + " output " + std::to_string(k) + ", " + path).c_str(), __FILE__,
+                   __LINE__);
+    (outs[0] * weights_like(outs[0])).sum().backward();
+    BP_EXPECT_EQ(leaves.size(), f.grads.size(), c.name, " gradients");
+    for (std::size_t k = 0; k < leaves.size(); ++k) {
+      const Tensor g = leaves[k].grad();
+      BP_EXPECT(g.defined(), c.name, ": input ", k, " got no gradient (", path, ")");
+      expect_close(g, f.grads[k], 1e-9, 1e-10,
+                   (std::string(c.name) + " gradient " + std::to_string(k) + ", " + path).c_str(), __FILE__,
+                   __LINE__);
+    }
+  }
+}
+
+const std::vector<TorchCase>& cases() {
+  using V = std::vector<Tensor>;
+  using I = std::vector<In>;
+  static const std::vector<TorchCase> c = {
+      {"conv2d.basic",
+       [](const Context& x) { return I{{vals(x, {2, 3, 5, 5}, 0), true}, {vals(x, {4, 3, 3, 3}, 1), true},
+                                       {vals(x, {4}, 2), true}}; },
+       [](const Context&, const V& a) { return V{conv2d(a[0], a[1], a[2], 1, 1)}; }},
+      {"conv2d.groups_dilation",
+       [](const Context& x) { return I{{vals(x, {1, 4, 7, 6}, 0.3), true}, {vals(x, {6, 2, 3, 2}, 1.1), true}}; },
+       [](const Context&, const V& a) { return V{conv2d(a[0], a[1], Tensor(), {2, 1}, {1, 2}, {2, 1}, 2)}; }},
+      {"conv2d.unbatched_stride",
+       [](const Context& x) { return I{{vals(x, {2, 6, 6}, 0.7), true}, {vals(x, {3, 2, 2, 2}, 0.2), true},
+                                       {vals(x, {3}, 0.9), true}}; },
+       [](const Context&, const V& a) { return V{conv2d(a[0], a[1], a[2], 2)}; }},
+      {"max_pool2d.ceil_padding", [](const Context& x) { return I{{vals(x, {1, 2, 5, 6}, 0.4), true}}; },
+       [](const Context&, const V& a) {
+         auto [y, i] = max_pool2d_with_indices(a[0], 3, 2, 1, 1, true);
+         return V{y, i};
+       }},
+      {"max_pool2d.dilation", [](const Context& x) { return I{{vals(x, {2, 1, 6, 6}, 0.8), true}}; },
+       [](const Context&, const V& a) {
+         auto [y, i] = max_pool2d_with_indices(a[0], 2, 1, 0, 2, false);
+         return V{y, i};
+       }},
+      {"avg_pool2d.exclude_pad", [](const Context& x) { return I{{vals(x, {1, 2, 5, 5}, 0.6), true}}; },
+       [](const Context&, const V& a) { return V{avg_pool2d(a[0], 3, 2, 1, true, false)}; }},
+      {"avg_pool2d.include_pad", [](const Context& x) { return I{{vals(x, {1, 2, 5, 5}, 0.6), true}}; },
+       [](const Context&, const V& a) { return V{avg_pool2d(a[0], 3, 2, 1, true, true)}; }},
+      {"adaptive_avg_pool2d", [](const Context& x) { return I{{vals(x, {1, 2, 7, 5}, 1.3), true}}; },
+       [](const Context&, const V& a) { return V{adaptive_avg_pool2d(a[0], {3, 2})}; }},
+      {"batch_norm.training",
+       [](const Context& x) { return I{{vals(x, {3, 2, 2, 2}, 0.5), true}, {vals(x, {2}, 0.3), true},
+                                       {vals(x, {2}, 0.9), true}}; },
+       [](const Context& x, const V& a) {
+         Tensor rm = vals(x, {2}, 0.1), rv = vals(x, {2}, 0.2, true);
+         Tensor y = batch_norm(a[0], rm, rv, a[1], a[2], true, 0.2, 1e-5);
+         return V{y, rm, rv};
+       }},
+      {"batch_norm.eval",
+       [](const Context& x) { return I{{vals(x, {3, 2, 2, 2}, 0.5), true}, {vals(x, {2}, 0.3), true},
+                                       {vals(x, {2}, 0.9), true}}; },
+       [](const Context& x, const V& a) {
+         return V{batch_norm(a[0], vals(x, {2}, 0.1), vals(x, {2}, 0.2, true), a[1], a[2], false)};
+       }},
+      {"group_norm",
+       [](const Context& x) { return I{{vals(x, {2, 6, 2, 3}, 0.2), true}, {vals(x, {6}, 0.4), true},
+                                       {vals(x, {6}, 0.8), true}}; },
+       [](const Context&, const V& a) { return V{group_norm(a[0], 3, a[1], a[2], 1e-5)}; }},
+      {"cross_entropy.weight_ignore_smoothing",
+       [](const Context& x) { return I{{vals(x, {4, 5}, 0.1), true}, {vals(x, {5}, 0.5, true), false}}; },
+       [](const Context& x, const V& a) {
+         return V{cross_entropy(a[0], ints(x, {1, 0, 4, 2}, {4}), a[1], 2, Reduction::Mean, 0.1)};
+       }},
+      {"cross_entropy.spatial_none", [](const Context& x) { return I{{vals(x, {2, 3, 2, 2}, 0.7), true}}; },
+       [](const Context& x, const V& a) {
+         return V{cross_entropy(a[0], ints(x, {0, 2, 1, 1, 2, 0, 0, 1}, {2, 2, 2}), Tensor(), -100,
+                                Reduction::None)};
+       }},
+      {"nll_loss.sum", [](const Context& x) { return I{{vals(x, {4, 5}, 0.2), true}}; },
+       [](const Context& x, const V& a) {
+         return V{nll_loss(a[0], ints(x, {1, 0, 4, 2}, {4}), Tensor(), -100, Reduction::Sum)};
+       }},
+      {"mse_loss",
+       [](const Context& x) { return I{{vals(x, {3, 4}, 0.1), true}, {vals(x, {3, 4}, 1.0), true}}; },
+       [](const Context&, const V& a) { return V{mse_loss(a[0], a[1])}; }},
+      {"binary_cross_entropy_with_logits",
+       [](const Context& x) {
+         return I{{vals(x, {3, 4}, 0.3) * 20, true}, {vals(x, {3, 4}, 1.2, true) / 3, false},
+                  {vals(x, {4}, 0.2, true), false}};
+       },
+       [](const Context&, const V& a) {
+         return V{binary_cross_entropy_with_logits(a[0], a[1].clamp(0, 1), Tensor(), a[2], Reduction::None)};
+       }},
+      {"embedding.padding_idx", [](const Context& x) { return I{{vals(x, {4, 3}, 0.5), true}}; },
+       [](const Context& x, const V& a) { return V{embedding(ints(x, {0, 1, 3, 1, 2, 0}, {3, 2}), a[0], 1)}; }},
+  };
+  return c;
+}
+
+}  // namespace
+
+void add_nn_torch_cases(Suite& suite) {
+  for (const TorchCase& c : cases()) {
+    const TorchCase* p = &c;
+    suite.add({std::string("nn.torch.") + c.name, {"NN-4"}, "nn", [p](const Context& ctx) { check(ctx, *p); }});
+  }
+}
+
+}  // namespace bp::conformance
