@@ -27,6 +27,15 @@ inline constexpr int64_t kInplaceElems = int64_t{1} << 20;
 inline constexpr int64_t kBatch = 64;
 inline constexpr int64_t kWidth = 256;
 
+// The CNN benchmarks: conv2d 3x3, kConvC -> kConvO channels, padding 1, on
+// a kConvN x kConvC x kConvHW x kConvHW input; a ResNet basic block of
+// kBlockC channels on a batch of kBlockN.
+inline constexpr int64_t kConvN = 32, kConvC = 64, kConvO = 192, kConvHW = 56;
+inline constexpr int64_t kConvFlops = 2 * kConvN * kConvO * kConvHW * kConvHW * kConvC * 9;
+inline constexpr int64_t kBlockN = 8, kBlockC = 64;
+// Registers them (bench_nn.cpp).
+void register_nn_benchmarks();
+
 // Registers the */<backend> device benchmarks when the selected backend is not
 // the default CPU one; returns its name (empty when none).
 std::string register_device_benchmarks();

@@ -57,9 +57,55 @@ void mlp_step_libtorch(benchmark::State& state) {
   }
 }
 
+void conv_fwd_libtorch(benchmark::State& state) {
+  at::NoGradGuard no_grad;
+  at::manual_seed(0);
+  const at::Tensor x = at::randn({kConvN, kConvC, kConvHW, kConvHW}), w = at::randn({kConvO, kConvC, 3, 3});
+  const at::Tensor b = at::randn({kConvO});
+  for (auto _ : state) {
+    at::Tensor y = at::conv2d(x, w, b, 1, 1);
+    benchmark::DoNotOptimize(y.unsafeGetTensorImpl());
+  }
+}
+
+void conv_fwd_bwd_libtorch(benchmark::State& state) {
+  at::manual_seed(0);
+  at::Tensor x = at::randn({kConvN, kConvC, kConvHW, kConvHW}).set_requires_grad(true);
+  at::Tensor w = at::randn({kConvO, kConvC, 3, 3}).set_requires_grad(true);
+  at::Tensor b = at::randn({kConvO}).set_requires_grad(true);
+  const at::Tensor g = at::randn({kConvN, kConvO, kConvHW, kConvHW});
+  for (auto _ : state) {
+    for (at::Tensor* p : {&x, &w, &b}) p->mutable_grad() = at::Tensor();
+    at::conv2d(x, w, b, 1, 1).backward(g);
+    benchmark::DoNotOptimize(w.grad().unsafeGetTensorImpl());
+  }
+}
+
+void resnet_block_libtorch(benchmark::State& state) {
+  at::manual_seed(0);
+  const at::Tensor x = at::randn({kBlockN, kBlockC, kConvHW, kConvHW});
+  at::Tensor w1 = (at::randn({kBlockC, kBlockC, 3, 3}) * 0.05).detach().set_requires_grad(true);
+  at::Tensor w2 = (at::randn({kBlockC, kBlockC, 3, 3}) * 0.05).detach().set_requires_grad(true);
+  at::Tensor g1 = at::ones({kBlockC}).set_requires_grad(true), b1 = at::zeros({kBlockC}).set_requires_grad(true);
+  at::Tensor g2 = at::ones({kBlockC}).set_requires_grad(true), b2 = at::zeros({kBlockC}).set_requires_grad(true);
+  at::Tensor rm1 = at::zeros({kBlockC}), rv1 = at::ones({kBlockC}), rm2 = at::zeros({kBlockC}),
+             rv2 = at::ones({kBlockC});
+  for (auto _ : state) {
+    for (at::Tensor* p : {&w1, &w2, &g1, &b1, &g2, &b2}) p->mutable_grad() = at::Tensor();
+    at::Tensor h = at::relu(at::batch_norm(at::conv2d(x, w1, {}, 1, 1), g1, b1, rm1, rv1, true, 0.1, 1e-5, false));
+    at::Tensor y = at::relu(at::batch_norm(at::conv2d(h, w2, {}, 1, 1), g2, b2, rm2, rv2, true, 0.1, 1e-5, false) + x);
+    y.sum().backward();
+    benchmark::DoNotOptimize(w1.grad().unsafeGetTensorImpl());
+  }
+}
+
 }  // namespace
 
 void register_libtorch_benchmarks() {
+  for (auto [name, fn] : {std::pair{"conv2d_fwd/libtorch", &conv_fwd_libtorch},
+                          std::pair{"conv2d_fwd_bwd/libtorch", &conv_fwd_bwd_libtorch},
+                          std::pair{"resnet_block/libtorch", &resnet_block_libtorch}})
+    benchmark::RegisterBenchmark(name, fn)->UseRealTime()->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("tiny_add_grad/libtorch", tiny_add_grad_libtorch);
   benchmark::RegisterBenchmark("mlp_step/libtorch", mlp_step_libtorch)->UseRealTime();
   benchmark::RegisterBenchmark("tiny_add/libtorch", tiny_add_libtorch);

@@ -178,6 +178,7 @@ void register_benchmarks() {
   benchmark::RegisterBenchmark("add_alpha_1M/fixed", add_alpha_1M, false)->UseRealTime();
   benchmark::RegisterBenchmark("tiny_add_grad/backplane", tiny_add_grad_backplane);
   benchmark::RegisterBenchmark("mlp_step/backplane", mlp_step_backplane)->UseRealTime();
+  register_nn_benchmarks();
 #ifdef BACKPLANE_BENCH_WITH_LIBTORCH
   register_libtorch_benchmarks();
 #endif
@@ -252,6 +253,26 @@ void print_ratio(const RatioReporter& r, const char* label, const char* num, con
               100.0 / ratio);
 }
 
+// Speed of `num` relative to `den` (den's time / num's time: 1 is as fast,
+// above 1 faster), with both throughputs for `flops` per iteration.
+void print_speed(const RatioReporter& r, const char* label, const char* num, const char* den,
+                 double flops) {
+  const Result* n = r.find(num);
+  const Result* d = r.find(den);
+  if (n == nullptr || d == nullptr) {
+    std::printf("  %-30s n/a (%s not run)\n", label, n == nullptr ? num : den);
+    return;
+  }
+  const double speed = d->seconds_per_iter / n->seconds_per_iter;
+  if (flops > 0)
+    std::printf("  %-30s %.3f of its speed  (%.1f vs %.1f GFLOP/s; %.1f vs %.1f ms)\n", label, speed,
+                flops / n->seconds_per_iter / 1e9, flops / d->seconds_per_iter / 1e9, n->seconds_per_iter * 1e3,
+                d->seconds_per_iter * 1e3);
+  else
+    std::printf("  %-30s %.3f of its speed  (%.1f vs %.1f ms)\n", label, speed, n->seconds_per_iter * 1e3,
+                d->seconds_per_iter * 1e3);
+}
+
 }  // namespace
 }  // namespace bp::bench
 
@@ -298,6 +319,21 @@ int main(int argc, char** argv) {
   print_ratio(reporter, "add_16M backplane/libtorch", "add_16M/backplane", "add_16M/libtorch",
               true);
 #endif
+  {
+    using bp::bench::print_speed;
+    const double f = static_cast<double>(bp::bench::kConvFlops);
+    print_speed(reporter, "conv2d_fwd vs oneDNN direct", "conv2d_fwd/backplane", "conv2d_fwd/onednn", f);
+    print_speed(reporter, "conv2d_fwd vs oneDNN compute", "conv2d_fwd/backplane", "conv2d_fwd/onednn_compute",
+                f);
+    print_speed(reporter, "conv2d_fwd_bwd vs oneDNN", "conv2d_fwd_bwd/backplane", "conv2d_fwd_bwd/onednn",
+                3 * f);
+#ifdef BACKPLANE_BENCH_WITH_LIBTORCH
+    print_speed(reporter, "conv2d_fwd vs libtorch", "conv2d_fwd/backplane", "conv2d_fwd/libtorch", f);
+    print_speed(reporter, "conv2d_fwd_bwd vs libtorch", "conv2d_fwd_bwd/backplane", "conv2d_fwd_bwd/libtorch",
+                3 * f);
+    print_speed(reporter, "resnet_block vs libtorch", "resnet_block/backplane", "resnet_block/libtorch", 0);
+#endif
+  }
   if (!device_backend.empty()) {
     // Bandwidth of the add against that of a device-to-device copy.
     const std::string add = "add_64M/" + device_backend, copy = "copy_64M/" + device_backend;

@@ -1,7 +1,8 @@
 // Host memory: 64-byte aligned for large buffers (a cache line, and what
 // AVX-512 loads want), plain malloc for small ones that ask for no more than
 // its natural 16 (aligned_alloc takes glibc's slow memalign path, which
-// dominated the cost of a tiny op), with the statistics memory_stats reports.
+// dominated the cost of a tiny op), a few recently freed blocks of 4 MiB and
+// up kept for reuse, with the statistics memory_stats reports.
 #include <cstdlib>
 #include <new>
 
@@ -16,6 +17,10 @@ std::size_t rounded_size(std::size_t nbytes, std::size_t alignment) {
 constexpr std::size_t kMallocAlignment = 16;
 // The alignment a block of `nbytes` is rounded to, also used on deallocate.
 std::size_t block_alignment(std::size_t nbytes) { return nbytes >= 512 ? 64 : kMallocAlignment; }
+constexpr std::size_t kLargeBlock = std::size_t{4} << 20;
+constexpr std::size_t kLargeStep = std::size_t{2} << 20;
+constexpr std::size_t kCachedBlocks = 8;
+constexpr std::size_t kCachedBytes = std::size_t{1} << 30;
 std::size_t effective_alignment(std::size_t alignment, std::size_t nbytes) {
   std::size_t a = block_alignment(nbytes);
   while (a < alignment) a <<= 1;  // aligned_alloc needs a power of two
@@ -58,11 +63,41 @@ HostAllocator::Counters& HostAllocator::local() {
   return *e.counters;
 }
 
+HostAllocator::~HostAllocator() {
+  for (const Cached& b : cache_) std::free(b.ptr);
+}
+
 void* HostAllocator::allocate(std::size_t nbytes, std::size_t alignment) {
   const std::size_t a = effective_alignment(alignment, nbytes);
-  const std::size_t n = rounded_size(nbytes == 0 ? 1 : nbytes, a);
-  void* p = a <= kMallocAlignment ? std::malloc(n) : std::aligned_alloc(a, n);
-  if (p == nullptr) throw std::bad_alloc();
+  std::size_t n = rounded_size(nbytes == 0 ? 1 : nbytes, a);
+  void* p = nullptr;
+  if (n >= kLargeBlock && a <= 4096) {
+    n = rounded_size(n, kLargeStep);
+    std::lock_guard lock(cache_mu_);
+    for (std::size_t i = 0; i < cache_.size(); ++i)
+      if (cache_[i].size == n) {
+        p = cache_[i].ptr;
+        cached_bytes_ -= n;
+        cache_.erase(cache_.begin() + static_cast<std::ptrdiff_t>(i));
+        break;
+      }
+  }
+  if (p == nullptr) {
+    p = a <= kMallocAlignment ? std::malloc(n) : std::aligned_alloc(a, n);
+    if (p == nullptr) {
+      // Give the cached blocks back and try once more.
+      std::vector<Cached> drop;
+      {
+        std::lock_guard lock(cache_mu_);
+        drop.swap(cache_);
+        cached_bytes_ = 0;
+      }
+      for (const Cached& b : drop) std::free(b.ptr);
+      p = a <= kMallocAlignment ? std::malloc(n) : std::aligned_alloc(a, n);
+    }
+    if (p == nullptr) throw std::bad_alloc();
+    system_allocs_.fetch_add(1, std::memory_order_relaxed);
+  }
   Counters& c = local();
   add(c.allocated, static_cast<int64_t>(nbytes));
   add(c.reserved, static_cast<int64_t>(n));
@@ -72,14 +107,24 @@ void* HostAllocator::allocate(std::size_t nbytes, std::size_t alignment) {
 
 void HostAllocator::deallocate(void* ptr, std::size_t nbytes) {
   if (ptr == nullptr) return;
-  std::free(ptr);
   // The alignment is not passed back; the size decides it for every caller
   // that asks for no more than the default, so the reserved figure is exact
   // for them and close for the rest.
   const std::size_t n = nbytes == 0 ? 1 : nbytes;
+  std::size_t block = rounded_size(n, block_alignment(n));
   Counters& c = local();
   add(c.allocated, -static_cast<int64_t>(nbytes));
-  add(c.reserved, -static_cast<int64_t>(rounded_size(n, block_alignment(n))));
+  if (block >= kLargeBlock) {
+    block = rounded_size(block, kLargeStep);
+    std::lock_guard lock(cache_mu_);
+    if (cache_.size() < kCachedBlocks && cached_bytes_ + block <= kCachedBytes) {
+      cache_.push_back({ptr, block});  // still reserved
+      cached_bytes_ += block;
+      return;
+    }
+  }
+  add(c.reserved, -static_cast<int64_t>(block));
+  std::free(ptr);
 }
 
 void HostAllocator::stats(bp_memory_stats& out) const {
@@ -98,9 +143,9 @@ void HostAllocator::stats(bp_memory_stats& out) const {
   if (BP_HAS_FIELD(&out, bp_memory_stats, reserved_bytes))
     out.reserved_bytes = static_cast<uint64_t>(reserved);
   if (BP_HAS_FIELD(&out, bp_memory_stats, num_allocs)) out.num_allocs = static_cast<uint64_t>(allocs);
-  // No caching: every allocation goes to the system allocator.
+  // Large blocks come from the cache when one of their size was freed.
   if (BP_HAS_FIELD(&out, bp_memory_stats, num_system_allocs))
-    out.num_system_allocs = static_cast<uint64_t>(allocs);
+    out.num_system_allocs = static_cast<uint64_t>(system_allocs_.load(std::memory_order_relaxed));
 }
 
 }  // namespace bp::cpu

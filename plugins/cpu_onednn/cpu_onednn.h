@@ -326,6 +326,10 @@ using bp::sdk::TensorDesc;
 // Aligned host memory with running statistics.
 class HostAllocator {
  public:
+  HostAllocator() = default;
+  HostAllocator(const HostAllocator&) = delete;
+  HostAllocator& operator=(const HostAllocator&) = delete;
+  ~HostAllocator();
   void* allocate(std::size_t nbytes, std::size_t alignment);
   void deallocate(void* ptr, std::size_t nbytes);
   void stats(bp_memory_stats& out) const;
@@ -348,6 +352,19 @@ class HostAllocator {
   const uint64_t serial_ = next_serial_.fetch_add(1, std::memory_order_relaxed);
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Counters>> threads_;  // kept after a thread exits
+
+  // Large blocks (kLargeBlock and up, in 2 MiB steps) freed recently, kept
+  // for the next request of the same size: a fresh one costs a page fault
+  // per 4 KiB on first touch (10 ms for the 77 MB output of a large
+  // convolution). At most kCachedBlocks blocks and kCachedBytes in all.
+  struct Cached {
+    void* ptr;
+    std::size_t size;
+  };
+  mutable std::mutex cache_mu_;
+  std::vector<Cached> cache_;
+  std::size_t cached_bytes_ = 0;
+  std::atomic<int64_t> system_allocs_{0};
 };
 
 // ---------------------------------------------------------------------------
@@ -366,5 +383,6 @@ void register_argreduce_kernels(Registrar& r);
 void register_softmax_kernels(Registrar& r);
 void register_index_kernels(Registrar& r);
 void register_random_kernels(Registrar& r);
+void register_conv_kernels(Registrar& r);  // conv.cpp: core::conv2d, core::conv2d_backward
 
 }  // namespace bp::cpu

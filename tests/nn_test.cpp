@@ -1,0 +1,114 @@
+// The CNN layers on the default backend (cpu_onednn): which path conv2d
+// takes (oneDNN's kernels for float32, forward and backward, the composite
+// for float64 or under CompositeOnlyGuard), and small cases whose values are
+// worked out by hand in the comments.
+#include <backplane/backplane.h>
+#include <backplane/debug.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+
+namespace {
+
+using bp::DType;
+using bp::Tensor;
+
+bool reached(const bp::debug::KernelRecording& rec, const std::string& op) {
+  const auto k = rec.kernels();
+  return std::any_of(k.begin(), k.end(), [&](const bp::debug::ReachedKernel& r) { return r.op == op; });
+}
+
+Tensor iota(std::vector<int64_t> shape, DType dt = DType::Float32) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  return bp::arange(0, n, 1, bp::TensorOptions(dt)).reshape(bp::IntArrayRef(shape));
+}
+
+TEST(Conv2d, Float32RunsOnednnKernelsForwardAndBackward) {
+  Tensor x = bp::randn({2, 8, 9, 9}).requires_grad_();
+  Tensor w = bp::randn({16, 8, 3, 3}).requires_grad_();
+  bp::debug::KernelRecording rec;
+  Tensor y = bp::conv2d(x, w, Tensor(), 1, 1);
+  y.sum().backward();
+  // The composite is a matmul of columns: oneDNN's convolution needs none.
+  EXPECT_FALSE(reached(rec, "matmul"));
+  ASSERT_TRUE(x.grad().defined());
+  ASSERT_TRUE(w.grad().defined());
+  EXPECT_EQ(x.grad().sizes().size(), 4u);
+}
+
+TEST(Conv2d, CompositeRunsForFloat64AndUnderTheGuard) {
+  {
+    bp::debug::KernelRecording rec;
+    bp::conv2d(bp::randn({1, 2, 5, 5}, bp::TensorOptions(DType::Float64)),
+               bp::randn({3, 2, 3, 3}, bp::TensorOptions(DType::Float64)));
+    EXPECT_TRUE(reached(rec, "matmul"));
+  }
+  bp::CompositeOnlyGuard guard;
+  bp::debug::KernelRecording rec;
+  bp::conv2d(bp::randn({1, 2, 5, 5}), bp::randn({3, 2, 3, 3}));
+  EXPECT_TRUE(reached(rec, "matmul"));
+}
+
+TEST(Conv2d, OnesKernelSumsWindows) {
+  // x = 0..15 as 4x4; a 2x2 kernel of ones, stride 2: each output is the sum
+  // of one 2x2 block: 0+1+4+5 = 10, 2+3+6+7 = 18, 8+9+12+13 = 42, 10+11+14+15 = 50;
+  // bias 1 adds 1. Every input element is in exactly one window: grad 1.
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    Tensor x = iota({1, 1, 4, 4}, dt).requires_grad_();
+    const Tensor w = bp::ones({1, 1, 2, 2}, bp::TensorOptions(dt));
+    const Tensor b = bp::ones({1}, bp::TensorOptions(dt));
+    Tensor y = bp::conv2d(x, w, b, 2);
+    EXPECT_EQ(y.to_vector<double>(), (std::vector<double>{11, 19, 43, 51}));
+    y.sum().backward();
+    EXPECT_EQ(x.grad().to_vector<double>(), std::vector<double>(16, 1.0));
+  }
+}
+
+TEST(Pooling, MaxAndAvgByHand) {
+  // 0..15 as 4x4, 2x2 windows, stride 2: the maxima are each block's
+  // bottom-right element (5, 7, 13, 15), at those positions; the means are
+  // 2.5, 4.5, 10.5, 12.5.
+  Tensor x = iota({1, 1, 4, 4}).requires_grad_();
+  auto [m, i] = bp::max_pool2d_with_indices(x, 2);
+  EXPECT_EQ(m.to_vector<double>(), (std::vector<double>{5, 7, 13, 15}));
+  EXPECT_EQ(i.to_vector<int64_t>(), (std::vector<int64_t>{5, 7, 13, 15}));
+  m.sum().backward();
+  std::vector<double> g(16, 0.0);
+  for (int k : {5, 7, 13, 15}) g[static_cast<std::size_t>(k)] = 1;
+  EXPECT_EQ(x.grad().to_vector<double>(), g);
+  EXPECT_EQ(bp::avg_pool2d(x, 2).to_vector<double>(), (std::vector<double>{2.5, 4.5, 10.5, 12.5}));
+  EXPECT_EQ(bp::adaptive_avg_pool2d(x, 1).to_vector<double>(), (std::vector<double>{7.5}));
+}
+
+TEST(Losses, CrossEntropyOfUniformLogitsIsLogC) {
+  // Equal logits over 4 classes: every class has probability 1/4, loss log 4.
+  const Tensor logits = bp::zeros({3, 4});
+  const Tensor target = bp::tensor({0, 3, 1});
+  EXPECT_NEAR(bp::cross_entropy(logits, target).item<double>(), std::log(4.0), 1e-6);
+  // Ignoring one target averages over the other two: still log 4; ignoring
+  // every target leaves nothing to average: 0/0, NaN (as PyTorch).
+  EXPECT_NEAR(bp::cross_entropy(logits, target, Tensor(), 3).item<double>(), std::log(4.0), 1e-6);
+  EXPECT_TRUE(std::isnan(bp::cross_entropy(logits, bp::tensor({3, 3, 3}), Tensor(), 3).item<double>()));
+  EXPECT_NEAR(bp::mse_loss(bp::ones({2, 2}), bp::zeros({2, 2})).item<double>(), 1.0, 0);
+}
+
+TEST(BatchNorm, UpdatesRunningStatsInPlace) {
+  // One channel holding 1, 3 (mean 2, biased var 1, unbiased var 2), momentum 0.5:
+  // running_mean 0 -> 1, running_var 1 -> 1.5; the version counters move.
+  const Tensor x = bp::tensor({{1.0}, {3.0}}, DType::Float32);
+  Tensor rm = bp::zeros({1}), rv = bp::ones({1});
+  const uint32_t v0 = rm.version();
+  const Tensor y = bp::batch_norm(x, rm, rv, Tensor(), Tensor(), true, 0.5, 0);
+  EXPECT_EQ(y.to_vector<double>(), (std::vector<double>{-1, 1}));
+  EXPECT_EQ(rm.to_vector<double>(), (std::vector<double>{1}));
+  EXPECT_EQ(rv.to_vector<double>(), (std::vector<double>{1.5}));
+  EXPECT_GT(rm.version(), v0);
+}
+
+}  // namespace
