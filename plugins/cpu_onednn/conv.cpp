@@ -3,7 +3,7 @@
 // memory formats (blocked, for the vector units); the caller's NCHW tensors
 // (any strides) are reordered into them and the results back. A convolution
 // oneDNN does not implement natively is declined, and the core's composite
-// runs.
+// runs; so is one whose operands' layout oneDNN cannot describe.
 #include "cpu_onednn.h"
 
 namespace bp::cpu {
@@ -90,7 +90,7 @@ dnnl::convolution_forward::primitive_desc forward_pd(const memory::desc& src, co
                              "composite runs");
 }
 
-void conv2d_kernel(const KernelCall& c) {
+void conv2d_forward(const KernelCall& c) {
   const TensorRef x = c.input(0), w = c.input(1), b = c.input(2), out = c.output(0);
   const ConvParams p(c.attrs());
   const memory::desc xs = user_md(x), ws = weight_md(w, p.groups), bs = user_md(b), ys = user_md(out);
@@ -112,7 +112,7 @@ void conv2d_kernel(const KernelCall& c) {
 }
 
 // Gradients of the input (backward data) and of the weight (backward weights).
-void conv2d_backward_kernel(const KernelCall& c) {
+void conv2d_backward(const KernelCall& c) {
   const TensorRef g = c.input(0), x = c.input(1), w = c.input(2), gx = c.output(0), gw = c.output(1);
   const ConvParams p(c.attrs());
   const memory::desc gs = user_md(g), xs = user_md(x), ws = weight_md(w, p.groups);
@@ -147,6 +147,23 @@ void conv2d_backward_kernel(const KernelCall& c) {
   dnnl::convolution_backward_weights(weights_pd).execute(
       s, {{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_WEIGHTS, dw}});
   finish(dw, gws, gw.base());
+}
+
+// oneDNN refuses some layouts (stride 0, overlapping strides) in a memory
+// descriptor: those calls go to the composite too.
+void conv2d_kernel(const KernelCall& c) {
+  try {
+    conv2d_forward(c);
+  } catch (const dnnl::error&) {
+    decline("core::conv2d");
+  }
+}
+void conv2d_backward_kernel(const KernelCall& c) {
+  try {
+    conv2d_backward(c);
+  } catch (const dnnl::error&) {
+    decline("core::conv2d_backward");
+  }
 }
 
 }  // namespace
