@@ -327,6 +327,9 @@ int main(int argc, char** argv) {
                 f);
     print_speed(reporter, "conv2d_fwd_bwd vs oneDNN", "conv2d_fwd_bwd/backplane", "conv2d_fwd_bwd/onednn",
                 3 * f);
+    print_speed(reporter, "conv2d_fwd vs the composite", "conv2d_fwd/backplane", "conv2d_fwd/composite", f);
+    print_speed(reporter, "conv2d_fwd_bwd vs the composite", "conv2d_fwd_bwd/backplane",
+                "conv2d_fwd_bwd/composite", 3 * f);
 #ifdef BACKPLANE_BENCH_WITH_LIBTORCH
     print_speed(reporter, "conv2d_fwd vs libtorch", "conv2d_fwd/backplane", "conv2d_fwd/libtorch", f);
     print_speed(reporter, "conv2d_fwd_bwd vs libtorch", "conv2d_fwd_bwd/backplane", "conv2d_fwd_bwd/libtorch",

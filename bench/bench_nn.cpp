@@ -7,11 +7,14 @@
 // oneDNN direct is what a program holding NCHW tensors writes: primitives
 // that choose their own (blocked) memory formats, the reorders into and out
 // of them each call, as the backend does. conv2d_fwd/onednn_compute shows
-// the convolution alone, its operands already in oneDNN's formats.
+// the convolution alone, its operands already in oneDNN's formats;
+// */composite the core's composite (the path of a backend without a
+// convolution kernel). With --backend, the Backplane side runs there.
 #include <backplane/backplane.h>
 #include <benchmark/benchmark.h>
 
 #include <oneapi/dnnl/dnnl.hpp>
+#include <optional>
 #include <vector>
 
 #include "bench_common.h"
@@ -23,27 +26,45 @@ using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
-void conv_fwd_backplane(benchmark::State& state) {
+// Waits for the default device's work: an asynchronous backend (--backend
+// cuda) is timed to the end of its kernels.
+void sync() {
+  const Device d = default_device();
+  PluginLoader::instance().by_id(d.backend)->synchronize(d.index);
+}
+
+// Through the backend's kernels, or (composite) the core's composite.
+void conv_fwd_backplane(benchmark::State& state, bool composite) {
   NoGradGuard no_grad;
+  std::optional<CompositeOnlyGuard> guard;
+  if (composite) guard.emplace();
   manual_seed(0);
   const Tensor x = randn({kConvN, kConvC, kConvHW, kConvHW}), w = randn({kConvO, kConvC, 3, 3});
   const Tensor b = randn({kConvO});
+  conv2d(x, w, b, 1, 1);  // warm-up: a backend may choose its algorithm on the first call
+  sync();
   for (auto _ : state) {
     Tensor y = conv2d(x, w, b, 1, 1);
+    sync();
     benchmark::DoNotOptimize(y.impl());
   }
   state.SetItemsProcessed(state.iterations() * kConvFlops);
 }
 
-void conv_fwd_bwd_backplane(benchmark::State& state) {
+void conv_fwd_bwd_backplane(benchmark::State& state, bool composite) {
+  std::optional<CompositeOnlyGuard> guard;
+  if (composite) guard.emplace();
   manual_seed(0);
   Tensor x = randn({kConvN, kConvC, kConvHW, kConvHW}).requires_grad_();
   Tensor w = randn({kConvO, kConvC, 3, 3}).requires_grad_();
   Tensor b = randn({kConvO}).requires_grad_();
   const Tensor g = randn({kConvN, kConvO, kConvHW, kConvHW});
+  conv2d(x, w, b, 1, 1).backward(g);  // warm-up
+  sync();
   for (auto _ : state) {
     for (Tensor* p : {&x, &w, &b}) p->set_grad(Tensor());
     conv2d(x, w, b, 1, 1).backward(g);
+    sync();
     benchmark::DoNotOptimize(w.grad().impl());
   }
   state.SetItemsProcessed(state.iterations() * 3 * kConvFlops);
@@ -158,11 +179,20 @@ void resnet_block_backplane(benchmark::State& state) {
   Tensor g1 = ones({kBlockC}).requires_grad_(), b1 = zeros({kBlockC}).requires_grad_();
   Tensor g2 = ones({kBlockC}).requires_grad_(), b2 = zeros({kBlockC}).requires_grad_();
   Tensor rm1 = zeros({kBlockC}), rv1 = ones({kBlockC}), rm2 = zeros({kBlockC}), rv2 = ones({kBlockC});
+  bool warm = false;
   for (auto _ : state) {
+    if (!warm) {  // the first pass chooses algorithms: not timed
+      state.PauseTiming();
+      relu(batch_norm(conv2d(x, w1, Tensor(), 1, 1), rm1, rv1, g1, b1, true)).sum().backward();
+      sync();
+      state.ResumeTiming();
+      warm = true;
+    }
     for (Tensor* p : {&w1, &w2, &g1, &b1, &g2, &b2}) p->set_grad(Tensor());
     Tensor h = relu(batch_norm(conv2d(x, w1, Tensor(), 1, 1), rm1, rv1, g1, b1, true));
     Tensor y = relu(batch_norm(conv2d(h, w2, Tensor(), 1, 1), rm2, rv2, g2, b2, true) + x);
     y.sum().backward();
+    sync();
     benchmark::DoNotOptimize(w1.grad().impl());
   }
 }
@@ -170,13 +200,18 @@ void resnet_block_backplane(benchmark::State& state) {
 }  // namespace
 
 void register_nn_benchmarks() {
-  for (auto [name, fn] : {std::pair{"conv2d_fwd/backplane", &conv_fwd_backplane},
-                          std::pair{"conv2d_fwd/onednn", &conv_fwd_onednn},
-                          std::pair{"conv2d_fwd/onednn_compute", &conv_fwd_onednn_compute},
-                          std::pair{"conv2d_fwd_bwd/backplane", &conv_fwd_bwd_backplane},
-                          std::pair{"conv2d_fwd_bwd/onednn", &conv_fwd_bwd_onednn},
-                          std::pair{"resnet_block/backplane", &resnet_block_backplane}})
-    benchmark::RegisterBenchmark(name, fn)->UseRealTime()->Unit(benchmark::kMillisecond);
+  auto add = [](const char* name, auto fn, auto... args) {
+    benchmark::RegisterBenchmark(name, fn, args...)->UseRealTime()->Unit(benchmark::kMillisecond);
+  };
+  add("conv2d_fwd/backplane", conv_fwd_backplane, false);
+  add("conv2d_fwd/composite", conv_fwd_backplane, true);
+  add("conv2d_fwd_bwd/backplane", conv_fwd_bwd_backplane, false);
+  add("conv2d_fwd_bwd/composite", conv_fwd_bwd_backplane, true);
+  add("resnet_block/backplane", resnet_block_backplane);
+  // oneDNN on the host: the baseline of the CPU backend.
+  add("conv2d_fwd/onednn", conv_fwd_onednn);
+  add("conv2d_fwd/onednn_compute", conv_fwd_onednn_compute);
+  add("conv2d_fwd_bwd/onednn", conv_fwd_bwd_onednn);
 }
 
 }  // namespace bp::bench

@@ -312,5 +312,6 @@ void register_softmax_kernels(Registrar& r);
 void register_matmul_kernels(Registrar& r);
 void register_index_kernels(Registrar& r);
 void register_random_kernels(Registrar& r);
+void register_conv_kernels(Registrar& r);  // conv.cpp: core::conv2d and its backward on cuDNN
 
 }  // namespace bp::cuda

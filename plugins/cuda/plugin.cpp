@@ -79,6 +79,7 @@ class CudaPlugin final : public bp::sdk::Plugin {
     register_matmul_kernels(r);
     register_index_kernels(r);
     register_random_kernels(r);
+    register_conv_kernels(r);
   }
 
   // Memory. Handles are device pointers; offsets are added here.

@@ -1,0 +1,268 @@
+// core::conv2d and core::conv2d_backward on cuDNN (float32 and float64, FMA
+// math: no TF32 rounding), each problem's algorithm measured on its first
+// call. cuDNN is loaded at run time (libcudnn.so.9, from
+// the CUDA toolkit's library directory or the loader's path): where it is
+// missing, or refuses a layout, the kernels decline and the core's
+// composite (cuBLAS matmuls) runs, so the plugin loads and works without it.
+#include <cudnn.h>
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "cuda_backend.h"
+
+namespace bp::cuda {
+
+namespace {
+
+// The entry points used, resolved once.
+#define BP_CUDNN_FUNCTIONS(X)                                                                              \
+  X(cudnnCreate) X(cudnnSetStream) X(cudnnGetErrorString) X(cudnnCreateTensorDescriptor)                  \
+  X(cudnnDestroyTensorDescriptor) X(cudnnSetTensor4dDescriptorEx) X(cudnnCreateFilterDescriptor)           \
+  X(cudnnDestroyFilterDescriptor) X(cudnnSetFilter4dDescriptor) X(cudnnCreateConvolutionDescriptor)        \
+  X(cudnnDestroyConvolutionDescriptor) X(cudnnSetConvolution2dDescriptor) X(cudnnSetConvolutionGroupCount) \
+  X(cudnnSetConvolutionMathType) X(cudnnFindConvolutionForwardAlgorithm) X(cudnnConvolutionForward)      \
+  X(cudnnAddTensor) X(cudnnFindConvolutionBackwardDataAlgorithm) X(cudnnConvolutionBackwardData)         \
+  X(cudnnFindConvolutionBackwardFilterAlgorithm) X(cudnnConvolutionBackwardFilter)
+
+struct Cudnn {
+#define BP_CUDNN_FIELD(name) decltype(&::name) name = nullptr;
+  BP_CUDNN_FUNCTIONS(BP_CUDNN_FIELD)
+#undef BP_CUDNN_FIELD
+  std::string missing;  // why it is not usable ("" when it is)
+};
+
+const Cudnn& cudnn() {
+  static const Cudnn* lib = [] {
+    auto* c = new Cudnn();  // never unloaded: handles live until exit
+    void* h = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
+    if (h == nullptr) h = dlopen("/usr/local/cuda/lib64/libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
+    if (h == nullptr) {
+      const char* e = dlerror();
+      c->missing = std::string("cuDNN 9 not found (") + (e ? e : "dlopen failed") + ")";
+      return c;
+    }
+#define BP_CUDNN_LOAD(name)                                                  \
+  c->name = reinterpret_cast<decltype(&::name)>(dlsym(h, #name));            \
+  if (c->name == nullptr && c->missing.empty()) c->missing = "cuDNN lacks " #name;
+    BP_CUDNN_FUNCTIONS(BP_CUDNN_LOAD)
+#undef BP_CUDNN_LOAD
+    return c;
+  }();
+  return *lib;
+}
+
+// Declines the call (the composite runs) when cuDNN cannot take it.
+#define BP_CUDNN_TRY(expr)                                                                      \
+  do {                                                                                          \
+    const cudnnStatus_t bp_st_ = (expr);                                                        \
+    if (bp_st_ != CUDNN_STATUS_SUCCESS)                                                         \
+      BP_UNSUPPORTED(#expr << ": " << cudnn().cudnnGetErrorString(bp_st_) << "; the composite runs"); \
+  } while (0)
+// A failure once work is queued is an error.
+#define BP_CUDNN_CHECK(expr)                                                                    \
+  do {                                                                                          \
+    const cudnnStatus_t bp_st_ = (expr);                                                        \
+    if (bp_st_ != CUDNN_STATUS_SUCCESS)                                                         \
+      throw std::runtime_error(std::string("[") + current_op() + "] " #expr " failed: " +       \
+                               cudnn().cudnnGetErrorString(bp_st_));                            \
+  } while (0)
+
+// One handle per thread and device, pointed at the call's stream each time.
+cudnnHandle_t handle_for(const Stream& s) {
+  thread_local std::array<cudnnHandle_t, kMaxDevices> handles{};
+  cudnnHandle_t& h = handles[static_cast<std::size_t>(s.device)];
+  if (h == nullptr) BP_CUDNN_TRY(cudnn().cudnnCreate(&h));
+  BP_CUDNN_TRY(cudnn().cudnnSetStream(h, s.handle));
+  return h;
+}
+
+// RAII descriptors.
+struct TensorDesc {
+  cudnnTensorDescriptor_t d = nullptr;
+  TensorDesc(cudnnDataType_t type, const TensorRef& t) {
+    BP_CUDNN_TRY(cudnn().cudnnCreateTensorDescriptor(&d));
+    BP_CUDNN_TRY(cudnn().cudnnSetTensor4dDescriptorEx(
+        d, type, static_cast<int>(t.size(0)), static_cast<int>(t.size(1)), static_cast<int>(t.size(2)),
+        static_cast<int>(t.size(3)), static_cast<int>(t.stride(0)), static_cast<int>(t.stride(1)),
+        static_cast<int>(t.stride(2)), static_cast<int>(t.stride(3))));
+  }
+  // A [C] bias as [1, C, 1, 1].
+  TensorDesc(cudnnDataType_t type, int64_t c, int64_t stride) {
+    BP_CUDNN_TRY(cudnn().cudnnCreateTensorDescriptor(&d));
+    BP_CUDNN_TRY(cudnn().cudnnSetTensor4dDescriptorEx(d, type, 1, static_cast<int>(c), 1, 1,
+                                                      static_cast<int>(c * stride), static_cast<int>(stride),
+                                                      1, 1));
+  }
+  ~TensorDesc() {
+    if (d) cudnn().cudnnDestroyTensorDescriptor(d);
+  }
+};
+
+struct FilterDesc {
+  cudnnFilterDescriptor_t d = nullptr;
+  FilterDesc(cudnnDataType_t type, const TensorRef& w) {
+    if (!w.is_contiguous()) BP_UNSUPPORTED("a weight that is not contiguous (cuDNN takes packed filters)");
+    BP_CUDNN_TRY(cudnn().cudnnCreateFilterDescriptor(&d));
+    BP_CUDNN_TRY(cudnn().cudnnSetFilter4dDescriptor(d, type, CUDNN_TENSOR_NCHW, static_cast<int>(w.size(0)),
+                                                    static_cast<int>(w.size(1)), static_cast<int>(w.size(2)),
+                                                    static_cast<int>(w.size(3))));
+  }
+  ~FilterDesc() {
+    if (d) cudnn().cudnnDestroyFilterDescriptor(d);
+  }
+};
+
+struct ConvDesc {
+  cudnnConvolutionDescriptor_t d = nullptr;
+  ConvDesc(cudnnDataType_t type, const bp_attrs& a) {
+    BP_CUDNN_TRY(cudnn().cudnnCreateConvolutionDescriptor(&d));
+    BP_CUDNN_TRY(cudnn().cudnnSetConvolution2dDescriptor(
+        d, static_cast<int>(a.ints[2]), static_cast<int>(a.ints[3]), static_cast<int>(a.ints[0]),
+        static_cast<int>(a.ints[1]), static_cast<int>(a.ints[4]), static_cast<int>(a.ints[5]),
+        CUDNN_CROSS_CORRELATION, type));
+    BP_CUDNN_TRY(cudnn().cudnnSetConvolutionGroupCount(d, static_cast<int>(a.ints[6])));
+    BP_CUDNN_TRY(cudnn().cudnnSetConvolutionMathType(d, CUDNN_FMA_MATH));
+  }
+  ~ConvDesc() {
+    if (d) cudnn().cudnnDestroyConvolutionDescriptor(d);
+  }
+};
+
+cudnnDataType_t data_type(bp_dtype d) {
+  if (d == BP_DTYPE_FLOAT32) return CUDNN_DATA_FLOAT;
+  if (d == BP_DTYPE_FLOAT64) return CUDNN_DATA_DOUBLE;
+  BP_UNSUPPORTED("not implemented for " << bp::sdk::dtype_name(d));
+}
+
+// The algorithm of each problem (direction, dtype, device, shapes and
+// strides, attributes): the fastest that cuDNN measures within the
+// workspace limit, found on the problem's first call (cudnnFind*, which
+// times each candidate, as PyTorch's cudnn.benchmark) and kept.
+constexpr std::size_t kMaxWorkspace = std::size_t{1} << 30;
+using ProblemKey = std::array<int64_t, 48>;
+struct Choice {
+  int algo;
+  std::size_t workspace;
+};
+
+ProblemKey problem_key(int direction, const KernelCall& c, const TensorRef& a, const TensorRef& b,
+                       const TensorRef& out) {
+  ProblemKey k{};
+  std::size_t i = 0;
+  k[i++] = direction;
+  k[i++] = a.dtype();
+  k[i++] = c.device();
+  for (const TensorRef* t : {&a, &b, &out})
+    for (int d = 0; d < 4; ++d) {
+      k[i++] = t->size(d);
+      k[i++] = t->stride(d);
+    }
+  for (int n = 0; n < 7; ++n) k[i++] = c.attrs().ints[n];
+  return k;
+}
+
+template <class Perf, class Find>
+Choice choose(const ProblemKey& key, Find find) {
+  static std::mutex mu;
+  static auto* chosen = new std::map<ProblemKey, Choice>();  // never destroyed: used until exit
+  {
+    std::lock_guard lock(mu);
+    if (auto it = chosen->find(key); it != chosen->end()) return it->second;
+  }
+  Perf perf[16];
+  int n = 0;
+  BP_CUDNN_TRY(find(16, &n, perf));
+  for (int i = 0; i < n; ++i)
+    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= kMaxWorkspace) {
+      const Choice c{static_cast<int>(perf[i].algo), perf[i].memory};
+      std::lock_guard lock(mu);
+      chosen->emplace(key, c);
+      return c;
+    }
+  BP_UNSUPPORTED("cuDNN has no algorithm for this convolution; the composite runs");
+}
+
+// 1 and 0 in the call's dtype, as cuDNN's scaling factors.
+struct Scale {
+  double d1 = 1, d0 = 0;
+  float f1 = 1, f0 = 0;
+  bool f64;
+  explicit Scale(cudnnDataType_t t) : f64(t == CUDNN_DATA_DOUBLE) {}
+  const void* one() const { return f64 ? static_cast<const void*>(&d1) : &f1; }
+  const void* zero() const { return f64 ? static_cast<const void*>(&d0) : &f0; }
+};
+
+void require_cudnn() {
+  if (!cudnn().missing.empty()) BP_UNSUPPORTED(cudnn().missing << "; the composite runs");
+}
+
+void conv2d_kernel(const KernelCall& c) {
+  require_cudnn();
+  const TensorRef x = c.input(0), w = c.input(1), b = c.input(2), out = c.output(0);
+  const cudnnDataType_t type = data_type(x.dtype());
+  Stream& s = prepare(c);
+  const cudnnHandle_t h = handle_for(s);
+  const TensorDesc xd(type, x), yd(type, out), bd(type, b.size(0), b.stride(0));
+  const FilterDesc wd(type, w);
+  const ConvDesc cd(type, c.attrs());
+  const Choice ch = choose<cudnnConvolutionFwdAlgoPerf_t>(problem_key(0, c, x, w, out), [&](int req, int* n, auto* p) {
+    return cudnn().cudnnFindConvolutionForwardAlgorithm(h, xd.d, wd.d, cd.d, yd.d, req, n, p);
+  });
+  const std::size_t ws_bytes = std::max<std::size_t>(ch.workspace, 1);
+  Scratch ws(s, ws_bytes);
+  const Scale k(type);
+  const void* one = k.one();
+  const void* zero = k.zero();
+  BP_CUDNN_CHECK(cudnn().cudnnConvolutionForward(h, one, xd.d, x.base(), wd.d, w.base(), cd.d, static_cast<cudnnConvolutionFwdAlgo_t>(ch.algo), ws.get(),
+                                                 ws_bytes, zero, yd.d, out.base()));
+  BP_CUDNN_CHECK(cudnn().cudnnAddTensor(h, one, bd.d, b.base(), one, yd.d, out.base()));
+}
+
+void conv2d_backward_kernel(const KernelCall& c) {
+  require_cudnn();
+  const TensorRef g = c.input(0), x = c.input(1), w = c.input(2), gx = c.output(0), gw = c.output(1);
+  const cudnnDataType_t type = data_type(x.dtype());
+  Stream& s = prepare(c);
+  const cudnnHandle_t h = handle_for(s);
+  const TensorDesc gd(type, g), xd(type, x), gxd(type, gx);
+  const FilterDesc wd(type, w), gwd(type, gw);
+  const ConvDesc cd(type, c.attrs());
+  const Choice dc = choose<cudnnConvolutionBwdDataAlgoPerf_t>(problem_key(1, c, g, w, gx), [&](int req, int* n, auto* p) {
+    return cudnn().cudnnFindConvolutionBackwardDataAlgorithm(h, wd.d, gd.d, cd.d, gxd.d, req, n, p);
+  });
+  const Choice fc = choose<cudnnConvolutionBwdFilterAlgoPerf_t>(problem_key(2, c, g, x, gw), [&](int req, int* n, auto* p) {
+    return cudnn().cudnnFindConvolutionBackwardFilterAlgorithm(h, xd.d, gd.d, cd.d, gwd.d, req, n, p);
+  });
+  const std::size_t ws_bytes = std::max<std::size_t>({dc.workspace, fc.workspace, 1});
+  Scratch ws(s, ws_bytes);
+  const Scale k(type);
+  const void* one = k.one();
+  const void* zero = k.zero();
+  BP_CUDNN_CHECK(cudnn().cudnnConvolutionBackwardData(h, one, wd.d, w.base(), gd.d, g.base(), cd.d, static_cast<cudnnConvolutionBwdDataAlgo_t>(dc.algo),
+                                                      ws.get(), ws_bytes, zero, gxd.d, gx.base()));
+  BP_CUDNN_CHECK(cudnn().cudnnConvolutionBackwardFilter(h, one, xd.d, x.base(), gd.d, g.base(), cd.d,
+                                                        static_cast<cudnnConvolutionBwdFilterAlgo_t>(fc.algo), ws.get(), ws_bytes, zero, gwd.d,
+                                                        gw.base()));
+}
+
+}  // namespace
+
+void register_conv_kernels(Registrar& r) {
+  if (!r.has_named_ops()) return;
+  r.add_named<&conv2d_kernel>("core::conv2d",
+                              "(Tensor x, Tensor weight, Tensor bias, int stride_h, int stride_w, int pad_h, "
+                              "int pad_w, int dilation_h, int dilation_w, int groups) -> Tensor",
+                              {BP_DTYPE_FLOAT32, BP_DTYPE_FLOAT64}, BP_ORIGIN);
+  r.add_named<&conv2d_backward_kernel>(
+      "core::conv2d_backward",
+      "(Tensor grad_out, Tensor x, Tensor weight, int stride_h, int stride_w, int pad_h, int pad_w, "
+      "int dilation_h, int dilation_w, int groups) -> (Tensor, Tensor)",
+      {BP_DTYPE_FLOAT32, BP_DTYPE_FLOAT64}, BP_ORIGIN);
+}
+
+}  // namespace bp::cuda
