@@ -79,7 +79,12 @@ std::optional<Op> primitive(OpKind k) {
     case K::LogSoftmax:
       return Op::LogSoftmax;
     case K::Matmul:
+    case K::Conv2d:  // a matmul of its windows, on the composite path
       return Op::Matmul;
+    case K::AvgPool2d:
+      return Op::Sum;
+    case K::MaxPool2d:
+      return Op::Max;
     default:
       return std::nullopt;
   }

@@ -209,6 +209,9 @@ OpStep random_op(Rng& g, const GenConfig& config, OpKind kind, DType primary, bo
     case OpClass::Matmul:
       add(domain_for(kind, divides));
       break;
+    case OpClass::Nn:
+      if (kind == K::Conv2d) add(Domain::Any);  // the weight
+      break;
     case OpClass::Where:
       add(Domain::Any);
       add(Domain::Any);
@@ -348,7 +351,7 @@ Case generate(uint64_t seed, uint64_t index, const GenConfig& config) {
       const auto kinds = c.kind == CaseKind::Op ? ops_of(OpClass::Unary, OpClass::Binary)
                                                 : ops_of(OpClass::Inplace);
       auto more = ops_of(OpClass::Reduce, OpClass::Where);
-      auto mm = ops_of(OpClass::Matmul);
+      auto mm = ops_of(OpClass::Matmul, OpClass::Nn);
       std::vector<Weighted<OpKind>> all = kinds;
       if (c.kind == CaseKind::Op) {
         all.insert(all.end(), more.begin(), more.end());

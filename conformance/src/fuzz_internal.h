@@ -11,6 +11,7 @@
 #pragma once
 
 #include <backplane/conformance/fuzz.h>
+#include <backplane/nn_ops.h>
 
 #include <array>
 #include <optional>
@@ -137,6 +138,10 @@ enum class OpKind : uint8_t {
   Softmax,
   LogSoftmax,
   Matmul,
+  // CNN layers on an NCHW primary (conv2d's weight is the other operand)
+  Conv2d,
+  MaxPool2d,
+  AvgPool2d,
   // in place
   AddI,
   SubI,
@@ -165,7 +170,7 @@ enum class OpKind : uint8_t {
 };
 inline constexpr int kNumOpKinds = static_cast<int>(OpKind::IntResult) + 1;
 
-enum class OpClass : uint8_t { Unary, Binary, Where, Reduce, Matmul, Inplace, Read, IntResult };
+enum class OpClass : uint8_t { Unary, Binary, Where, Reduce, Matmul, Nn, Inplace, Read, IntResult };
 
 struct OpInfo {
   OpKind kind;

@@ -60,6 +60,9 @@ const OpInfo kOps[kNumOpKinds] = {
     {K::Softmax, "softmax", C::Reduce, kFloat, true},
     {K::LogSoftmax, "log_softmax", C::Reduce, kFloat, true},
     {K::Matmul, "matmul", C::Matmul, kFloat, true},
+    {K::Conv2d, "conv2d", C::Nn, kFloat, true},
+    {K::MaxPool2d, "max_pool2d", C::Nn, kFloat, false},  // ties make it non-smooth
+    {K::AvgPool2d, "avg_pool2d", C::Nn, kFloat, true},
     {K::AddI, "add_", C::Inplace, kNum, true},
     {K::SubI, "sub_", C::Inplace, kNum, true},
     {K::MulI, "mul_", C::Inplace, kAll, true},
@@ -387,6 +390,31 @@ ResolvedOp resolve_op(const OpStep& step, const PrimaryInfo& p) {
       if (!is_floating(compute)) return skip();
       op.terms = std::max<int64_t>(k, 1);
       op.accumulates = true;
+      break;
+    }
+    case C::Nn: {
+      // dims: kernel, stride, padding (at most half the kernel, as pooling
+      // requires), and conv2d's groups.
+      if (r != 4 || !is_floating(p.dtype)) return skip();
+      const int64_t k = 1 + step.p[0] % 3, s = 1 + step.p[1], pad = std::min<int64_t>(step.p[2] % 2, k / 2);
+      op.dims = {k, s, pad};
+      if (sizes[2] + 2 * pad < k || sizes[3] + 2 * pad < k)
+        op.error = "a kernel larger than the padded input (NN-4)";
+      if (op.kind == K::Conv2d) {
+        const int64_t c = sizes[1], groups = c > 0 && c % 2 == 0 && step.p[2] >= 3 ? 2 : 1;
+        op.dims.push_back(groups);
+        Operand spec = operand(0);
+        spec.source = Source::Fresh;
+        spec.values.dtype = p.dtype;
+        op.operands.push_back(plan_operand(spec, {groups * (1 + step.p[0] % 2), c / groups, k, k}, p));
+        op.operands[0].dtype = op.operands[0].values.dtype = p.dtype;
+        op.terms = std::max<int64_t>(c / groups * k * k, 1);
+        op.accumulates = true;
+      } else if (op.kind == K::AvgPool2d) {
+        op.terms = k * k;
+        op.accumulates = true;
+      }
+      if (p.grad && !op.error.empty()) return skip();
       break;
     }
     case C::Read:

@@ -102,6 +102,12 @@ std::vector<Tensor> run_op(const ResolvedOp& op, Tensor& t, const std::vector<Te
       return {log_softmax(t, op.dim)};
     case K::Matmul:
       return {matmul(t, o[0])};
+    case K::Conv2d:
+      return {conv2d(t, o[0], Tensor(), op.dims[1], op.dims[2], 1, op.dims[3])};
+    case K::MaxPool2d:
+      return {max_pool2d(t, op.dims[0], op.dims[1], op.dims[2])};
+    case K::AvgPool2d:
+      return {avg_pool2d(t, op.dims[0], op.dims[1], op.dims[2])};
     case K::AddI:
       if (op.scalar_other) return {t.add_(op.scalar)};
       return {op.has_alpha ? t.add_(o[0], op.alpha) : t.add_(o[0])};
@@ -213,6 +219,14 @@ std::string op_cpp(const ResolvedOp& op, const std::string& t, const std::vector
       break;
     case C::Matmul:
       os << "auto " << out << " = bp::matmul(" << t << ", " << o[0] << ");";
+      break;
+    case C::Nn:
+      if (op.kind == K::Conv2d)
+        os << "auto " << out << " = bp::conv2d(" << t << ", " << o[0] << ", bp::Tensor(), " << op.dims[1]
+           << ", " << op.dims[2] << ", 1, " << op.dims[3] << ");";
+      else
+        os << "auto " << out << " = bp::" << name << "(" << t << ", " << op.dims[0] << ", " << op.dims[1]
+           << ", " << op.dims[2] << ");";
       break;
     case C::Inplace: {
       const std::string m = name.substr(0, name.size() - 1) + "_";
