@@ -154,6 +154,7 @@ const std::vector<GradcheckSpec>& specs() {
       {"sqrt", {{{2, 3}, V::Positive}}, [](const In& x) { return sqrt(x[0]); }},
       {"sigmoid", {{{2, 3}}}, [](const In& x) { return sigmoid(x[0]); }},
       {"tanh", {{{2, 3}}}, [](const In& x) { return tanh(x[0]); }},
+      {"erf", {{{2, 3}}}, [](const In& x) { return erf(x[0]); }},
       // --- composite ops a backend may override (DV-6): the gradient is the composite's
       {"silu", {{{2, 3}}}, [](const In& x) { return silu(x[0]); }, {"AG-10", "DV-6"}},
       {"layer_norm", {{{2, 3, 4}}, {{4}}, {{4}}},

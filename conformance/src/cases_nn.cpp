@@ -190,6 +190,7 @@ void gradchecks(const Context& ctx) {
       {"group_norm", {{2, 4, 3, 1}, {4}, {4}}, [](const auto& x) { return group_norm(x[0], 2, x[1], x[2]); }},
       {"cross_entropy", {{3, 4}},
        [target](const auto& x) { return cross_entropy(x[0], target, Tensor(), 1, Reduction::Mean, 0.1); }},
+      {"gelu", {{3, 4}}, [](const auto& x) { return gelu(x[0] * 3) + gelu(x[0], true); }},
       {"binary_cross_entropy_with_logits", {{3, 4}, {3, 4}},
        [](const auto& x) { return binary_cross_entropy_with_logits(x[0] * 4, sigmoid(x[1])); }},
   };
@@ -323,6 +324,13 @@ void add_nn_cases(Suite& suite) {
   add_op_case(suite, norm_case("nn.group_norm", [](const std::vector<Tensor>& x) {
                 return Outputs{group_norm(x[0], 2, x[1], x[2]) + layer_norm(x[0], {x[0].size(-1)})};
               }));
+  add_op_case(suite, {"nn.gelu", {Op::Erf, Op::Tanh, Op::Mul}, kNnDtypes, samples::unary(),
+                      [](const OpArgs& a) {
+                        return with_grads(a, [](const std::vector<Tensor>& x) {
+                          return Outputs{gelu(x[0]) + gelu(x[0], true)};
+                        });
+                      },
+                      {Layout::Contiguous, Layout::Strided, Layout::ZeroD, Layout::Empty}, {"NN-4"}});
   add_op_case(suite, loss_case());
   add_op_case(suite, embedding_case());
   suite.add({"nn.gradcheck", {"AG-10", "NN-4"}, "nn", gradchecks});

@@ -180,6 +180,10 @@ const std::vector<TorchCase>& cases() {
        [](const Context&, const V& a) {
          return V{binary_cross_entropy_with_logits(a[0], a[1].clamp(0, 1), Tensor(), a[2], Reduction::None)};
        }},
+      {"gelu", [](const Context& x) { return I{{vals(x, {3, 5}, 0.3) * 2, true}}; },
+       [](const Context&, const V& a) { return V{gelu(a[0])}; }},
+      {"gelu.tanh", [](const Context& x) { return I{{vals(x, {3, 5}, 0.3) * 2, true}}; },
+       [](const Context&, const V& a) { return V{gelu(a[0], true)}; }},
       {"embedding.padding_idx", [](const Context& x) { return I{{vals(x, {4, 3}, 0.5), true}}; },
        [](const Context& x, const V& a) { return V{embedding(ints(x, {0, 1, 3, 1, 2, 0}, {3, 2}), a[0], 1)}; }},
   };

@@ -220,6 +220,7 @@ void add_more_op_cases(Suite& suite) {
   add_op_case(suite, unary_op("log", Op::Log, kMath, log, Domain::Positive));
   add_op_case(suite, unary_op("sqrt", Op::Sqrt, kMath, sqrt, Domain::Positive));
   add_op_case(suite, unary_op("sigmoid", Op::Sigmoid, kMath, sigmoid));
+  add_op_case(suite, unary_op("erf", Op::Erf, kMath, erf));
   add_op_case(suite, unary_op("tanh", Op::Tanh, kMath, tanh));
   add_op_case(suite, unary_op("logical_not", Op::LogicalNot, kAll, logical_not, Domain::Few));
   add_op_case(suite, {"clamp", {Op::Clamp}, kNumeric, unary(), [](const OpArgs& a) {

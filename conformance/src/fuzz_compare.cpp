@@ -38,6 +38,8 @@ std::optional<Op> primitive(OpKind k) {
     case K::Tanh:
     case K::TanhI:
       return Op::Tanh;
+    case K::Erf:
+      return Op::Erf;
     case K::Relu:
     case K::ReluI:
       return Op::Relu;

@@ -108,6 +108,7 @@ enum class OpKind : uint8_t {
   LogicalNot,
   Clamp,
   Silu,  // a composite op a backend may override (DV-6)
+  Erf,
   // binary: a tensor or a scalar other
   Add,
   Sub,

@@ -32,6 +32,7 @@ const OpInfo kOps[kNumOpKinds] = {
     {K::LogicalNot, "logical_not", C::Unary, kAll, false},
     {K::Clamp, "clamp", C::Unary, kNum, true},
     {K::Silu, "silu", C::Unary, kFloat, true},
+    {K::Erf, "erf", C::Unary, kFloat, true},
     {K::Add, "add", C::Binary, kNum, true},
     {K::Sub, "sub", C::Binary, kNum, true},
     {K::Mul, "mul", C::Binary, kAll, true},
@@ -128,6 +129,7 @@ bool floating_op(OpKind k) {
     case K::Sqrt:
     case K::Sigmoid:
     case K::Tanh:
+    case K::Erf:
     case K::ExpI:
     case K::LogI:
     case K::SqrtI:

@@ -40,6 +40,8 @@ std::vector<Tensor> run_op(const ResolvedOp& op, Tensor& t, const std::vector<Te
       return {clamp(t, op.lo, op.hi)};
     case K::Silu:
       return {silu(t)};
+    case K::Erf:
+      return {erf(t)};
     case K::Add:
       if (op.scalar_other) return {add(t, op.scalar)};
       return {op.has_alpha ? add(lhs(), rhs(), op.alpha) : add(lhs(), rhs())};

@@ -29,7 +29,7 @@ constexpr Op kTrainingF64Ops[] = {
     Op::Abs,  Op::Exp,  Op::Log,  Op::Sqrt,    Op::Sigmoid, Op::Tanh,    Op::Relu,
     Op::Pow,  Op::Sum,  Op::Max,  Op::Min,     Op::Matmul,  Op::Softmax, Op::LogSoftmax,
     Op::Where, Op::Gt,  Op::Lt,   Op::Eq,      Op::Gather,  Op::Scatter, Op::IndexSelect,
-    Op::Clamp, Op::Maximum, Op::Minimum};
+    Op::Clamp, Op::Maximum, Op::Minimum, Op::Erf};
 
 std::vector<std::pair<Op, DType>> candidates(const std::string& profile) {
   std::vector<std::pair<Op, DType>> out;

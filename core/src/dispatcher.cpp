@@ -25,6 +25,7 @@ std::string_view op_name(Op op) {
     case Op::Sqrt: return "sqrt";
     case Op::Sigmoid: return "sigmoid";
     case Op::Tanh: return "tanh";
+    case Op::Erf: return "erf";
     case Op::Clamp: return "clamp";
     case Op::LogicalNot: return "logical_not";
     case Op::Maximum: return "maximum";

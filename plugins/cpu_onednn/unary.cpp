@@ -14,7 +14,7 @@ namespace bp::cpu {
 
 namespace {
 
-enum class Un { relu, neg, abs, exp, log, sqrt, sigmoid, tanh, clamp };
+enum class Un { relu, neg, abs, exp, log, sqrt, sigmoid, tanh, erf, clamp };
 
 // The oneDNN algorithm that matches the loop closely enough, if any.
 constexpr bool dnnl_alg(Un op, dnnl::algorithm* alg) {
@@ -59,6 +59,8 @@ struct UnaryFn {
       return fn::sigmoid(x);
     } else if constexpr (Op == Un::tanh) {
       return std::tanh(x);
+    } else if constexpr (Op == Un::erf) {
+      return std::erf(x);
     } else {
       return fn::clamp(x, lo, hi);
     }
@@ -112,7 +114,8 @@ void unary_kernel(const KernelCall& c) {
   bp::sdk::visit_dtype(dt, [&](auto tag) {
     using T = decltype(tag);
     constexpr bool float_only =
-        Op == Un::exp || Op == Un::log || Op == Un::sqrt || Op == Un::sigmoid || Op == Un::tanh;
+        Op == Un::exp || Op == Un::log || Op == Un::sqrt || Op == Un::sigmoid || Op == Un::tanh ||
+        Op == Un::erf;
     if constexpr (std::is_same_v<T, bool> || (float_only && !std::is_floating_point_v<T>)) {
       bp::sdk::unsupported(c, dt);
     } else {
@@ -162,6 +165,7 @@ void register_unary_kernels(Registrar& r) {
   r.add<&unary_kernel<Un::sqrt>>(BP_OP_SQRT, kFloatDtypes, BP_ORIGIN);
   r.add<&unary_kernel<Un::sigmoid>>(BP_OP_SIGMOID, kFloatDtypes, BP_ORIGIN);
   r.add<&unary_kernel<Un::tanh>>(BP_OP_TANH, kFloatDtypes, BP_ORIGIN);
+  r.add<&unary_kernel<Un::erf>>(BP_OP_ERF, kFloatDtypes, BP_ORIGIN);
   r.add<&unary_kernel<Un::clamp>>(BP_OP_CLAMP, kNumericDtypes, BP_ORIGIN);
   r.add<&logical_not_kernel>(BP_OP_LOGICAL_NOT, kAllDtypes, BP_ORIGIN);
   if (r.has_named_ops())

@@ -10,7 +10,7 @@ namespace bp::cuda {
 
 namespace {
 
-enum UnaryKind : int { kNeg, kAbs, kExp, kLog, kSqrt, kSigmoid, kTanh, kClamp, kRelu };
+enum UnaryKind : int { kNeg, kAbs, kExp, kLog, kSqrt, kSigmoid, kTanh, kErf, kClamp, kRelu };
 
 UnaryKind unary_kind(bp_op op) {
   switch (op) {
@@ -28,6 +28,8 @@ UnaryKind unary_kind(bp_op op) {
       return kSigmoid;
     case BP_OP_TANH:
       return kTanh;
+    case BP_OP_ERF:
+      return kErf;
     case BP_OP_CLAMP:
       return kClamp;
     default:
@@ -66,6 +68,8 @@ struct UnaryFn {
           return fn::sigmoid(x);
         case kTanh:
           return f32 ? tanhf(x) : tanh(x);
+        case kErf:
+          return f32 ? erff(x) : erf(x);
         default:
           break;
       }
@@ -114,7 +118,7 @@ void register_unary_kernels(Registrar& r) {
   add_kernel<&unary_kernel>(r, BP_OP_ABS, kNumericDtypes, BP_ORIGIN);
   add_kernel<&unary_kernel>(r, BP_OP_RELU, kNumericDtypes, BP_ORIGIN);
   add_kernel<&unary_kernel>(r, BP_OP_CLAMP, kNumericDtypes, BP_ORIGIN);
-  for (bp_op op : {BP_OP_EXP, BP_OP_LOG, BP_OP_SQRT, BP_OP_SIGMOID, BP_OP_TANH})
+  for (bp_op op : {BP_OP_EXP, BP_OP_LOG, BP_OP_SQRT, BP_OP_SIGMOID, BP_OP_TANH, BP_OP_ERF})
     add_kernel<&unary_kernel>(r, op, kFloatDtypes, BP_ORIGIN);
   add_kernel<&logical_not_kernel>(r, BP_OP_LOGICAL_NOT, kAllDtypes, BP_ORIGIN);
 }

@@ -29,7 +29,7 @@ constexpr PointwiseOp kOps[] = {
     {BP_OP_LT, "lt", 2},              {BP_OP_LE, "le", 2},
     {BP_OP_GT, "gt", 2},              {BP_OP_GE, "ge", 2},
     {BP_OP_LOGICAL_AND, "logical_and", 2}, {BP_OP_LOGICAL_OR, "logical_or", 2},
-    {BP_OP_WHERE, "where_", 3},
+    {BP_OP_WHERE, "where_", 3},       {BP_OP_ERF, "erf_", 1},
 };
 
 const PointwiseOp& find(bp_op op) {
@@ -119,7 +119,8 @@ void register_pointwise_kernels(Registrar& r) {
       case BP_OP_LOG:
       case BP_OP_SQRT:
       case BP_OP_SIGMOID:
-      case BP_OP_TANH: set = kFloating; break;
+      case BP_OP_TANH:
+      case BP_OP_ERF: set = kFloating; break;
       default: break;
     }
     add_kernel<pointwise>(r, p.op, set);

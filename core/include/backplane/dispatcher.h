@@ -56,6 +56,7 @@ enum class Op : int32_t {
   Scatter = BP_OP_SCATTER,
   IndexSelect = BP_OP_INDEX_SELECT,
   Random = BP_OP_RANDOM,
+  Erf = BP_OP_ERF,
 };
 inline constexpr int kNumOps = BP_OP_COUNT;
 

@@ -76,9 +76,10 @@ Tensor dropout(const Tensor& input, double p = 0.5, bool training = true);
 Tensor& dropout_(Tensor& input, double p = 0.5, bool training = true);
 
 // --- activations --------------------------------------------------------------------
-
-
-// relu and silu are in ops.h.
+// x * Phi(x) = x/2 (1 + erf(x / sqrt 2)); with tanh_approximation, PyTorch's
+// approximate="tanh": x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+Tensor gelu(const Tensor& input, bool tanh_approximation = false);
+// relu, silu and erf are in ops.h.
 
 // --- losses -------------------------------------------------------------------------
 enum class Reduction { None, Mean, Sum };

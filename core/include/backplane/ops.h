@@ -146,6 +146,8 @@ Tensor log(const Tensor& a);
 Tensor sqrt(const Tensor& a);
 Tensor sigmoid(const Tensor& a);
 Tensor tanh(const Tensor& a);
+// The Gaussian error function.
+Tensor erf(const Tensor& a);
 // min(max(a, lo), hi); either bound may be absent (not both).
 Tensor clamp(const Tensor& a, std::optional<Scalar> lo, std::optional<Scalar> hi);
 Tensor logical_not(const Tensor& a);

@@ -1,5 +1,6 @@
 // dropout (a mask from the process generator, so a seed gives the same
-// mask on every backend) and embedding (rows of a table by index).
+// mask on every backend), gelu (on erf, or tanh's approximation) and
+// embedding (rows of a table by index).
 #include <backplane/autograd.h>
 #include <backplane/nn_ops.h>
 
@@ -36,6 +37,16 @@ Tensor& dropout_(Tensor& input, double p, bool training) {
   return input.mul_(dropout_scale(input, p));
 }
 
+Tensor gelu(const Tensor& input, bool tanh_approximation) {
+  BP_CHECK_TYPE(is_floating(input.dtype()), "[gelu] needs a floating input, got ",
+                detail::describe_tensor(input));
+  if (tanh_approximation) {
+    const Tensor inner = (input + input * input * input * 0.044715) * 0.7978845608028654;  // sqrt(2/pi)
+    return input * 0.5 * (tanh(inner) + 1);
+  }
+  return input * 0.5 * (erf(input * 0.7071067811865476) + 1);  // 1/sqrt(2)
+}
+
 Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx) {
   BP_CHECK(weight.defined() && weight.dim() == 2,
            "[embedding] expects a 2-D weight (num_embeddings, embedding_dim), got ",
@@ -50,7 +61,8 @@ Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int6
              " must be within the ", rows, " rows of the weight");
     if (*pad < 0) *pad += rows;
   }
-  const Tensor flat = indices.to(DType::Int64).reshape({-1});
+  // A contiguous copy, whatever the layout: the same kernels run for every layout.
+  const Tensor flat = indices.to(DType::Int64).clone(MemoryFormat::Contiguous).view({-1});
   if (flat.numel() > 0) {
     const int64_t lo = flat.min().item<int64_t>(), hi = flat.max().item<int64_t>();
     BP_CHECK_INDEX(lo >= 0 && hi < rows, "[embedding] index ", lo < 0 ? lo : hi, " is out of range for a weight of ",

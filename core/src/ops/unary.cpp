@@ -79,6 +79,15 @@ void record_unary(Op op, const Tensor& a, const Tensor& out, const bp_attrs& att
         return std::vector<Tensor>{cast(g[0].mul(sub(ones_like(y), y.mul(y))))};
       };
       break;
+    case Op::Erf:
+      name = "ErfBackward0";
+      save_x = true;
+      fn = [=](FunctionNode& n, std::vector<Tensor>& g) {
+        // d/dx erf(x) = 2/sqrt(pi) exp(-x^2)
+        const Tensor x = n.saved(0);
+        return std::vector<Tensor>{cast(g[0].mul(exp(x.mul(x).neg()).mul(1.1283791670955126)))};
+      };
+      break;
     case Op::Relu:
       name = "ReluBackward0";
       save_y = true;
@@ -164,6 +173,7 @@ Tensor log(const Tensor& a) { return unary(Op::Log, a, Result::Floating); }
 Tensor sqrt(const Tensor& a) { return unary(Op::Sqrt, a, Result::Floating); }
 Tensor sigmoid(const Tensor& a) { return unary(Op::Sigmoid, a, Result::Floating); }
 Tensor tanh(const Tensor& a) { return unary(Op::Tanh, a, Result::Floating); }
+Tensor erf(const Tensor& a) { return unary(Op::Erf, a, Result::Floating); }
 Tensor relu(const Tensor& a) { return unary(Op::Relu, a, Result::Same); }
 Tensor logical_not(const Tensor& a) { return unary(Op::LogicalNot, a, Result::Bool); }
 

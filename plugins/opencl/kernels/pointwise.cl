@@ -93,6 +93,7 @@ UNARY(log_, log(x))
 UNARY(sqrt_, sqrt(x))
 UNARY(sigmoid, (T_C)1 / ((T_C)1 + exp(-x)))
 UNARY(tanh_, tanh(x))
+UNARY(erf_, erf(x))
 #else
 // Exact integer power by squaring, wrapping; a negative exponent is an error
 // found on the device, reported at the stream's next synchronisation.

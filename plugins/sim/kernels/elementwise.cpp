@@ -118,7 +118,7 @@ void where_kernel(const KernelCall& c) {
 
 template <bp_op Op, class T>
 T unary_value(T x) {
-  using std::exp, std::log, std::sqrt, std::tanh;
+  using std::exp, std::log, std::sqrt, std::tanh, std::erf;
   if constexpr (Op == BP_OP_RELU) return fn::relu(x);
   if constexpr (Op == BP_OP_NEG) return fn::neg(x);
   if constexpr (Op == BP_OP_ABS) return fn::abs(x);
@@ -127,6 +127,7 @@ T unary_value(T x) {
   if constexpr (Op == BP_OP_SQRT) return sqrt(x);
   if constexpr (Op == BP_OP_SIGMOID) return fn::sigmoid(x);
   if constexpr (Op == BP_OP_TANH) return tanh(x);
+  if constexpr (Op == BP_OP_ERF) return erf(x);
 }
 
 template <bp_op Op>
@@ -196,6 +197,7 @@ void register_elementwise_kernels(Registrar& r) {
   r.add<&unary_kernel<BP_OP_SQRT>>(BP_OP_SQRT, kFloatDtypes, BP_ORIGIN);
   r.add<&unary_kernel<BP_OP_SIGMOID>>(BP_OP_SIGMOID, kFloatDtypes, BP_ORIGIN);
   r.add<&unary_kernel<BP_OP_TANH>>(BP_OP_TANH, kFloatDtypes, BP_ORIGIN);
+  r.add<&unary_kernel<BP_OP_ERF>>(BP_OP_ERF, kFloatDtypes, BP_ORIGIN);
   r.add<&clamp_kernel>(BP_OP_CLAMP, kNumericDtypes, BP_ORIGIN);
   r.add<&logical_not_kernel>(BP_OP_LOGICAL_NOT, kAllDtypes, BP_ORIGIN);
 }

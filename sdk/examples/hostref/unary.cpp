@@ -1,4 +1,4 @@
-// RELU, NEG, ABS, CLAMP (numeric dtypes), EXP, LOG, SQRT, SIGMOID, TANH
+// RELU, NEG, ABS, CLAMP (numeric dtypes), EXP, LOG, SQRT, SIGMOID, TANH, ERF
 // (floating dtypes) and LOGICAL_NOT (every dtype, bool out). Integer NEG and
 // ABS wrap; NaN passes through RELU and CLAMP unchanged.
 #include <cmath>
@@ -9,11 +9,11 @@ namespace hostref {
 
 namespace {
 
-enum class Un { relu, neg, abs, exp, log, sqrt, sigmoid, tanh };
+enum class Un { relu, neg, abs, exp, log, sqrt, sigmoid, tanh, erf };
 
 template <Un Op, class T>
 T apply(T x) {
-  using std::exp, std::log, std::sqrt, std::tanh;
+  using std::exp, std::log, std::sqrt, std::tanh, std::erf;
   if constexpr (Op == Un::relu) return fn::relu(x);
   if constexpr (Op == Un::neg) return fn::neg(x);
   if constexpr (Op == Un::abs) return fn::abs(x);
@@ -22,6 +22,7 @@ T apply(T x) {
   if constexpr (Op == Un::sqrt) return sqrt(x);
   if constexpr (Op == Un::sigmoid) return fn::sigmoid(x);
   if constexpr (Op == Un::tanh) return tanh(x);
+  if constexpr (Op == Un::erf) return erf(x);
 }
 
 template <Un Op>
@@ -72,6 +73,7 @@ void register_unary_kernels(Registrar& r) {
   r.add<&unary_kernel<Un::sqrt>>(BP_OP_SQRT, kFloatDtypes, BP_ORIGIN);
   r.add<&unary_kernel<Un::sigmoid>>(BP_OP_SIGMOID, kFloatDtypes, BP_ORIGIN);
   r.add<&unary_kernel<Un::tanh>>(BP_OP_TANH, kFloatDtypes, BP_ORIGIN);
+  r.add<&unary_kernel<Un::erf>>(BP_OP_ERF, kFloatDtypes, BP_ORIGIN);
   r.add<&clamp_kernel>(BP_OP_CLAMP, kNumericDtypes, BP_ORIGIN);
   r.add<&logical_not_kernel>(BP_OP_LOGICAL_NOT, kAllDtypes, BP_ORIGIN);
 }

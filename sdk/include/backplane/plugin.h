@@ -46,7 +46,7 @@ extern "C" {
 #endif
 
 #define BP_ABI_MAJOR 2
-#define BP_ABI_MINOR 1
+#define BP_ABI_MINOR 2
 
 #define BP_PLUGIN_ENTRY_SYMBOL "bp_plugin_init"
 
@@ -228,7 +228,10 @@ typedef enum bp_op {
                          order = Philox4x32-10 stream value (seed, offset + k):
                          ints[0] = 0 uniform [0,1), 1 standard normal;
                          ints[1] = seed, ints[2] = offset (see docs/random.md) */
-  BP_OP_COUNT = 41,
+  /* --- unary, floating (since 2.2: a 2.1 core refuses it at registration;
+   *     register it when bp_host.abi_minor >= 2) --------------------------- */
+  BP_OP_ERF = 41,     /* erf(in0), the Gaussian error function */
+  BP_OP_COUNT = 42,
   /* The `op` of a call to a named kernel (see bp_named_kernel_registration):
    * not an op a plugin registers with register_kernel. */
   BP_OP_NAMED = 4096

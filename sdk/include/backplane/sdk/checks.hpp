@@ -51,7 +51,7 @@ inline const char* op_name(int op) {
       "sigmoid",    "tanh",        "clamp",  "logical_not", "maximum",      "minimum", "pow",
       "eq",         "ne",          "lt",     "le",          "gt",           "ge",      "logical_and",
       "logical_or", "where",       "prod",   "max",         "min",          "argmax",  "argmin",
-      "softmax",    "log_softmax", "gather", "scatter",     "index_select", "random"};
+      "softmax",    "log_softmax", "gather", "scatter",     "index_select", "random",  "erf"};
   if (op == BP_OP_NAMED) return "named op";
   return op >= 0 && op < BP_OP_COUNT ? kNames[op] : "op?";
 }
