@@ -70,6 +70,17 @@ TEST(Conv2d, OnesKernelSumsWindows) {
   }
 }
 
+TEST(LayerNorm, LargeFloat32RunsOnednnWithoutGrad) {
+  // The composite reduces (sum); oneDNN's layer normalisation does not reach it.
+  const Tensor x = bp::randn({256, 256}), w = bp::randn({256}), b = bp::randn({256});
+  bp::NoGradGuard no_grad;
+  bp::debug::KernelRecording rec;
+  const Tensor y = bp::layer_norm(x, {256}, w, b);
+  EXPECT_FALSE(reached(rec, "sum"));
+  bp::CompositeOnlyGuard composite;
+  EXPECT_TRUE(bp::allclose(y, bp::layer_norm(x, {256}, w, b), 1e-4, 1e-5));
+}
+
 TEST(Pooling, MaxAndAvgByHand) {
   // 0..15 as 4x4, 2x2 windows, stride 2: the maxima are each block's
   // bottom-right element (5, 7, 13, 15), at those positions; the means are

@@ -152,6 +152,10 @@ void overrides_match_composite(const Context& ctx) {
         agree("layer_norm of a transposed input",
               [&] { return layer_norm(x.transpose(0, -1).contiguous().transpose(0, -1), {n}, w, b); });
       }
+      {
+        const Tensor big = random({256, 256}), w = random({256}), b = random({256});  // past fast-path thresholds
+        agree("layer_norm of a large tensor", [&] { return layer_norm(big, {256}, w, b); });
+      }
       const Tensor x = random({2, 3, 5});
       const Tensor w = random({3, 5}), b = random({3, 5});
       agree("layer_norm over two dims", [&] { return layer_norm(x, {3, 5}, w, b, 0.01); });

@@ -384,5 +384,6 @@ void register_softmax_kernels(Registrar& r);
 void register_index_kernels(Registrar& r);
 void register_random_kernels(Registrar& r);
 void register_conv_kernels(Registrar& r);  // conv.cpp: core::conv2d, core::conv2d_backward
+void register_norm_kernels(Registrar& r);  // norm.cpp: core::layer_norm
 
 }  // namespace bp::cpu
