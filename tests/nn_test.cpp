@@ -122,4 +122,25 @@ TEST(BatchNorm, UpdatesRunningStatsInPlace) {
   EXPECT_GT(rm.version(), v0);
 }
 
+// The CPU backend keeps freed large blocks for reuse: a block stays
+// reserved while cached, and taking it again counts neither a new reserved
+// byte nor a system allocation.
+TEST(HostAllocator, LargeBlocksAreReusedAndCountedOnce) {
+  const bp::Device d = bp::default_device();
+  const bp::Backend& b = *bp::PluginLoader::instance().by_id(d.backend);
+  const int64_t n = int64_t{3} << 20;  // 12 MiB of float32: a large block
+  { const Tensor warm = bp::empty({n}); }
+  const bp_memory_stats s0 = *b.memory_stats(d.index);
+  for (int i = 0; i < 3; ++i) {
+    const Tensor t = bp::empty({n});
+    const bp_memory_stats s = *b.memory_stats(d.index);
+    EXPECT_EQ(s.num_system_allocs, s0.num_system_allocs) << "pass " << i << " did not reuse the cached block";
+    EXPECT_EQ(s.reserved_bytes, s0.reserved_bytes) << "pass " << i << " counted the reused block again";
+    EXPECT_EQ(s.allocated_bytes, s0.allocated_bytes + static_cast<uint64_t>(n) * 4);
+  }
+  const bp_memory_stats s1 = *b.memory_stats(d.index);
+  EXPECT_EQ(s1.reserved_bytes, s0.reserved_bytes);
+  EXPECT_EQ(s1.allocated_bytes, s0.allocated_bytes);
+}
+
 }  // namespace

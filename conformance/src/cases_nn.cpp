@@ -100,8 +100,7 @@ OpCaseSpec norm_case(const char* name, std::function<Outputs(const std::vector<T
             s.terms = 64;
             return s;
           },
-          [f](const OpArgs& a) { return with_grads(a, f); }, {Layout::Contiguous, Layout::Strided},
-          {"NN-4"}};
+          [f](const OpArgs& a) { return with_grads(a, f); }, kNnLayouts, {"NN-4"}};
 }
 
 std::vector<double> class_indices(Rng& r, const std::vector<int64_t>& shape, int64_t classes) {

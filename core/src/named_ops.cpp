@@ -418,8 +418,9 @@ const std::vector<CompositeOverride>& overridable_composites() {
        "runs with or without a gradient recorded"},
       {"core::conv2d_backward",
        "(Tensor grad_out, Tensor x, Tensor weight, int stride_h, int stride_w, int pad_h, int pad_w, "
-       "int dilation_h, int dilation_w, int groups) -> (Tensor, Tensor)",
-       "conv2d's gradients for the input and the weight (outputs of x's and weight's shapes)"},
+       "int dilation_h, int dilation_w, int groups, int output_mask) -> (Tensor, Tensor)",
+       "conv2d's gradients for the input (output_mask bit 0) and the weight (bit 1), outputs of x's and "
+       "weight's shapes; an output whose bit is clear is left unwritten"},
   };
   return table;
 }

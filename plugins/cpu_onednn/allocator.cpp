@@ -3,6 +3,7 @@
 // its natural 16 (aligned_alloc takes glibc's slow memalign path, which
 // dominated the cost of a tiny op), a few recently freed blocks of 4 MiB and
 // up kept for reuse, with the statistics memory_stats reports.
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 
@@ -70,18 +71,26 @@ HostAllocator::~HostAllocator() {
 void* HostAllocator::allocate(std::size_t nbytes, std::size_t alignment) {
   const std::size_t a = effective_alignment(alignment, nbytes);
   std::size_t n = rounded_size(nbytes == 0 ? 1 : nbytes, a);
+  // Large blocks come in 2 MiB steps (a multiple of every alignment asked
+  // for), so that deallocate, which is not told the alignment, finds the
+  // same size; only blocks of the default alignment are cached and reused.
+  const bool large = n >= kLargeBlock;
+  const bool cacheable = large && a <= block_alignment(n);
+  if (large) n = rounded_size(n, std::max(a, kLargeStep));
   void* p = nullptr;
-  if (n >= kLargeBlock && a <= 4096) {
-    n = rounded_size(n, kLargeStep);
+  bool reused = false;
+  if (cacheable) {
     std::lock_guard lock(cache_mu_);
     for (std::size_t i = 0; i < cache_.size(); ++i)
       if (cache_[i].size == n) {
         p = cache_[i].ptr;
         cached_bytes_ -= n;
         cache_.erase(cache_.begin() + static_cast<std::ptrdiff_t>(i));
+        reused = true;
         break;
       }
   }
+  Counters& c = local();
   if (p == nullptr) {
     p = a <= kMallocAlignment ? std::malloc(n) : std::aligned_alloc(a, n);
     if (p == nullptr) {
@@ -92,15 +101,17 @@ void* HostAllocator::allocate(std::size_t nbytes, std::size_t alignment) {
         drop.swap(cache_);
         cached_bytes_ = 0;
       }
-      for (const Cached& b : drop) std::free(b.ptr);
+      for (const Cached& b : drop) {
+        std::free(b.ptr);
+        add(c.reserved, -static_cast<int64_t>(b.size));
+      }
       p = a <= kMallocAlignment ? std::malloc(n) : std::aligned_alloc(a, n);
     }
     if (p == nullptr) throw std::bad_alloc();
     system_allocs_.fetch_add(1, std::memory_order_relaxed);
   }
-  Counters& c = local();
   add(c.allocated, static_cast<int64_t>(nbytes));
-  add(c.reserved, static_cast<int64_t>(n));
+  if (!reused) add(c.reserved, static_cast<int64_t>(n));  // a cached block stayed reserved
   add(c.allocs, 1);
   return p;
 }

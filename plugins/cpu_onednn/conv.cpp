@@ -111,12 +111,15 @@ void conv2d_forward(const KernelCall& c) {
   finish(dst, ys, out.base());
 }
 
-// Gradients of the input (backward data) and of the weight (backward weights).
+// Gradients of the input (backward data) and of the weight (backward
+// weights), each when its bit of output_mask (ints[7]) is set.
 void conv2d_backward(const KernelCall& c) {
   const TensorRef g = c.input(0), x = c.input(1), w = c.input(2), gx = c.output(0), gw = c.output(1);
   const ConvParams p(c.attrs());
+  const bool want_x = c.attrs().ints[7] & 1, want_w = c.attrs().ints[7] & 2;
   const memory::desc gs = user_md(g), xs = user_md(x), ws = weight_md(w, p.groups);
-  const memory::desc gxs = user_md(gx), gws = weight_md(gw, p.groups);
+  // The gradients' layouts are those of x and w (the core allocates them contiguous).
+  const memory::desc gxs = want_x ? user_md(gx) : xs, gws = want_w ? weight_md(gw, p.groups) : ws;
   dnnl::convolution_forward::primitive_desc hint;
   dnnl::convolution_backward_data::primitive_desc data_pd;
   dnnl::convolution_backward_weights::primitive_desc weights_pd;
@@ -133,7 +136,7 @@ void conv2d_backward(const KernelCall& c) {
   }
   if (is_reference_impl(data_pd) || is_reference_impl(weights_pd)) decline("core::conv2d_backward");
   dnnl::stream& s = dnnl_stream();
-  {
+  if (want_x) {
     const memory dy = to_layout(data_pd.diff_dst_desc(), gs, g.base());
     const memory wei = to_layout(data_pd.weights_desc(), ws, w.base());
     const memory dx = result(data_pd.diff_src_desc(), gxs, gx.base());
@@ -141,6 +144,7 @@ void conv2d_backward(const KernelCall& c) {
         s, {{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DIFF_SRC, dx}});
     finish(dx, gxs, gx.base());
   }
+  if (!want_w) return;
   const memory dy = to_layout(weights_pd.diff_dst_desc(), gs, g.base());
   const memory src = to_layout(weights_pd.src_desc(), xs, x.base());
   const memory dw = result(weights_pd.diff_weights_desc(), gws, gw.base());
@@ -177,7 +181,7 @@ void register_conv_kernels(Registrar& r) {
   r.add_named<&conv2d_backward_kernel>(
       "core::conv2d_backward",
       "(Tensor grad_out, Tensor x, Tensor weight, int stride_h, int stride_w, int pad_h, int pad_w, "
-      "int dilation_h, int dilation_w, int groups) -> (Tensor, Tensor)",
+      "int dilation_h, int dilation_w, int groups, int output_mask) -> (Tensor, Tensor)",
       {BP_DTYPE_FLOAT32}, BP_ORIGIN);
 }
 

@@ -9,8 +9,10 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "cuda_backend.h"
@@ -81,26 +83,36 @@ cudnnHandle_t handle_for(const Stream& s) {
   return h;
 }
 
-// RAII descriptors.
+// A size or stride as cuDNN's int; a larger one is declined.
+int as_int(int64_t v) {
+  if (v < 0 || v > std::numeric_limits<int>::max())
+    BP_UNSUPPORTED("a size or stride of " << v << " does not fit cuDNN's int");
+  return static_cast<int>(v);
+}
+
+// RAII descriptors; one whose setup fails is destroyed before the call is
+// declined.
 struct TensorDesc {
   cudnnTensorDescriptor_t d = nullptr;
-  TensorDesc(cudnnDataType_t type, const TensorRef& t) {
+  TensorDesc(cudnnDataType_t type, const int64_t (&dims)[4], const int64_t (&strides)[4]) {
     BP_CUDNN_TRY(cudnn().cudnnCreateTensorDescriptor(&d));
-    BP_CUDNN_TRY(cudnn().cudnnSetTensor4dDescriptorEx(
-        d, type, static_cast<int>(t.size(0)), static_cast<int>(t.size(1)), static_cast<int>(t.size(2)),
-        static_cast<int>(t.size(3)), static_cast<int>(t.stride(0)), static_cast<int>(t.stride(1)),
-        static_cast<int>(t.stride(2)), static_cast<int>(t.stride(3))));
+    try {
+      BP_CUDNN_TRY(cudnn().cudnnSetTensor4dDescriptorEx(d, type, as_int(dims[0]), as_int(dims[1]), as_int(dims[2]),
+                                                        as_int(dims[3]), as_int(strides[0]), as_int(strides[1]),
+                                                        as_int(strides[2]), as_int(strides[3])));
+    } catch (...) {
+      cudnn().cudnnDestroyTensorDescriptor(d);
+      throw;
+    }
   }
+  TensorDesc(cudnnDataType_t type, const TensorRef& t)
+      : TensorDesc(type, {t.size(0), t.size(1), t.size(2), t.size(3)},
+                   {t.stride(0), t.stride(1), t.stride(2), t.stride(3)}) {}
   // A [C] bias as [1, C, 1, 1].
-  TensorDesc(cudnnDataType_t type, int64_t c, int64_t stride) {
-    BP_CUDNN_TRY(cudnn().cudnnCreateTensorDescriptor(&d));
-    BP_CUDNN_TRY(cudnn().cudnnSetTensor4dDescriptorEx(d, type, 1, static_cast<int>(c), 1, 1,
-                                                      static_cast<int>(c * stride), static_cast<int>(stride),
-                                                      1, 1));
-  }
-  ~TensorDesc() {
-    if (d) cudnn().cudnnDestroyTensorDescriptor(d);
-  }
+  TensorDesc(cudnnDataType_t type, int64_t c, int64_t stride) : TensorDesc(type, {1, c, 1, 1}, {c * stride, stride, 1, 1}) {}
+  TensorDesc(const TensorDesc&) = delete;
+  TensorDesc& operator=(const TensorDesc&) = delete;
+  ~TensorDesc() { cudnn().cudnnDestroyTensorDescriptor(d); }
 };
 
 struct FilterDesc {
@@ -108,29 +120,37 @@ struct FilterDesc {
   FilterDesc(cudnnDataType_t type, const TensorRef& w) {
     if (!w.is_contiguous()) BP_UNSUPPORTED("a weight that is not contiguous (cuDNN takes packed filters)");
     BP_CUDNN_TRY(cudnn().cudnnCreateFilterDescriptor(&d));
-    BP_CUDNN_TRY(cudnn().cudnnSetFilter4dDescriptor(d, type, CUDNN_TENSOR_NCHW, static_cast<int>(w.size(0)),
-                                                    static_cast<int>(w.size(1)), static_cast<int>(w.size(2)),
-                                                    static_cast<int>(w.size(3))));
+    try {
+      BP_CUDNN_TRY(cudnn().cudnnSetFilter4dDescriptor(d, type, CUDNN_TENSOR_NCHW, as_int(w.size(0)), as_int(w.size(1)),
+                                                      as_int(w.size(2)), as_int(w.size(3))));
+    } catch (...) {
+      cudnn().cudnnDestroyFilterDescriptor(d);
+      throw;
+    }
   }
-  ~FilterDesc() {
-    if (d) cudnn().cudnnDestroyFilterDescriptor(d);
-  }
+  FilterDesc(const FilterDesc&) = delete;
+  FilterDesc& operator=(const FilterDesc&) = delete;
+  ~FilterDesc() { cudnn().cudnnDestroyFilterDescriptor(d); }
 };
 
 struct ConvDesc {
   cudnnConvolutionDescriptor_t d = nullptr;
   ConvDesc(cudnnDataType_t type, const bp_attrs& a) {
     BP_CUDNN_TRY(cudnn().cudnnCreateConvolutionDescriptor(&d));
-    BP_CUDNN_TRY(cudnn().cudnnSetConvolution2dDescriptor(
-        d, static_cast<int>(a.ints[2]), static_cast<int>(a.ints[3]), static_cast<int>(a.ints[0]),
-        static_cast<int>(a.ints[1]), static_cast<int>(a.ints[4]), static_cast<int>(a.ints[5]),
-        CUDNN_CROSS_CORRELATION, type));
-    BP_CUDNN_TRY(cudnn().cudnnSetConvolutionGroupCount(d, static_cast<int>(a.ints[6])));
-    BP_CUDNN_TRY(cudnn().cudnnSetConvolutionMathType(d, CUDNN_FMA_MATH));
+    try {
+      BP_CUDNN_TRY(cudnn().cudnnSetConvolution2dDescriptor(d, as_int(a.ints[2]), as_int(a.ints[3]), as_int(a.ints[0]),
+                                                           as_int(a.ints[1]), as_int(a.ints[4]), as_int(a.ints[5]),
+                                                           CUDNN_CROSS_CORRELATION, type));
+      BP_CUDNN_TRY(cudnn().cudnnSetConvolutionGroupCount(d, as_int(a.ints[6])));
+      BP_CUDNN_TRY(cudnn().cudnnSetConvolutionMathType(d, CUDNN_FMA_MATH));
+    } catch (...) {
+      cudnn().cudnnDestroyConvolutionDescriptor(d);
+      throw;
+    }
   }
-  ~ConvDesc() {
-    if (d) cudnn().cudnnDestroyConvolutionDescriptor(d);
-  }
+  ConvDesc(const ConvDesc&) = delete;
+  ConvDesc& operator=(const ConvDesc&) = delete;
+  ~ConvDesc() { cudnn().cudnnDestroyConvolutionDescriptor(d); }
 };
 
 cudnnDataType_t data_type(bp_dtype d) {
@@ -170,21 +190,29 @@ template <class Perf, class Find>
 Choice choose(const ProblemKey& key, Find find) {
   static std::mutex mu;
   static auto* chosen = new std::map<ProblemKey, Choice>();  // never destroyed: used until exit
+  auto result = [](const Choice& c) {
+    if (c.algo < 0) BP_UNSUPPORTED("cuDNN has no algorithm for this convolution; the composite runs");
+    return c;
+  };
   {
     std::lock_guard lock(mu);
-    if (auto it = chosen->find(key); it != chosen->end()) return it->second;
+    if (auto it = chosen->find(key); it != chosen->end()) return result(it->second);
   }
+  // A problem cuDNN cannot take is remembered too: Find synchronises the device.
+  Choice c{-1, 0};
   Perf perf[16];
   int n = 0;
-  BP_CUDNN_TRY(find(16, &n, perf));
-  for (int i = 0; i < n; ++i)
-    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= kMaxWorkspace) {
-      const Choice c{static_cast<int>(perf[i].algo), perf[i].memory};
-      std::lock_guard lock(mu);
-      chosen->emplace(key, c);
-      return c;
-    }
-  BP_UNSUPPORTED("cuDNN has no algorithm for this convolution; the composite runs");
+  if (find(16, &n, perf) == CUDNN_STATUS_SUCCESS)
+    for (int i = 0; i < n; ++i)
+      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= kMaxWorkspace) {
+        c = {static_cast<int>(perf[i].algo), perf[i].memory};
+        break;
+      }
+  {
+    std::lock_guard lock(mu);
+    chosen->emplace(key, c);
+  }
+  return result(c);
 }
 
 // 1 and 0 in the call's dtype, as cuDNN's scaling factors.
@@ -223,31 +251,47 @@ void conv2d_kernel(const KernelCall& c) {
   BP_CUDNN_CHECK(cudnn().cudnnAddTensor(h, one, bd.d, b.base(), one, yd.d, out.base()));
 }
 
+// The gradients of the input and of the weight, each when its bit of
+// output_mask (ints[7]) is set (the other output is a stand-in, untouched).
 void conv2d_backward_kernel(const KernelCall& c) {
   require_cudnn();
   const TensorRef g = c.input(0), x = c.input(1), w = c.input(2), gx = c.output(0), gw = c.output(1);
+  const bool want_x = c.attrs().ints[7] & 1, want_w = c.attrs().ints[7] & 2;
   const cudnnDataType_t type = data_type(x.dtype());
   Stream& s = prepare(c);
   const cudnnHandle_t h = handle_for(s);
-  const TensorDesc gd(type, g), xd(type, x), gxd(type, gx);
-  const FilterDesc wd(type, w), gwd(type, gw);
+  const TensorDesc gd(type, g), xd(type, x);
+  const FilterDesc wd(type, w);
   const ConvDesc cd(type, c.attrs());
-  const Choice dc = choose<cudnnConvolutionBwdDataAlgoPerf_t>(problem_key(1, c, g, w, gx), [&](int req, int* n, auto* p) {
-    return cudnn().cudnnFindConvolutionBackwardDataAlgorithm(h, wd.d, gd.d, cd.d, gxd.d, req, n, p);
-  });
-  const Choice fc = choose<cudnnConvolutionBwdFilterAlgoPerf_t>(problem_key(2, c, g, x, gw), [&](int req, int* n, auto* p) {
-    return cudnn().cudnnFindConvolutionBackwardFilterAlgorithm(h, xd.d, gd.d, cd.d, gwd.d, req, n, p);
-  });
+  const Scale k(type);
+  // The gradients are contiguous, of x's and w's shapes.
+  std::optional<TensorDesc> gxd;
+  std::optional<FilterDesc> gwd;
+  Choice dc{0, 0}, fc{0, 0};
+  if (want_x) {
+    const int64_t dims[4] = {x.size(0), x.size(1), x.size(2), x.size(3)};
+    const int64_t strides[4] = {dims[1] * dims[2] * dims[3], dims[2] * dims[3], dims[3], 1};
+    gxd.emplace(type, dims, strides);
+    dc = choose<cudnnConvolutionBwdDataAlgoPerf_t>(problem_key(1, c, g, w, x), [&](int req, int* n, auto* p) {
+      return cudnn().cudnnFindConvolutionBackwardDataAlgorithm(h, wd.d, gd.d, cd.d, gxd->d, req, n, p);
+    });
+  }
+  if (want_w) {
+    gwd.emplace(type, w);
+    fc = choose<cudnnConvolutionBwdFilterAlgoPerf_t>(problem_key(2, c, g, x, w), [&](int req, int* n, auto* p) {
+      return cudnn().cudnnFindConvolutionBackwardFilterAlgorithm(h, xd.d, gd.d, cd.d, gwd->d, req, n, p);
+    });
+  }
   const std::size_t ws_bytes = std::max<std::size_t>({dc.workspace, fc.workspace, 1});
   Scratch ws(s, ws_bytes);
-  const Scale k(type);
-  const void* one = k.one();
-  const void* zero = k.zero();
-  BP_CUDNN_CHECK(cudnn().cudnnConvolutionBackwardData(h, one, wd.d, w.base(), gd.d, g.base(), cd.d, static_cast<cudnnConvolutionBwdDataAlgo_t>(dc.algo),
-                                                      ws.get(), ws_bytes, zero, gxd.d, gx.base()));
-  BP_CUDNN_CHECK(cudnn().cudnnConvolutionBackwardFilter(h, one, xd.d, x.base(), gd.d, g.base(), cd.d,
-                                                        static_cast<cudnnConvolutionBwdFilterAlgo_t>(fc.algo), ws.get(), ws_bytes, zero, gwd.d,
-                                                        gw.base()));
+  if (want_x)
+    BP_CUDNN_CHECK(cudnn().cudnnConvolutionBackwardData(h, k.one(), wd.d, w.base(), gd.d, g.base(), cd.d,
+                                                        static_cast<cudnnConvolutionBwdDataAlgo_t>(dc.algo), ws.get(),
+                                                        ws_bytes, k.zero(), gxd->d, gx.base()));
+  if (want_w)
+    BP_CUDNN_CHECK(cudnn().cudnnConvolutionBackwardFilter(h, k.one(), xd.d, x.base(), gd.d, g.base(), cd.d,
+                                                          static_cast<cudnnConvolutionBwdFilterAlgo_t>(fc.algo),
+                                                          ws.get(), ws_bytes, k.zero(), gwd->d, gw.base()));
 }
 
 }  // namespace
@@ -261,7 +305,7 @@ void register_conv_kernels(Registrar& r) {
   r.add_named<&conv2d_backward_kernel>(
       "core::conv2d_backward",
       "(Tensor grad_out, Tensor x, Tensor weight, int stride_h, int stride_w, int pad_h, int pad_w, "
-      "int dilation_h, int dilation_w, int groups) -> (Tensor, Tensor)",
+      "int dilation_h, int dilation_w, int groups, int output_mask) -> (Tensor, Tensor)",
       {BP_DTYPE_FLOAT32, BP_DTYPE_FLOAT64}, BP_ORIGIN);
 }
 

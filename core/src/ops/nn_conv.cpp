@@ -71,11 +71,14 @@ std::pair<Tensor, Tensor> backward_composite(const Tensor& g, const Tensor& x, c
 
 std::pair<Tensor, Tensor> backward(const Tensor& g, const Tensor& x, const Tensor& weight,
                                    const ConvShape& s, bool want_x, bool want_w) {
+  if (!want_x && !want_w) return {};
   if (g.numel() > 0 && x.numel() > 0) {
-    Tensor gx = detail::make_empty(x.sizes(), x.dtype(), x);
-    Tensor gw = detail::make_empty(weight.sizes(), weight.dtype(), weight);
-    if (detail::run_kernel_override("core::conv2d_backward", {g.contiguous(), x, weight}, {gx, gw},
-                                    attrs_of(s)))
+    // An output not asked for is a 1-element stand-in the kernel leaves alone.
+    Tensor gx = detail::make_empty(want_x ? x.sizes() : IntArrayRef({1}), x.dtype(), x);
+    Tensor gw = detail::make_empty(want_w ? weight.sizes() : IntArrayRef({1}), weight.dtype(), weight);
+    std::vector<OpAttr> attrs = attrs_of(s);
+    attrs.push_back(int64_t{(want_x ? 1 : 0) | (want_w ? 2 : 0)});
+    if (detail::run_kernel_override("core::conv2d_backward", {g.contiguous(), x, weight}, {gx, gw}, attrs))
       return {want_x ? gx : Tensor(), want_w ? gw : Tensor()};
   }
   if (x.numel() == 0 || g.numel() == 0)

@@ -82,7 +82,8 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
   }
   const Tensor picked = in.gather(1, safe.unsqueeze(1)).squeeze(1);
   const Tensor w = target_weights(safe, keep, weight, in.dtype());
-  Tensor loss = -(picked * w);
+  // Ignored targets are masked out, not multiplied by 0: their row may hold -inf.
+  Tensor loss = where(keep, -(picked * w), zeros_like(picked));
   if (flat) loss = loss.squeeze(0);
   if (reduction == Reduction::Mean) return loss.sum() / w.sum();
   return reduce(loss, reduction);
@@ -102,7 +103,7 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
   const int64_t c = input.size(cdim);
   const Tensor keep = ne(target, ignore_index);
   Tensor smooth = -(weight.defined() ? logp * class_shaped(weight, input) : logp).sum({cdim});
-  smooth = smooth * keep.to(input.dtype());
+  smooth = where(keep, smooth, zeros_like(smooth));
   Tensor ret;
   if (reduction == Reduction::Mean) {
     const Tensor safe = where(keep, target, zeros_like(target));

@@ -48,6 +48,7 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
   check_channel_param("batch_norm", "running_var", running_var, input);
   BP_CHECK(training || (running_mean.defined() && running_var.defined()),
            "[batch_norm] in evaluation, running_mean and running_var are required");
+  if (input.numel() == 0) return affine(input * 1, weight, bias, input);  // nothing to normalise, as PyTorch
   std::vector<int64_t> dims = {0};
   for (int64_t d = 2; d < input.dim(); ++d) dims.push_back(d);
   Tensor mean, var;
@@ -84,16 +85,11 @@ Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight,
            " to be divisible by num_groups=", num_groups);
   check_channel_param("group_norm", "weight", weight, input);
   check_channel_param("group_norm", "bias", bias, input);
+  if (input.numel() == 0) return affine(input * 1, weight, bias, input);  // nothing to normalise, as PyTorch
   const Tensor xr = input.reshape({input.size(0), num_groups, -1});
-  Tensor y;
-  if (xr.size(2) == 0 || xr.size(0) == 0) {
-    y = input * 1;
-  } else {
-    const Tensor centred = xr - xr.mean({2}, true);
-    const Tensor var = (centred * centred).mean({2}, true);
-    y = (centred / sqrt(var + eps)).reshape(input.sizes());
-  }
-  return affine(y, weight, bias, input);
+  const Tensor centred = xr - xr.mean({2}, true);
+  const Tensor var = (centred * centred).mean({2}, true);
+  return affine((centred / sqrt(var + eps)).reshape(input.sizes()), weight, bias, input);
 }
 
 }  // namespace bp
