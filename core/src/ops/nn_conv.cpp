@@ -123,9 +123,13 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Siz
   Tensor out = detail::make_empty({s.n, s.o, s.w.out[0], s.w.out[1]}, x.dtype(), x);
   if (out.numel() > 0) {
     NoGradGuard no_grad;
-    const Tensor b = bias.defined() ? bias : zeros({s.o}, TensorOptions(x.dtype()).device(x.device()));
-    if (!detail::run_kernel_override("core::conv2d", {x, weight, b}, {out}, attrs_of(s)))
-      forward_composite(out, x, weight, bias, s);
+    // A kernel always gets a bias (zeros for none); the composite adds one only when given.
+    bool done = false;
+    if (has_override("core::conv2d", x)) {
+      const Tensor b = bias.defined() ? bias : zeros({s.o}, TensorOptions(x.dtype()).device(x.device()));
+      done = detail::run_kernel_override("core::conv2d", {x, weight, b}, {out}, attrs_of(s));
+    }
+    if (!done) forward_composite(out, x, weight, bias, s);
   }
   if (autograd::needs_grad({&x, &weight, &bias})) {
     auto node = autograd::make_node(

@@ -59,10 +59,10 @@ Tensor divisors(const Windows& w, bool count_include_pad, const Tensor& x) {
   return from_vector(div, {w.out[0], w.out[1]}, like(x, DType::Float64)).to(x.dtype());
 }
 
-// Adds g (per window) into each tap of a zero padded gradient; returns the
-// unpadded part.
-Tensor scatter_taps(const Tensor& g, const Windows& w, const Tensor& x) {
-  Tensor gxp = zeros({x.size(0), x.size(1), w.padded(0), w.padded(1)}, like(x, x.dtype()));
+// Adds g (per window) into each tap of a zero padded gradient for an input
+// of n x c planes; returns the unpadded part.
+Tensor scatter_taps(const Tensor& g, const Windows& w, int64_t n, int64_t c) {
+  Tensor gxp = zeros({n, c, w.padded(0), w.padded(1)}, like(g, g.dtype()));
   for (int64_t kh = 0; kh < w.k[0]; ++kh)
     for (int64_t kw = 0; kw < w.k[1]; ++kw) nn_detail::tap(gxp, w, kh, kw).add_(g);
   Tensor gx = gxp.narrow(2, w.p[0], w.in[0]).narrow(3, w.p[1], w.in[1]);
@@ -139,10 +139,10 @@ Tensor avg_pool2d(const Tensor& input, Size2 kernel_size, std::optional<Size2> s
     }
   }
   if (autograd::needs_grad({&x})) {
-    const Tensor xs = x.detach();  // its shape, dtype and device only
+    const int64_t n = x.size(0), c = x.size(1);  // the input itself is not kept
     auto node = autograd::make_node(
-        "AvgPool2DBackward0", {&x}, [w, div, xs](autograd::FunctionNode&, std::vector<Tensor>& g) {
-          return std::vector<Tensor>{scatter_taps(g[0].div(div), w, xs)};
+        "AvgPool2DBackward0", {&x}, [w, div, n, c](autograd::FunctionNode&, std::vector<Tensor>& g) {
+          return std::vector<Tensor>{scatter_taps(g[0].div(div), w, n, c)};
         });
     autograd::set_history(out, node.get());
   }
