@@ -408,17 +408,13 @@ std::vector<Tensor> call_op(std::string_view name, const std::vector<Tensor>& in
 
 const std::vector<CompositeOverride>& overridable_composites() {
   static const std::vector<CompositeOverride> table = {
-      {"core::silu", "(Tensor x) -> Tensor", "out = x * sigmoid(x)"},
-      {"core::layer_norm", "(Tensor x, Tensor weight, Tensor bias, int normalized_dims, float eps) -> Tensor",
+      {"core::silu", BP_SCHEMA_CORE_SILU, "out = x * sigmoid(x)"},
+      {"core::layer_norm", BP_SCHEMA_CORE_LAYER_NORM,
        "layer_norm over the last normalized_dims dims of x, weight and bias given (of those dims)"},
-      {"core::conv2d",
-       "(Tensor x, Tensor weight, Tensor bias, int stride_h, int stride_w, int pad_h, int pad_w, "
-       "int dilation_h, int dilation_w, int groups) -> Tensor",
+      {"core::conv2d", BP_SCHEMA_CORE_CONV2D,
        "conv2d (NCHW) into a caller-allocated output; bias always given (zeros when the call has none); "
        "runs with or without a gradient recorded"},
-      {"core::conv2d_backward",
-       "(Tensor grad_out, Tensor x, Tensor weight, int stride_h, int stride_w, int pad_h, int pad_w, "
-       "int dilation_h, int dilation_w, int groups, int output_mask) -> (Tensor, Tensor)",
+      {"core::conv2d_backward", BP_SCHEMA_CORE_CONV2D_BACKWARD,
        "conv2d's gradients for the input (output_mask bit 0) and the weight (bit 1), outputs of x's and "
        "weight's shapes; an output whose bit is clear is left unwritten"},
   };

@@ -47,9 +47,7 @@ void layer_norm_kernel(const KernelCall& c) {
 
 void register_norm_kernels(Registrar& r) {
   if (!r.has_named_ops()) return;
-  r.add_named<&layer_norm_kernel>(
-      "core::layer_norm", "(Tensor x, Tensor weight, Tensor bias, int normalized_dims, float eps) -> Tensor",
-      {BP_DTYPE_FLOAT32}, BP_ORIGIN);
+  r.add_named<&layer_norm_kernel>("core::layer_norm", BP_SCHEMA_CORE_LAYER_NORM, {BP_DTYPE_FLOAT32}, BP_ORIGIN);
 }
 
 }  // namespace bp::cpu

@@ -169,7 +169,7 @@ void register_unary_kernels(Registrar& r) {
   r.add<&unary_kernel<Un::clamp>>(BP_OP_CLAMP, kNumericDtypes, BP_ORIGIN);
   r.add<&logical_not_kernel>(BP_OP_LOGICAL_NOT, kAllDtypes, BP_ORIGIN);
   if (r.has_named_ops())
-    r.add_named<&silu_kernel>("core::silu", "(Tensor x) -> Tensor", kFloatDtypes, BP_ORIGIN);
+    r.add_named<&silu_kernel>("core::silu", BP_SCHEMA_CORE_SILU, kFloatDtypes, BP_ORIGIN);
 }
 
 }  // namespace bp::cpu

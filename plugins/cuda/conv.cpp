@@ -298,15 +298,10 @@ void conv2d_backward_kernel(const KernelCall& c) {
 
 void register_conv_kernels(Registrar& r) {
   if (!r.has_named_ops()) return;
-  r.add_named<&conv2d_kernel>("core::conv2d",
-                              "(Tensor x, Tensor weight, Tensor bias, int stride_h, int stride_w, int pad_h, "
-                              "int pad_w, int dilation_h, int dilation_w, int groups) -> Tensor",
-                              {BP_DTYPE_FLOAT32, BP_DTYPE_FLOAT64}, BP_ORIGIN);
-  r.add_named<&conv2d_backward_kernel>(
-      "core::conv2d_backward",
-      "(Tensor grad_out, Tensor x, Tensor weight, int stride_h, int stride_w, int pad_h, int pad_w, "
-      "int dilation_h, int dilation_w, int groups, int output_mask) -> (Tensor, Tensor)",
-      {BP_DTYPE_FLOAT32, BP_DTYPE_FLOAT64}, BP_ORIGIN);
+  r.add_named<&conv2d_kernel>("core::conv2d", BP_SCHEMA_CORE_CONV2D, {BP_DTYPE_FLOAT32, BP_DTYPE_FLOAT64},
+                              BP_ORIGIN);
+  r.add_named<&conv2d_backward_kernel>("core::conv2d_backward", BP_SCHEMA_CORE_CONV2D_BACKWARD,
+                                       {BP_DTYPE_FLOAT32, BP_DTYPE_FLOAT64}, BP_ORIGIN);
 }
 
 }  // namespace bp::cuda

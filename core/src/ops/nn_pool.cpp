@@ -17,25 +17,15 @@ using nn_detail::Windows;
 TensorOptions like(const Tensor& x, DType d) { return TensorOptions(d).device(x.device()); }
 
 // Position in the unpadded plane (h * W + w) that offset (kh, kw) of each
-// window reads, [OH, OW] int64; and each window's first position inside the
-// input (PyTorch's initial index).
-Tensor tap_positions(const Windows& w, int64_t kh, int64_t kw, const Tensor& x) {
+// window reads, [OH, OW] int64; with `first`, each window's first position
+// inside the input instead (PyTorch's initial index).
+Tensor window_positions(const Windows& w, int64_t kh, int64_t kw, bool first, const Tensor& x) {
   std::vector<int64_t> pos(static_cast<std::size_t>(w.out[0] * w.out[1]));
   for (int64_t oh = 0; oh < w.out[0]; ++oh)
     for (int64_t ow = 0; ow < w.out[1]; ++ow) {
-      const int64_t h = oh * w.s[0] - w.p[0] + kh * w.d[0], c = ow * w.s[1] - w.p[1] + kw * w.d[1];
-      pos[static_cast<std::size_t>(oh * w.out[1] + ow)] = h * w.in[1] + c;
-    }
-  return from_vector(pos, {w.out[0], w.out[1]}, like(x, DType::Int64));
-}
-
-Tensor first_positions(const Windows& w, const Tensor& x) {
-  std::vector<int64_t> pos(static_cast<std::size_t>(w.out[0] * w.out[1]));
-  for (int64_t oh = 0; oh < w.out[0]; ++oh)
-    for (int64_t ow = 0; ow < w.out[1]; ++ow) {
-      int64_t h = oh * w.s[0] - w.p[0], c = ow * w.s[1] - w.p[1];
-      while (h < 0) h += w.d[0];
-      while (c < 0) c += w.d[1];
+      int64_t h = oh * w.s[0] - w.p[0] + kh * w.d[0], c = ow * w.s[1] - w.p[1] + kw * w.d[1];
+      while (first && h < 0) h += w.d[0];
+      while (first && c < 0) c += w.d[1];
       pos[static_cast<std::size_t>(oh * w.out[1] + ow)] = h * w.in[1] + c;
     }
   return from_vector(pos, {w.out[0], w.out[1]}, like(x, DType::Int64));
@@ -86,7 +76,7 @@ std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, Size2 ker
     NoGradGuard no_grad;
     const Tensor xp = nn_detail::pad(x, w, -std::numeric_limits<double>::infinity());
     out = full({n, c, w.out[0], w.out[1]}, -std::numeric_limits<double>::infinity(), like(x, x.dtype()));
-    idx = first_positions(w, x).expand({n, c, w.out[0], w.out[1]}).contiguous();
+    idx = window_positions(w, 0, 0, true, x).expand({n, c, w.out[0], w.out[1]}).contiguous();
     if (out.numel() > 0)
       for (int64_t kh = 0; kh < w.k[0]; ++kh)
         for (int64_t kw = 0; kw < w.k[1]; ++kw) {
@@ -94,7 +84,7 @@ std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, Size2 ker
           // A larger value, or NaN (which then stays the maximum), takes the window.
           const Tensor take = logical_or(gt(t, out), ne(t, t));
           out = where(take, t, out);
-          idx = where(take, tap_positions(w, kh, kw, x), idx);
+          idx = where(take, window_positions(w, kh, kw, false, x), idx);
         }
   }
   if (autograd::needs_grad({&x})) {

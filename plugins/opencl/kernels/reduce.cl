@@ -15,6 +15,17 @@
 #endif
 #define ACC_MAX(u, v) NAN_MAX(A, u, v)
 #define ACC_MIN(u, v) NAN_MIN(A, u, v)
+#define PLUS(u, v) ((u) + (v))
+
+// The group's values v (one per work-item, L a power of two) combined into
+// buf[0] in local memory; every work-item of the group runs it.
+#define GROUP_FOLD(buf, v, COMBINE)                              \
+  buf[lid] = (v);                                                \
+  barrier(CLK_LOCAL_MEM_FENCE);                                  \
+  for (int s = L / 2; s > 0; s >>= 1) {                          \
+    if (lid < s) buf[lid] = COMBINE(buf[lid], buf[lid + s]);     \
+    barrier(CLK_LOCAL_MEM_FENCE);                                \
+  }
 
 #define REDUCE(name, IDENT, COMBINE)                                       \
   __kernel void name(RED_ARGS) {                                           \
@@ -30,12 +41,7 @@
       const A_C v = (A_C)T_LOAD(x + po[1] + q[0]);                         \
       acc = COMBINE(acc, v);                                               \
     }                                                                      \
-    buf[lid] = acc;                                                        \
-    barrier(CLK_LOCAL_MEM_FENCE);                                          \
-    for (int s = L / 2; s > 0; s >>= 1) {                                  \
-      if (lid < s) buf[lid] = COMBINE(buf[lid], buf[lid + s]);             \
-      barrier(CLK_LOCAL_MEM_FENCE);                                        \
-    }                                                                      \
+    GROUP_FOLD(buf, acc, COMBINE)                    \
     if (lid == 0) O_STORE(o + po[0], (O_C)buf[0]);                         \
   }
 
@@ -66,12 +72,7 @@ REDUCE(min_, A_HIGHEST, ACC_MIN)
       geo_offsets(&inner, j, 1, q);                                             \
       acc = COMBINE(acc, (A_C)T_LOAD(x + po[1] + q[0]));                        \
     }                                                                           \
-    buf[lid] = acc;                                                             \
-    barrier(CLK_LOCAL_MEM_FENCE);                                               \
-    for (int s = L / 2; s > 0; s >>= 1) {                                       \
-      if (lid < s) buf[lid] = COMBINE(buf[lid], buf[lid + s]);                  \
-      barrier(CLK_LOCAL_MEM_FENCE);                                             \
-    }                                                                           \
+    GROUP_FOLD(buf, acc, COMBINE)                    \
     if (lid == 0) ((__global A_C *)part)[gi] = buf[0];                          \
   }                                                                             \
   __kernel void name##_final(__global uchar *o, __global const uchar *part, Geo outer, \
@@ -153,12 +154,7 @@ ARGREDUCE(argmin, BEATS_MIN)
       const A_C v = (A_C)T_LOAD(x + po[1] + q[1]);                             \
       m = ACC_MAX(m, v);                                                       \
     }                                                                          \
-    buf[lid] = m;                                                              \
-    barrier(CLK_LOCAL_MEM_FENCE);                                              \
-    for (int s = L / 2; s > 0; s >>= 1) {                                      \
-      if (lid < s) buf[lid] = ACC_MAX(buf[lid], buf[lid + s]);                 \
-      barrier(CLK_LOCAL_MEM_FENCE);                                            \
-    }                                                                          \
+    GROUP_FOLD(buf, m, ACC_MAX)                    \
     m = buf[0];                                                                \
     barrier(CLK_LOCAL_MEM_FENCE);                                              \
     A_C sum = 0;                                                               \
@@ -166,12 +162,7 @@ ARGREDUCE(argmin, BEATS_MIN)
       geo_offsets(&inner, j, 2, q);                                            \
       sum += exp((A_C)T_LOAD(x + po[1] + q[1]) - m);                           \
     }                                                                          \
-    buf[lid] = sum;                                                            \
-    barrier(CLK_LOCAL_MEM_FENCE);                                              \
-    for (int s = L / 2; s > 0; s >>= 1) {                                      \
-      if (lid < s) buf[lid] += buf[lid + s];                                   \
-      barrier(CLK_LOCAL_MEM_FENCE);                                            \
-    }                                                                          \
+    GROUP_FOLD(buf, sum, PLUS)                    \
     sum = buf[0];                                                              \
     for (long j = lid; j < inner.n; j += L) {                                  \
       geo_offsets(&inner, j, 2, q);                                            \

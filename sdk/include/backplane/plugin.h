@@ -331,11 +331,22 @@ typedef struct bp_kernel_registration {
  *
  * The namespace "core" is the core's: a backend may register there only an
  * override of one of the core's composite ops ("core::silu",
- * "core::layer_norm"), with the schema the core gives it
- * (bp::overridable_composites()). The core runs such a kernel in place of
- * the composite when no gradient is being recorded; when it declines a
- * call, the composite runs.
+ * "core::layer_norm", "core::conv2d", "core::conv2d_backward"), with the
+ * schema the core gives it (bp::overridable_composites(), and the
+ * BP_SCHEMA_CORE_* strings below). The core runs such a kernel in place of
+ * the composite when no gradient is being recorded (conv2d's two kernels
+ * whether or not one is, its gradient being the core's); when it declines
+ * a call, the composite runs.
  */
+#define BP_SCHEMA_CORE_SILU "(Tensor x) -> Tensor"
+#define BP_SCHEMA_CORE_LAYER_NORM \
+  "(Tensor x, Tensor weight, Tensor bias, int normalized_dims, float eps) -> Tensor"
+#define BP_SCHEMA_CORE_CONV2D                                                                \
+  "(Tensor x, Tensor weight, Tensor bias, int stride_h, int stride_w, int pad_h, int pad_w, " \
+  "int dilation_h, int dilation_w, int groups) -> Tensor"
+#define BP_SCHEMA_CORE_CONV2D_BACKWARD                                                          \
+  "(Tensor grad_out, Tensor x, Tensor weight, int stride_h, int stride_w, int pad_h, int pad_w, " \
+  "int dilation_h, int dilation_w, int groups, int output_mask) -> (Tensor, Tensor)"
 typedef struct bp_named_kernel_registration {
   size_t struct_size;
   const char* name;    /* "<namespace>::<op>", both [a-z0-9_]+ ("core::": see above) */
