@@ -99,12 +99,27 @@ void resnet_block_libtorch(benchmark::State& state) {
   }
 }
 
+void norm_pool_libtorch(benchmark::State& state) {
+  at::manual_seed(0);
+  at::Tensor x = at::randn({kConvN, kConvC, kConvHW, kConvHW}).set_requires_grad(true);
+  at::Tensor g = at::ones({kConvC}).set_requires_grad(true), b = at::zeros({kConvC}).set_requires_grad(true);
+  at::Tensor rm = at::zeros({kConvC}), rv = at::ones({kConvC});
+  for (auto _ : state) {
+    for (at::Tensor* p : {&x, &g, &b}) p->mutable_grad() = at::Tensor();
+    at::Tensor y = at::avg_pool2d(
+        at::max_pool2d(at::relu(at::batch_norm(x, g, b, rm, rv, true, 0.1, 1e-5, false)), 3, 2, 1), 2);
+    y.sum().backward();
+    benchmark::DoNotOptimize(x.grad().unsafeGetTensorImpl());
+  }
+}
+
 }  // namespace
 
 void register_libtorch_benchmarks() {
   for (auto [name, fn] : {std::pair{"conv2d_fwd/libtorch", &conv_fwd_libtorch},
                           std::pair{"conv2d_fwd_bwd/libtorch", &conv_fwd_bwd_libtorch},
-                          std::pair{"resnet_block/libtorch", &resnet_block_libtorch}})
+                          std::pair{"resnet_block/libtorch", &resnet_block_libtorch},
+                          std::pair{"norm_pool/libtorch", &norm_pool_libtorch}})
     benchmark::RegisterBenchmark(name, fn)->UseRealTime()->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("tiny_add_grad/libtorch", tiny_add_grad_libtorch);
   benchmark::RegisterBenchmark("mlp_step/libtorch", mlp_step_libtorch)->UseRealTime();

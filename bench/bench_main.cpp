@@ -330,11 +330,13 @@ int main(int argc, char** argv) {
     print_speed(reporter, "conv2d_fwd vs the composite", "conv2d_fwd/backplane", "conv2d_fwd/composite", f);
     print_speed(reporter, "conv2d_fwd_bwd vs the composite", "conv2d_fwd_bwd/backplane",
                 "conv2d_fwd_bwd/composite", 3 * f);
+    print_speed(reporter, "norm_pool vs the composite", "norm_pool/backplane", "norm_pool/composite", 0);
 #ifdef BACKPLANE_BENCH_WITH_LIBTORCH
     print_speed(reporter, "conv2d_fwd vs libtorch", "conv2d_fwd/backplane", "conv2d_fwd/libtorch", f);
     print_speed(reporter, "conv2d_fwd_bwd vs libtorch", "conv2d_fwd_bwd/backplane", "conv2d_fwd_bwd/libtorch",
                 3 * f);
     print_speed(reporter, "resnet_block vs libtorch", "resnet_block/backplane", "resnet_block/libtorch", 0);
+    print_speed(reporter, "norm_pool vs libtorch", "norm_pool/backplane", "norm_pool/libtorch", 0);
 #endif
   }
   if (!device_backend.empty()) {

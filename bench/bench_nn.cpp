@@ -2,7 +2,8 @@
 // float32 input (padding 1), forward and forward+backward, through
 // Backplane and through oneDNN called directly on the same NCHW data; and a
 // ResNet basic block (conv-bn-relu-conv-bn, residual add, relu) forward and
-// backward in training mode. The LibTorch side is in bench_libtorch.cpp.
+// backward in training mode; batch_norm, relu and the pools around it
+// (norm_pool). The LibTorch side is in bench_libtorch.cpp.
 //
 // oneDNN direct is what a program holding NCHW tensors writes: primitives
 // that choose their own (blocked) memory formats, the reorders into and out
@@ -197,6 +198,25 @@ void resnet_block_backplane(benchmark::State& state) {
   }
 }
 
+// --- batch_norm, relu, max and avg pooling, forward and backward ---------------------
+// The layers around a ResNet's convolutions on the conv benchmark's input:
+// the backend's kernels against the core's composites.
+void norm_pool_backplane(benchmark::State& state, bool composite) {
+  std::optional<CompositeOnlyGuard> guard;
+  if (composite) guard.emplace();
+  manual_seed(0);
+  Tensor x = randn({kConvN, kConvC, kConvHW, kConvHW}).requires_grad_();
+  Tensor g = ones({kConvC}).requires_grad_(), b = zeros({kConvC}).requires_grad_();
+  Tensor rm = zeros({kConvC}), rv = ones({kConvC});
+  for (auto _ : state) {
+    for (Tensor* p : {&x, &g, &b}) p->set_grad(Tensor());
+    Tensor y = avg_pool2d(max_pool2d(relu(batch_norm(x, rm, rv, g, b, true)), 3, 2, 1), 2);
+    y.sum().backward();
+    sync();
+    benchmark::DoNotOptimize(x.grad().impl());
+  }
+}
+
 }  // namespace
 
 void register_nn_benchmarks() {
@@ -208,6 +228,8 @@ void register_nn_benchmarks() {
   add("conv2d_fwd_bwd/backplane", conv_fwd_bwd_backplane, false);
   add("conv2d_fwd_bwd/composite", conv_fwd_bwd_backplane, true);
   add("resnet_block/backplane", resnet_block_backplane);
+  add("norm_pool/backplane", norm_pool_backplane, false);
+  add("norm_pool/composite", norm_pool_backplane, true);
   // oneDNN on the host: the baseline of the CPU backend.
   add("conv2d_fwd/onednn", conv_fwd_onednn);
   add("conv2d_fwd/onednn_compute", conv_fwd_onednn_compute);

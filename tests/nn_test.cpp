@@ -97,6 +97,40 @@ TEST(Pooling, MaxAndAvgByHand) {
   EXPECT_EQ(bp::adaptive_avg_pool2d(x, 1).to_vector<double>(), (std::vector<double>{7.5}));
 }
 
+TEST(Pooling, OwnKernelsRunWithGradAndAreRecordedByName) {
+  Tensor x = bp::randn({2, 3, 8, 8}).requires_grad_();
+  bp::debug::KernelRecording rec;
+  bp::max_pool2d(x, 3, 2, 1).sum().backward();
+  bp::avg_pool2d(x, 3, 2, 1).sum().backward();
+  EXPECT_TRUE(reached(rec, "core::max_pool2d"));
+  EXPECT_TRUE(reached(rec, "core::avg_pool2d"));
+  EXPECT_TRUE(reached(rec, "core::avg_pool2d_backward"));
+  EXPECT_FALSE(reached(rec, "where"));  // the composite max pool selects with where
+  // A ceil-mode window past the padded input divides by the part inside it
+  // (PyTorch's count), where oneDNN would divide by the whole kernel: the
+  // plugin runs its own loop, and averaging ones gives ones.
+  bp::debug::KernelRecording ceil_mode;
+  const Tensor y = bp::avg_pool2d(bp::ones({1, 1, 4, 4}), 3, 2, 0, true, true);
+  EXPECT_TRUE(reached(ceil_mode, "core::avg_pool2d"));
+  EXPECT_EQ(y.to_vector<double>(), std::vector<double>(4, 1.0));
+}
+
+TEST(BatchNorm, TrainingRunsOnednnForwardAndBackward) {
+  Tensor x = bp::randn({4, 3, 5, 5}).requires_grad_();
+  Tensor w = bp::ones({3}).requires_grad_();
+  Tensor rm = bp::zeros({3}), rv = bp::ones({3});
+  bp::debug::KernelRecording rec;
+  Tensor y = bp::batch_norm(x, rm, rv, w, Tensor(), true, 0.1, 1e-5);
+  y.pow(2).sum().backward();
+  EXPECT_TRUE(reached(rec, "core::batch_norm"));
+  EXPECT_TRUE(reached(rec, "core::batch_norm_backward"));
+  ASSERT_TRUE(x.grad().defined());
+  // sum(y^2) = N*H*W per channel whatever x is, so its gradient is ~0
+  // (y is normalised); the weight's is 2 * sum(y^2) / w = 2 * 100.
+  EXPECT_LT(x.grad().abs().max().item<double>(), 1e-3);
+  for (double g : w.grad().to_vector<double>()) EXPECT_NEAR(g, 200.0, 1e-2);
+}
+
 TEST(Losses, CrossEntropyOfUniformLogitsIsLogC) {
   // Equal logits over 4 classes: every class has probability 1/4, loss log 4.
   const Tensor logits = bp::zeros({3, 4});

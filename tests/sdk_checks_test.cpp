@@ -4,6 +4,7 @@
 #include <backplane/dispatcher.h>
 #include <backplane/sdk/checks.hpp>
 #include <backplane/sdk/loops.hpp>
+#include <backplane/sdk/nn_checks.hpp>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -269,6 +270,75 @@ TEST(SdkChecks, LayerNormReturnsRowSizeAndEpsAndRefusesShortWeights) {
               check::layer_norm(Call(BP_OP_COUNT, {&x, &wd, &b}, {&out}, {2}, {fscalar(0)}).kc());
             }),
             "[core::layer_norm] operands must share x's dtype float32");
+}
+
+TEST(SdkChecks, Pool2dDerivesCeilModeAndRefusesAnOutputOfNeitherMode) {
+  // 7x7 input, kernel 2, stride 2, no padding: floor mode gives 3x3, ceil mode 4x4.
+  Desc x(BP_DTYPE_FLOAT32, {2, 3, 7, 7}), floor_out(BP_DTYPE_FLOAT32, {2, 3, 3, 3}),
+      ceil_out(BP_DTYPE_FLOAT32, {2, 3, 4, 4}), odd(BP_DTYPE_FLOAT32, {2, 3, 5, 5}),
+      idx(BP_DTYPE_INT64, {2, 3, 4, 4}), idx32(BP_DTYPE_INT32, {2, 3, 4, 4});
+  const std::vector<int64_t> avg = {2, 2, 2, 2, 0, 0, 1}, max = {2, 2, 2, 2, 0, 0, 1, 1};
+  const check::Pool2dArgs f = check::pool2d(Call(BP_OP_COUNT, {&x}, {&floor_out}, avg).kc(), "core::avg_pool2d");
+  EXPECT_FALSE(f.ceil_mode);
+  EXPECT_TRUE(f.count_include_pad);
+  EXPECT_EQ(f.out_h, 3);
+  const check::Pool2dArgs m =
+      check::pool2d(Call(BP_OP_COUNT, {&x}, {&ceil_out, &idx}, max).kc(), "core::max_pool2d");
+  EXPECT_TRUE(m.ceil_mode);
+  EXPECT_EQ(m.in_w, 7);
+  // The backward call's input is the output gradient, its output the input's.
+  EXPECT_EQ(check::pool2d(Call(BP_OP_COUNT, {&floor_out}, {&x}, avg).kc(), "core::avg_pool2d_backward").in_h, 7);
+  EXPECT_EQ(refusal([&] { check::pool2d(Call(BP_OP_COUNT, {&x}, {&odd}, avg).kc(), "core::avg_pool2d"); }),
+            "[core::avg_pool2d] an output plane of 5x5 fits neither floor (3x3) nor ceil mode (4x4)");
+  EXPECT_EQ(refusal([&] {
+              check::pool2d(Call(BP_OP_COUNT, {&x}, {&ceil_out, &idx32}, max).kc(), "core::max_pool2d");
+            }),
+            "[core::max_pool2d] the indices must be int64");
+  EXPECT_EQ(refusal([&] {
+              check::pool2d(Call(BP_OP_COUNT, {&x}, {&floor_out}, {2, 2, 2, 2, 2, 0, 1}).kc(), "core::avg_pool2d");
+            }),
+            "[core::avg_pool2d] padding must be between 0 and half the kernel");
+}
+
+TEST(SdkChecks, AvgPoolDivisorCountsAsPyTorch) {
+  // 5-wide input, kernel 3, stride 2, padding 1, ceil mode: windows start at
+  // -1, 1, 3 (the last reaches 5, inside the padded 6). Counting padding, the
+  // first window is 3 wide; without, 2 (columns 0 and 1).
+  check::Pool2dArgs p{1, 1, 5, 5, 3, 3, 3, 3, 2, 2, 1, 1};
+  p.count_include_pad = true;
+  EXPECT_EQ(check::avg_pool_divisor(p, 0, 0), 9);
+  p.count_include_pad = false;
+  EXPECT_EQ(check::avg_pool_divisor(p, 0, 0), 4);
+  EXPECT_EQ(check::avg_pool_divisor(p, 1, 1), 9);
+  EXPECT_EQ(check::avg_pool_divisor(p, 2, 0), 4);  // rows 3, 4 by columns 0, 1
+}
+
+TEST(SdkChecks, BatchNormReturnsTheShapeAndRefusesAWrongChannelCount) {
+  Desc x(BP_DTYPE_FLOAT32, {4, 3, 5, 2}), c3(BP_DTYPE_FLOAT32, {3}), c2(BP_DTYPE_FLOAT32, {2}),
+      out(BP_DTYPE_FLOAT32, {4, 3, 5, 2}), one(BP_DTYPE_FLOAT32, {1});
+  const check::BatchNormArgs a =
+      check::batch_norm(Call(BP_OP_COUNT, {&x, &c3, &c3}, {&out, &c3, &c3}, {}, {fscalar(1e-5)}).kc(),
+                        "core::batch_norm");
+  EXPECT_EQ(a.n, 4);
+  EXPECT_EQ(a.c, 3);
+  EXPECT_EQ(a.spatial, 10);
+  EXPECT_EQ(a.eps, 1e-5);
+  // Backward with grad_x not asked for (mask 6): a 1-element stand-in is fine.
+  const check::BatchNormArgs b = check::batch_norm(
+      Call(BP_OP_COUNT, {&out, &x, &c3, &c3, &c3}, {&one, &c3, &c3}, {6}, {fscalar(0)}).kc(),
+      "core::batch_norm_backward");
+  EXPECT_EQ(b.output_mask, 6);
+  EXPECT_EQ(refusal([&] {
+              check::batch_norm(Call(BP_OP_COUNT, {&x, &c2, &c3}, {&out, &c3, &c3}, {}, {fscalar(0)}).kc(),
+                                "core::batch_norm");
+            }),
+            "[core::batch_norm] weight must have shape [3]");
+  EXPECT_EQ(refusal([&] {
+              check::batch_norm(
+                  Call(BP_OP_COUNT, {&out, &x, &c3, &c3, &c3}, {&one, &c3, &c3}, {7}, {fscalar(0)}).kc(),
+                  "core::batch_norm_backward");
+            }),
+            "[core::batch_norm_backward] grad_x must have x's shape");
 }
 
 TEST(SdkLoops, Map2RunsInPlaceOverATransposedOperand) {

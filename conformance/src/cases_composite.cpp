@@ -142,6 +142,18 @@ void overrides_match_composite(const Context& ctx) {
       agree("silu of a large tensor", [&] { return silu(big); });
       agree("silu of an offset view", [&] { return silu(big.narrow(0, 7, 100)); });
     }
+    if (has_override("core::gelu", probe)) {
+      for (bool approx : {false, true}) {
+        for (auto shape : {std::vector<int64_t>{7}, {33, 65}}) {
+          const Tensor x = random(shape);
+          agree(approx ? "gelu (tanh)" : "gelu", [&] { return gelu(x, approx); });
+          if (x.dim() >= 2) agree("gelu of a transposed view", [&] { return gelu(x.transpose(0, 1), approx); });
+        }
+        const Tensor big = random({300, 300});  // past the fast paths' thresholds
+        agree(approx ? "gelu (tanh) of a large tensor" : "gelu of a large tensor", [&] { return gelu(big, approx); });
+        agree("gelu of an offset view", [&] { return gelu(big.narrow(0, 7, 100), approx); });
+      }
+    }
     if (has_override("core::layer_norm", probe)) {
       for (auto shape : {std::vector<int64_t>{4, 8}, {2, 3, 16}, {1, 64}}) {
         const Tensor x = random(shape);

@@ -1,8 +1,9 @@
 // The CNN layers (NN-4): each against the reference backend on random
 // inputs of several layouts, with gradients (DV-2); finite-difference
-// gradient checks in float64 (AG-10); a backend's conv2d kernels against the
-// composite (DV-6); dropout's mask from the seed (NN-5); and the errors bad
-// arguments give (NN-4). The values PyTorch gives are in cases_nn_torch.cpp.
+// gradient checks in float64 (AG-10); dropout's mask from the seed (NN-5);
+// and the errors bad arguments give (NN-4). The values PyTorch gives are in
+// cases_nn_torch.cpp, a backend's own nn kernels against the composites in
+// cases_nn_override.cpp.
 #include <backplane/conformance.h>
 #include <backplane/conformance/op_case.h>
 #include <backplane/debug.h>
@@ -16,6 +17,7 @@
 namespace bp::conformance {
 
 void add_nn_torch_cases(Suite& suite);
+void add_nn_override_cases(Suite& suite);
 
 namespace {
 
@@ -157,6 +159,8 @@ OpCaseSpec embedding_case() {
           kNnLayouts, {"NN-4"}};
 }
 
+}  // namespace
+
 // --- gradient checks -----------------------------------------------------------
 Tensor random64(const Context& ctx, Rng& r, std::vector<int64_t> shape, bool transposed) {
   int64_t n = 1;
@@ -167,6 +171,8 @@ Tensor random64(const Context& ctx, Rng& r, std::vector<int64_t> shape, bool tra
   std::swap(shape[shape.size() - 1], shape[shape.size() - 2]);
   return from_vector(v, IntArrayRef(shape), ctx.options(DType::Float64)).transpose(-1, -2);
 }
+
+namespace {
 
 struct NnGrad {
   const char* name;
@@ -204,51 +210,6 @@ void gradchecks(const Context& ctx) {
       const GradcheckResult res = gradcheck(s.fn, in);
       BP_EXPECT(res.ok, s.name, transposed ? " (transposed inputs)" : "", ": ", res.message);
     }
-}
-
-// --- a backend's conv2d kernels against the composite (DV-6) --------------------
-void conv_override(const Context& ctx) {
-  const Tensor probe = zeros({1}, ctx.options(DType::Float32));
-  if (!has_override("core::conv2d", probe) && !has_override("core::conv2d_backward", probe))
-    BP_SKIP("the backend has no conv2d kernel of its own");
-  Rng r(ctx.case_seed("nn.conv2d.override"));
-  struct P { std::vector<int64_t> x, w; Size2 s, p, d; int64_t g; };
-  const std::vector<P> ps = {{{2, 8, 9, 9}, {16, 8, 3, 3}, 1, 1, 1, 1},
-                             {{1, 6, 12, 10}, {9, 2, 3, 1}, {2, 1}, {0, 2}, {1, 2}, 3},
-                             {{3, 4, 7, 7}, {4, 1, 5, 5}, 2, 2, 1, 4}};
-  int ran = 0;  // calls the backend's kernels took (a declined one reaches matmul)
-  for (DType dt : {DType::Float32, DType::Float64})
-    for (const P& p : ps)
-      for (bool transposed : {false, true}) {
-        const Tensor x = random64(ctx, r, p.x, transposed).to(dt), w = random64(ctx, r, p.w, false).to(dt);
-        const Tensor b = random64(ctx, r, {p.w[0]}, false).to(dt);
-        // mask: which of the input (1) and the weight (2) require grad; the
-        // backward kernel computes only those.
-        auto run = [&](bool composite, int mask) {
-          std::optional<CompositeOnlyGuard> guard;
-          if (composite) guard.emplace();
-          Tensor xx = x.detach(), ww = w.detach();
-          if (mask & 1) xx.requires_grad_();
-          if (mask & 2) ww.requires_grad_();
-          debug::KernelRecording rec;
-          Tensor y = conv2d(xx, ww, b, p.s, p.p, p.d, p.g);
-          (y * y).sum().backward();
-          bool matmul = false;
-          for (const auto& k : rec.kernels()) matmul = matmul || k.op == "matmul";
-          if (!composite && !matmul) ++ran;
-          return std::vector<Tensor>{y.detach(), mask & 1 ? xx.grad() : y.detach(), mask & 2 ? ww.grad() : y.detach()};
-        };
-        const int mask = 1 + static_cast<int>(&p - ps.data() + transposed) % 3;  // 1, 2, 3 over the configs
-        const auto k = run(false, mask), c = run(true, mask);
-        const double tol = dt == DType::Float32 ? 1e-4 : 1e-10;
-        const char* what[3] = {"output", "input gradient", "weight gradient"};
-        for (int i = 0; i < 3; ++i)
-          BP_EXPECT(allclose(k[static_cast<std::size_t>(i)], c[static_cast<std::size_t>(i)], tol, tol), "conv2d ",
-                    what[i], " for ", name(dt), " input ", x.sizes(), transposed ? " (transposed)" : "",
-                    " with mask ", mask,
-                    ": the backend's kernel and the composite differ");
-      }
-  if (ran == 0) BP_SKIP("the backend's conv2d kernels declined every call (the composite ran each time)");
 }
 
 // --- dropout (NN-5) --------------------------------------------------------------
@@ -339,10 +300,10 @@ void add_nn_cases(Suite& suite) {
   add_op_case(suite, loss_case());
   add_op_case(suite, embedding_case());
   suite.add({"nn.gradcheck", {"AG-10", "NN-4"}, "nn", gradchecks});
-  suite.add({"nn.conv2d.override", {"DV-6", "NN-4"}, "nn", conv_override});
   suite.add({"nn.dropout", {"NN-5"}, "nn", dropout_mask});
   suite.add({"nn.bad_arguments", {"NN-4"}, "nn", bad_arguments});
   add_nn_torch_cases(suite);
+  add_nn_override_cases(suite);
 }
 
 }  // namespace bp::conformance

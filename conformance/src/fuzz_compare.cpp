@@ -84,6 +84,7 @@ std::optional<Op> primitive(OpKind k) {
     case K::Conv2d:  // a matmul of its windows, on the composite path
       return Op::Matmul;
     case K::AvgPool2d:
+    case K::BatchNorm:
       return Op::Sum;
     case K::MaxPool2d:
       return Op::Max;

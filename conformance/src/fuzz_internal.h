@@ -143,6 +143,7 @@ enum class OpKind : uint8_t {
   Conv2d,
   MaxPool2d,
   AvgPool2d,
+  BatchNorm,  // training mode, eps 1 (see fuzz_ops.cpp), on a primary of rank 2 or more
   // in place
   AddI,
   SubI,

@@ -64,6 +64,7 @@ const OpInfo kOps[kNumOpKinds] = {
     {K::Conv2d, "conv2d", C::Nn, kFloat, true},
     {K::MaxPool2d, "max_pool2d", C::Nn, kFloat, false},  // ties make it non-smooth
     {K::AvgPool2d, "avg_pool2d", C::Nn, kFloat, true},
+    {K::BatchNorm, "batch_norm", C::Nn, kFloat, true},
     {K::AddI, "add_", C::Inplace, kNum, true},
     {K::SubI, "sub_", C::Inplace, kNum, true},
     {K::MulI, "mul_", C::Inplace, kAll, true},
@@ -395,6 +396,18 @@ ResolvedOp resolve_op(const OpStep& step, const PrimaryInfo& p) {
       break;
     }
     case C::Nn: {
+      if (op.kind == K::BatchNorm) {
+        // Batch statistics over all dims but 1; eps 1 keeps a channel of
+        // (nearly) equal values from amplifying rounding differences.
+        if (r < 2 || !is_floating(p.dtype)) return skip();
+        int64_t count = 1;
+        for (int d = 0; d < r; ++d) count *= d == 1 ? 1 : sizes[static_cast<std::size_t>(d)];
+        if (count * sizes[1] > 0 && count <= 1) op.error = "one value per channel in training (NN-4)";
+        op.terms = std::max<int64_t>(count, 1);
+        op.accumulates = true;
+        if (p.grad && !op.error.empty()) return skip();
+        break;
+      }
       // dims: kernel, stride, padding (at most half the kernel, as pooling
       // requires), and conv2d's groups.
       if (r != 4 || !is_floating(p.dtype)) return skip();

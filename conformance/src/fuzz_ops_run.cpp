@@ -110,6 +110,8 @@ std::vector<Tensor> run_op(const ResolvedOp& op, Tensor& t, const std::vector<Te
       return {max_pool2d(t, op.dims[0], op.dims[1], op.dims[2])};
     case K::AvgPool2d:
       return {avg_pool2d(t, op.dims[0], op.dims[1], op.dims[2])};
+    case K::BatchNorm:
+      return {batch_norm(t, Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1, 1.0)};
     case K::AddI:
       if (op.scalar_other) return {t.add_(op.scalar)};
       return {op.has_alpha ? t.add_(o[0], op.alpha) : t.add_(o[0])};
@@ -223,7 +225,10 @@ std::string op_cpp(const ResolvedOp& op, const std::string& t, const std::vector
       os << "auto " << out << " = bp::matmul(" << t << ", " << o[0] << ");";
       break;
     case C::Nn:
-      if (op.kind == K::Conv2d)
+      if (op.kind == K::BatchNorm)
+        os << "auto " << out << " = bp::batch_norm(" << t
+           << ", bp::Tensor(), bp::Tensor(), bp::Tensor(), bp::Tensor(), true, 0.1, 1.0);";
+      else if (op.kind == K::Conv2d)
         os << "auto " << out << " = bp::conv2d(" << t << ", " << o[0] << ", bp::Tensor(), " << op.dims[1]
            << ", " << op.dims[2] << ", 1, " << op.dims[3] << ");";
       else

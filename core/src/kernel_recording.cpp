@@ -30,7 +30,18 @@ void KernelRecording::note(int backend, int op, int dtype) noexcept {
     if (e.backend == backend && e.op == op && e.dtype == dtype) return;
   try {
     const Backend* b = PluginLoader::instance().by_id(backend);
-    entries_.push_back({backend, op, dtype, b ? b->label() : "?"});
+    entries_.push_back({backend, op, dtype, b ? b->label() : "?", {}});
+  } catch (...) {
+    // Out of memory while recording: this kernel goes unrecorded.
+  }
+}
+
+void KernelRecording::note_named(int backend, std::string_view name, int dtype) noexcept {
+  for (const Entry& e : entries_)
+    if (e.backend == backend && e.named == name && e.dtype == dtype) return;
+  try {
+    const Backend* b = PluginLoader::instance().by_id(backend);
+    entries_.push_back({backend, -1, dtype, b ? b->label() : "?", std::string(name)});
   } catch (...) {
     // Out of memory while recording: this kernel goes unrecorded.
   }
@@ -40,7 +51,7 @@ std::vector<ReachedKernel> KernelRecording::kernels() const {
   std::vector<ReachedKernel> out;
   out.reserve(entries_.size());
   for (const Entry& e : entries_)
-    out.push_back({e.backend_name, std::string(op_name(static_cast<Op>(e.op))),
+    out.push_back({e.backend_name, e.named.empty() ? std::string(op_name(static_cast<Op>(e.op))) : e.named,
                    std::string(name(static_cast<DType>(e.dtype)))});
   return out;
 }

@@ -373,6 +373,8 @@ bool run_named(std::string_view name, const Found& found, const std::vector<Tens
   if (st == BP_STATUS_UNSUPPORTED && may_decline) return false;
   detail::check_status(st, op, b.name(), err);
   for (const Tensor& t : outputs) t.impl()->version->bump();
+  if (detail::t_kernel_recording != nullptr)
+    detail::t_kernel_recording->note_named(b.id(), name, static_cast<int>(dtype));
   return true;
 }
 
@@ -409,6 +411,9 @@ std::vector<Tensor> call_op(std::string_view name, const std::vector<Tensor>& in
 const std::vector<CompositeOverride>& overridable_composites() {
   static const std::vector<CompositeOverride> table = {
       {"core::silu", BP_SCHEMA_CORE_SILU, "out = x * sigmoid(x)"},
+      {"core::gelu", BP_SCHEMA_CORE_GELU,
+       "out = x / 2 * (1 + erf(x / sqrt(2))), or with tanh_approximation "
+       "x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3)))"},
       {"core::layer_norm", BP_SCHEMA_CORE_LAYER_NORM,
        "layer_norm over the last normalized_dims dims of x, weight and bias given (of those dims)"},
       {"core::conv2d", BP_SCHEMA_CORE_CONV2D,
@@ -417,6 +422,23 @@ const std::vector<CompositeOverride>& overridable_composites() {
       {"core::conv2d_backward", BP_SCHEMA_CORE_CONV2D_BACKWARD,
        "conv2d's gradients for the input (output_mask bit 0) and the weight (bit 1), outputs of x's and "
        "weight's shapes; an output whose bit is clear is left unwritten"},
+      {"core::max_pool2d", BP_SCHEMA_CORE_MAX_POOL2D,
+       "max_pool2d (NCHW) into caller-allocated values and int64 indices (h * W + w in the input plane) of "
+       "the output's shape, which fixes ceil_mode; the first maximum in window order, a NaN wins; runs with "
+       "or without a gradient recorded"},
+      {"core::avg_pool2d", BP_SCHEMA_CORE_AVG_POOL2D,
+       "avg_pool2d (NCHW) into a caller-allocated output; the divisor counts the window's part inside the "
+       "padded input (count_include_pad) or inside the input; runs with or without a gradient recorded"},
+      {"core::avg_pool2d_backward", BP_SCHEMA_CORE_AVG_POOL2D_BACKWARD,
+       "avg_pool2d's input gradient, into an output of the input's shape"},
+      {"core::batch_norm", BP_SCHEMA_CORE_BATCH_NORM,
+       "training batch_norm: the output, and the batch's per-channel mean and biased variance [C]; weight "
+       "and bias always given; runs with or without a gradient recorded"},
+      {"core::batch_norm_inference", BP_SCHEMA_CORE_BATCH_NORM_INFERENCE,
+       "batch_norm with the running statistics; weight and bias always given"},
+      {"core::batch_norm_backward", BP_SCHEMA_CORE_BATCH_NORM_BACKWARD,
+       "training batch_norm's gradients for x (output_mask bit 0), weight (bit 1) and bias (bit 2) from the "
+       "batch's mean and biased variance; an output whose bit is clear is left unwritten"},
   };
   return table;
 }

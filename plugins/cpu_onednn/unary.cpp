@@ -109,13 +109,12 @@ void unary_typed(const KernelCall& c, const TensorRef& out, const TensorRef& in)
 
 template <Un Op>
 void unary_kernel(const KernelCall& c) {
-  const bp_dtype dt = Op == Un::clamp ? (check::clamp(c), c.input(0).dtype())
-                                       : check::elementwise(c, 1, false);
+  const bp_dtype dt =
+      Op == Un::clamp ? (check::clamp(c), c.input(0).dtype()) : check::elementwise(c, 1, false);
   bp::sdk::visit_dtype(dt, [&](auto tag) {
     using T = decltype(tag);
-    constexpr bool float_only =
-        Op == Un::exp || Op == Un::log || Op == Un::sqrt || Op == Un::sigmoid || Op == Un::tanh ||
-        Op == Un::erf;
+    constexpr bool float_only = Op == Un::exp || Op == Un::log || Op == Un::sqrt ||
+                                Op == Un::sigmoid || Op == Un::tanh || Op == Un::erf;
     if constexpr (std::is_same_v<T, bool> || (float_only && !std::is_floating_point_v<T>)) {
       bp::sdk::unsupported(c, dt);
     } else {
@@ -154,6 +153,39 @@ void silu_kernel(const KernelCall& c) {
   });
 }
 
+// core::gelu, the core's composite fused: oneDNN's gelu_erf / gelu_tanh for
+// large dense float32, one loop otherwise.
+void gelu_kernel(const KernelCall& c) {
+  BP_CHECK(c.attrs().num_ints >= 1, "core::gelu", "expects ints[0] = tanh_approximation");
+  const bp_dtype dt = check::elementwise(c, 1, false);
+  const TensorRef out = c.output(0), in = c.input(0);
+  const bool approx = c.attrs().ints[0] != 0;
+  if (out.numel() == 0) return;
+  bp::sdk::visit_dtype(dt, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<T>) {
+      if constexpr (std::is_same_v<T, float>) {
+        const auto alg =
+            approx ? dnnl::algorithm::eltwise_gelu_tanh : dnnl::algorithm::eltwise_gelu_erf;
+        if (out.numel() >= kDnnlMinElements && try_dnnl_eltwise(alg, out, in, 0.0f)) return;
+      }
+      if (approx)
+        unary_map<T, T>(out, in, [](T x) {
+          const double d = x;
+          return static_cast<T>(0.5 * d *
+                                (1 + std::tanh(0.7978845608028654 * (d + 0.044715 * d * d * d))));
+        });
+      else
+        unary_map<T, T>(out, in, [](T x) {
+          const double d = x;
+          return static_cast<T>(0.5 * d * (1 + std::erf(d * 0.7071067811865476)));
+        });
+    } else {
+      bp::sdk::unsupported(c, dt);
+    }
+  });
+}
+
 }  // namespace
 
 void register_unary_kernels(Registrar& r) {
@@ -168,8 +200,10 @@ void register_unary_kernels(Registrar& r) {
   r.add<&unary_kernel<Un::erf>>(BP_OP_ERF, kFloatDtypes, BP_ORIGIN);
   r.add<&unary_kernel<Un::clamp>>(BP_OP_CLAMP, kNumericDtypes, BP_ORIGIN);
   r.add<&logical_not_kernel>(BP_OP_LOGICAL_NOT, kAllDtypes, BP_ORIGIN);
-  if (r.has_named_ops())
+  if (r.has_named_ops()) {
     r.add_named<&silu_kernel>("core::silu", BP_SCHEMA_CORE_SILU, kFloatDtypes, BP_ORIGIN);
+    r.add_named<&gelu_kernel>("core::gelu", BP_SCHEMA_CORE_GELU, kFloatDtypes, BP_ORIGIN);
+  }
 }
 
 }  // namespace bp::cpu

@@ -1,11 +1,7 @@
 // core::conv2d and core::conv2d_backward on cuDNN (float32 and float64, FMA
 // math: no TF32 rounding), each problem's algorithm measured on its first
-// call. cuDNN is loaded at run time (libcudnn.so.9, from
-// the CUDA toolkit's library directory or the loader's path): where it is
-// missing, or refuses a layout, the kernels decline and the core's
-// composite (cuBLAS matmuls) runs, so the plugin loads and works without it.
-#include <cudnn.h>
-#include <dlfcn.h>
+// call. Where cuDNN is missing (cudnn_lib.h), or refuses a layout, the
+// kernels decline and the core's composite (cuBLAS matmuls) runs.
 
 #include <algorithm>
 #include <array>
@@ -15,105 +11,11 @@
 #include <optional>
 #include <string>
 
-#include "cuda_backend.h"
+#include "cudnn_lib.h"
 
 namespace bp::cuda {
 
 namespace {
-
-// The entry points used, resolved once.
-#define BP_CUDNN_FUNCTIONS(X)                                                                              \
-  X(cudnnCreate) X(cudnnSetStream) X(cudnnGetErrorString) X(cudnnCreateTensorDescriptor)                  \
-  X(cudnnDestroyTensorDescriptor) X(cudnnSetTensor4dDescriptorEx) X(cudnnCreateFilterDescriptor)           \
-  X(cudnnDestroyFilterDescriptor) X(cudnnSetFilter4dDescriptor) X(cudnnCreateConvolutionDescriptor)        \
-  X(cudnnDestroyConvolutionDescriptor) X(cudnnSetConvolution2dDescriptor) X(cudnnSetConvolutionGroupCount) \
-  X(cudnnSetConvolutionMathType) X(cudnnFindConvolutionForwardAlgorithm) X(cudnnConvolutionForward)      \
-  X(cudnnAddTensor) X(cudnnFindConvolutionBackwardDataAlgorithm) X(cudnnConvolutionBackwardData)         \
-  X(cudnnFindConvolutionBackwardFilterAlgorithm) X(cudnnConvolutionBackwardFilter)
-
-struct Cudnn {
-#define BP_CUDNN_FIELD(name) decltype(&::name) name = nullptr;
-  BP_CUDNN_FUNCTIONS(BP_CUDNN_FIELD)
-#undef BP_CUDNN_FIELD
-  std::string missing;  // why it is not usable ("" when it is)
-};
-
-const Cudnn& cudnn() {
-  static const Cudnn* lib = [] {
-    auto* c = new Cudnn();  // never unloaded: handles live until exit
-    void* h = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
-    if (h == nullptr) h = dlopen("/usr/local/cuda/lib64/libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
-    if (h == nullptr) {
-      const char* e = dlerror();
-      c->missing = std::string("cuDNN 9 not found (") + (e ? e : "dlopen failed") + ")";
-      return c;
-    }
-#define BP_CUDNN_LOAD(name)                                                  \
-  c->name = reinterpret_cast<decltype(&::name)>(dlsym(h, #name));            \
-  if (c->name == nullptr && c->missing.empty()) c->missing = "cuDNN lacks " #name;
-    BP_CUDNN_FUNCTIONS(BP_CUDNN_LOAD)
-#undef BP_CUDNN_LOAD
-    return c;
-  }();
-  return *lib;
-}
-
-// Declines the call (the composite runs) when cuDNN cannot take it.
-#define BP_CUDNN_TRY(expr)                                                                      \
-  do {                                                                                          \
-    const cudnnStatus_t bp_st_ = (expr);                                                        \
-    if (bp_st_ != CUDNN_STATUS_SUCCESS)                                                         \
-      BP_UNSUPPORTED(#expr << ": " << cudnn().cudnnGetErrorString(bp_st_) << "; the composite runs"); \
-  } while (0)
-// A failure once work is queued is an error.
-#define BP_CUDNN_CHECK(expr)                                                                    \
-  do {                                                                                          \
-    const cudnnStatus_t bp_st_ = (expr);                                                        \
-    if (bp_st_ != CUDNN_STATUS_SUCCESS)                                                         \
-      throw std::runtime_error(std::string("[") + current_op() + "] " #expr " failed: " +       \
-                               cudnn().cudnnGetErrorString(bp_st_));                            \
-  } while (0)
-
-// One handle per thread and device, pointed at the call's stream each time.
-cudnnHandle_t handle_for(const Stream& s) {
-  thread_local std::array<cudnnHandle_t, kMaxDevices> handles{};
-  cudnnHandle_t& h = handles[static_cast<std::size_t>(s.device)];
-  if (h == nullptr) BP_CUDNN_TRY(cudnn().cudnnCreate(&h));
-  BP_CUDNN_TRY(cudnn().cudnnSetStream(h, s.handle));
-  return h;
-}
-
-// A size or stride as cuDNN's int; a larger one is declined.
-int as_int(int64_t v) {
-  if (v < 0 || v > std::numeric_limits<int>::max())
-    BP_UNSUPPORTED("a size or stride of " << v << " does not fit cuDNN's int");
-  return static_cast<int>(v);
-}
-
-// RAII descriptors; one whose setup fails is destroyed before the call is
-// declined.
-struct TensorDesc {
-  cudnnTensorDescriptor_t d = nullptr;
-  TensorDesc(cudnnDataType_t type, const int64_t (&dims)[4], const int64_t (&strides)[4]) {
-    BP_CUDNN_TRY(cudnn().cudnnCreateTensorDescriptor(&d));
-    try {
-      BP_CUDNN_TRY(cudnn().cudnnSetTensor4dDescriptorEx(d, type, as_int(dims[0]), as_int(dims[1]), as_int(dims[2]),
-                                                        as_int(dims[3]), as_int(strides[0]), as_int(strides[1]),
-                                                        as_int(strides[2]), as_int(strides[3])));
-    } catch (...) {
-      cudnn().cudnnDestroyTensorDescriptor(d);
-      throw;
-    }
-  }
-  TensorDesc(cudnnDataType_t type, const TensorRef& t)
-      : TensorDesc(type, {t.size(0), t.size(1), t.size(2), t.size(3)},
-                   {t.stride(0), t.stride(1), t.stride(2), t.stride(3)}) {}
-  // A [C] bias as [1, C, 1, 1].
-  TensorDesc(cudnnDataType_t type, int64_t c, int64_t stride) : TensorDesc(type, {1, c, 1, 1}, {c * stride, stride, 1, 1}) {}
-  TensorDesc(const TensorDesc&) = delete;
-  TensorDesc& operator=(const TensorDesc&) = delete;
-  ~TensorDesc() { cudnn().cudnnDestroyTensorDescriptor(d); }
-};
 
 struct FilterDesc {
   cudnnFilterDescriptor_t d = nullptr;
@@ -152,12 +54,6 @@ struct ConvDesc {
   ConvDesc& operator=(const ConvDesc&) = delete;
   ~ConvDesc() { cudnn().cudnnDestroyConvolutionDescriptor(d); }
 };
-
-cudnnDataType_t data_type(bp_dtype d) {
-  if (d == BP_DTYPE_FLOAT32) return CUDNN_DATA_FLOAT;
-  if (d == BP_DTYPE_FLOAT64) return CUDNN_DATA_DOUBLE;
-  BP_UNSUPPORTED("not implemented for " << bp::sdk::dtype_name(d));
-}
 
 // The algorithm of each problem (direction, dtype, device, shapes and
 // strides, attributes): the fastest that cuDNN measures within the
@@ -213,20 +109,6 @@ Choice choose(const ProblemKey& key, Find find) {
     chosen->emplace(key, c);
   }
   return result(c);
-}
-
-// 1 and 0 in the call's dtype, as cuDNN's scaling factors.
-struct Scale {
-  double d1 = 1, d0 = 0;
-  float f1 = 1, f0 = 0;
-  bool f64;
-  explicit Scale(cudnnDataType_t t) : f64(t == CUDNN_DATA_DOUBLE) {}
-  const void* one() const { return f64 ? static_cast<const void*>(&d1) : &f1; }
-  const void* zero() const { return f64 ? static_cast<const void*>(&d0) : &f0; }
-};
-
-void require_cudnn() {
-  if (!cudnn().missing.empty()) BP_UNSUPPORTED(cudnn().missing << "; the composite runs");
 }
 
 void conv2d_kernel(const KernelCall& c) {

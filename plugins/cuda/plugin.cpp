@@ -80,6 +80,7 @@ class CudaPlugin final : public bp::sdk::Plugin {
     register_index_kernels(r);
     register_random_kernels(r);
     register_conv_kernels(r);
+    register_pool_norm_kernels(r);
   }
 
   // Memory. Handles are device pointers; offsets are added here.

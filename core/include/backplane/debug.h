@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace bp::debug {
@@ -61,11 +62,14 @@ class KernelRecording {
   // The dispatcher's side: a kernel of `op` for `dtype` called on the
   // backend of that id (its name is taken now: it may be unloaded later).
   void note(int backend, int op, int dtype) noexcept;
+  // A named op's kernel ("core::conv2d") that ran (and did not decline).
+  void note_named(int backend, std::string_view name, int dtype) noexcept;
 
  private:
   struct Entry {
     int backend, op, dtype;
     std::string backend_name;
+    std::string named;  // a named op's name; empty for a builtin op
   };
   std::vector<Entry> entries_;
   KernelRecording* outer_;

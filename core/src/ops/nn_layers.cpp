@@ -40,6 +40,9 @@ Tensor& dropout_(Tensor& input, double p, bool training) {
 Tensor gelu(const Tensor& input, bool tanh_approximation) {
   BP_CHECK_TYPE(is_floating(input.dtype()), "[gelu] needs a floating input, got ",
                 detail::describe_tensor(input));
+  if (Tensor out = detail::run_override("core::gelu", {input}, {int64_t{tanh_approximation ? 1 : 0}});
+      out.defined())
+    return out;
   if (tanh_approximation) {
     const Tensor inner = (input + input * input * input * 0.044715) * 0.7978845608028654;  // sqrt(2/pi)
     return input * 0.5 * (tanh(inner) + 1);

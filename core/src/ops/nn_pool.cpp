@@ -1,6 +1,10 @@
 // Pooling: max_pool2d (with the indices its gradient scatters to),
 // avg_pool2d and adaptive_avg_pool2d, from window taps of the padded input.
+// The gradients are defined here; a backend's "core::max_pool2d",
+// "core::avg_pool2d" and "core::avg_pool2d_backward" kernels replace the
+// composites (with or without a gradient recorded) when they take the call.
 #include <backplane/autograd.h>
+#include <backplane/named_ops.h>
 #include <backplane/nn_ops.h>
 
 #include <limits>
@@ -61,6 +65,38 @@ Tensor scatter_taps(const Tensor& g, const Windows& w, int64_t n, int64_t c) {
 
 Size2 stride_or_kernel(std::optional<Size2> stride, Size2 kernel) { return stride ? *stride : kernel; }
 
+// The named ops' geometry attributes: kernel, stride, padding (h, w).
+std::vector<OpAttr> geometry(const Windows& w) { return {w.k[0], w.k[1], w.s[0], w.s[1], w.p[0], w.p[1]}; }
+
+// The composite max pool: values and PyTorch's indices.
+void max_pool_composite(const Tensor& x, const Windows& w, Tensor& out, Tensor& idx) {
+  const int64_t n = x.size(0), c = x.size(1);
+  const Tensor xp = nn_detail::pad(x, w, -std::numeric_limits<double>::infinity());
+  out = full({n, c, w.out[0], w.out[1]}, -std::numeric_limits<double>::infinity(), like(x, x.dtype()));
+  idx = window_positions(w, 0, 0, true, x).expand({n, c, w.out[0], w.out[1]}).contiguous();
+  if (out.numel() == 0) return;
+  for (int64_t kh = 0; kh < w.k[0]; ++kh)
+    for (int64_t kw = 0; kw < w.k[1]; ++kw) {
+      const Tensor t = nn_detail::tap(xp, w, kh, kw);
+      // A larger value, or NaN (which then stays the maximum), takes the window.
+      const Tensor take = logical_or(gt(t, out), ne(t, t));
+      out = where(take, t, out);
+      idx = where(take, window_positions(w, kh, kw, false, x), idx);
+    }
+}
+
+// avg_pool2d's gradient: each window's share of g spread over its taps.
+Tensor avg_pool_backward(const Tensor& g, const Windows& w, const Tensor& div, bool count_include_pad,
+                         int64_t n, int64_t c) {
+  if (g.numel() > 0) {
+    Tensor gx = detail::make_empty({n, c, w.in[0], w.in[1]}, g.dtype(), g);
+    std::vector<OpAttr> attrs = geometry(w);
+    attrs.push_back(int64_t{count_include_pad ? 1 : 0});
+    if (detail::run_kernel_override("core::avg_pool2d_backward", {g.contiguous()}, {gx}, attrs)) return gx;
+  }
+  return scatter_taps(g.div(div), w, n, c);
+}
+
 }  // namespace
 
 std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, Size2 kernel_size,
@@ -74,18 +110,16 @@ std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, Size2 ker
   Tensor out, idx;
   {
     NoGradGuard no_grad;
-    const Tensor xp = nn_detail::pad(x, w, -std::numeric_limits<double>::infinity());
-    out = full({n, c, w.out[0], w.out[1]}, -std::numeric_limits<double>::infinity(), like(x, x.dtype()));
-    idx = window_positions(w, 0, 0, true, x).expand({n, c, w.out[0], w.out[1]}).contiguous();
-    if (out.numel() > 0)
-      for (int64_t kh = 0; kh < w.k[0]; ++kh)
-        for (int64_t kw = 0; kw < w.k[1]; ++kw) {
-          const Tensor t = nn_detail::tap(xp, w, kh, kw);
-          // A larger value, or NaN (which then stays the maximum), takes the window.
-          const Tensor take = logical_or(gt(t, out), ne(t, t));
-          out = where(take, t, out);
-          idx = where(take, window_positions(w, kh, kw, false, x), idx);
-        }
+    bool done = false;
+    if (n * c * w.out[0] * w.out[1] > 0 && has_override("core::max_pool2d", x)) {
+      out = detail::make_empty({n, c, w.out[0], w.out[1]}, x.dtype(), x);
+      idx = detail::make_empty({n, c, w.out[0], w.out[1]}, DType::Int64, x);
+      std::vector<OpAttr> attrs = geometry(w);
+      attrs.push_back(w.d[0]);
+      attrs.push_back(w.d[1]);
+      done = detail::run_kernel_override("core::max_pool2d", {x}, {out, idx}, attrs);
+    }
+    if (!done) max_pool_composite(x, w, out, idx);
   }
   if (autograd::needs_grad({&x})) {
     const DimVector xs(x.sizes());
@@ -120,19 +154,29 @@ Tensor avg_pool2d(const Tensor& input, Size2 kernel_size, std::optional<Size2> s
   const Tensor div = divisors(w, count_include_pad, x);
   {
     NoGradGuard no_grad;
-    const Tensor xp = nn_detail::pad(x, w, 0);
-    out = zeros({x.size(0), x.size(1), w.out[0], w.out[1]}, like(x, x.dtype()));
-    if (out.numel() > 0) {
-      for (int64_t kh = 0; kh < w.k[0]; ++kh)
-        for (int64_t kw = 0; kw < w.k[1]; ++kw) out.add_(nn_detail::tap(xp, w, kh, kw));
-      out.div_(div);
+    bool done = false;
+    if (x.size(0) * x.size(1) * w.out[0] * w.out[1] > 0 && has_override("core::avg_pool2d", x)) {
+      out = detail::make_empty({x.size(0), x.size(1), w.out[0], w.out[1]}, x.dtype(), x);
+      std::vector<OpAttr> attrs = geometry(w);
+      attrs.push_back(int64_t{count_include_pad ? 1 : 0});
+      done = detail::run_kernel_override("core::avg_pool2d", {x}, {out}, attrs);
+    }
+    if (!done) {
+      const Tensor xp = nn_detail::pad(x, w, 0);
+      out = zeros({x.size(0), x.size(1), w.out[0], w.out[1]}, like(x, x.dtype()));
+      if (out.numel() > 0) {
+        for (int64_t kh = 0; kh < w.k[0]; ++kh)
+          for (int64_t kw = 0; kw < w.k[1]; ++kw) out.add_(nn_detail::tap(xp, w, kh, kw));
+        out.div_(div);
+      }
     }
   }
   if (autograd::needs_grad({&x})) {
     const int64_t n = x.size(0), c = x.size(1);  // the input itself is not kept
     auto node = autograd::make_node(
-        "AvgPool2DBackward0", {&x}, [w, div, n, c](autograd::FunctionNode&, std::vector<Tensor>& g) {
-          return std::vector<Tensor>{scatter_taps(g[0].div(div), w, n, c)};
+        "AvgPool2DBackward0", {&x},
+        [w, div, n, c, count_include_pad](autograd::FunctionNode&, std::vector<Tensor>& g) {
+          return std::vector<Tensor>{avg_pool_backward(g[0], w, div, count_include_pad, n, c)};
         });
     autograd::set_history(out, node.get());
   }

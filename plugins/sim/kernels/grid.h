@@ -97,5 +97,6 @@ void register_elementwise_kernels(Registrar& r);  // elementwise.cpp: FILL..LOGI
 void register_reduce_kernels(Registrar& r);       // reduce.cpp: SUM..ARGMIN
 void register_linalg_kernels(Registrar& r);       // linalg.cpp: MATMUL, SOFTMAX, layer_norm
 void register_index_kernels(Registrar& r);        // index.cpp: GATHER, SCATTER, INDEX_SELECT, RANDOM
+void register_nn_kernels(Registrar& r);           // nn.cpp: conv2d, pools, batch_norm (core:: overrides)
 
 }  // namespace bp::sim

@@ -45,6 +45,7 @@ void register_softmax_kernels(Registrar& r);  // softmax.cpp: SOFTMAX, LOG_SOFTM
 void register_index_kernels(Registrar& r);    // index.cpp: GATHER, SCATTER, INDEX_SELECT
 void register_random_kernels(Registrar& r);   // random.cpp: RANDOM
 void register_named_kernels(Registrar& r);    // named.cpp: hostref::lerp, core::layer_norm
+void register_nn_kernels(Registrar& r);       // nn.cpp: conv2d, pools, batch_norm (core:: overrides)
 
 // Every primitive op of plugin.h, and the named op.
 inline void register_all_kernels(Registrar& r) {
@@ -58,6 +59,7 @@ inline void register_all_kernels(Registrar& r) {
   register_index_kernels(r);
   register_random_kernels(r);
   register_named_kernels(r);
+  register_nn_kernels(r);
 }
 
 }  // namespace hostref

@@ -46,7 +46,7 @@ extern "C" {
 #endif
 
 #define BP_ABI_MAJOR 2
-#define BP_ABI_MINOR 2
+#define BP_ABI_MINOR 3
 
 #define BP_PLUGIN_ENTRY_SYMBOL "bp_plugin_init"
 
@@ -330,15 +330,16 @@ typedef struct bp_kernel_registration {
  * gradient: the core refuses a call whose inputs require one.
  *
  * The namespace "core" is the core's: a backend may register there only an
- * override of one of the core's composite ops ("core::silu",
- * "core::layer_norm", "core::conv2d", "core::conv2d_backward"), with the
- * schema the core gives it (bp::overridable_composites(), and the
- * BP_SCHEMA_CORE_* strings below). The core runs such a kernel in place of
- * the composite when no gradient is being recorded (conv2d's two kernels
- * whether or not one is, its gradient being the core's); when it declines
- * a call, the composite runs.
+ * override of one of the core's composite ops (bp::overridable_composites()
+ * lists them with their contracts; the BP_SCHEMA_CORE_* strings below give
+ * their schemas). The core runs such a kernel in place of the composite:
+ * silu, gelu, layer_norm and batch_norm_inference when no gradient is being
+ * recorded; the others (conv2d, the pools, training batch_norm, and their
+ * backward halves) whether or not one is, their gradients being defined by
+ * the core. When a kernel declines a call, the composite runs.
  */
 #define BP_SCHEMA_CORE_SILU "(Tensor x) -> Tensor"
+#define BP_SCHEMA_CORE_GELU "(Tensor x, int tanh_approximation) -> Tensor"
 #define BP_SCHEMA_CORE_LAYER_NORM \
   "(Tensor x, Tensor weight, Tensor bias, int normalized_dims, float eps) -> Tensor"
 #define BP_SCHEMA_CORE_CONV2D                                                                \
@@ -347,6 +348,22 @@ typedef struct bp_kernel_registration {
 #define BP_SCHEMA_CORE_CONV2D_BACKWARD                                                          \
   "(Tensor grad_out, Tensor x, Tensor weight, int stride_h, int stride_w, int pad_h, int pad_w, " \
   "int dilation_h, int dilation_w, int groups, int output_mask) -> (Tensor, Tensor)"
+#define BP_SCHEMA_CORE_MAX_POOL2D                                                          \
+  "(Tensor x, int kernel_h, int kernel_w, int stride_h, int stride_w, int pad_h, int pad_w, " \
+  "int dilation_h, int dilation_w) -> (Tensor, Tensor)"
+#define BP_SCHEMA_CORE_AVG_POOL2D                                                          \
+  "(Tensor x, int kernel_h, int kernel_w, int stride_h, int stride_w, int pad_h, int pad_w, " \
+  "int count_include_pad) -> Tensor"
+#define BP_SCHEMA_CORE_AVG_POOL2D_BACKWARD                                                       \
+  "(Tensor grad_out, int kernel_h, int kernel_w, int stride_h, int stride_w, int pad_h, int pad_w, " \
+  "int count_include_pad) -> Tensor"
+#define BP_SCHEMA_CORE_BATCH_NORM \
+  "(Tensor x, Tensor weight, Tensor bias, float eps) -> (Tensor, Tensor, Tensor)"
+#define BP_SCHEMA_CORE_BATCH_NORM_INFERENCE \
+  "(Tensor x, Tensor weight, Tensor bias, Tensor running_mean, Tensor running_var, float eps) -> Tensor"
+#define BP_SCHEMA_CORE_BATCH_NORM_BACKWARD                                                  \
+  "(Tensor grad_out, Tensor x, Tensor weight, Tensor mean, Tensor var, float eps, int output_mask) " \
+  "-> (Tensor, Tensor, Tensor)"
 typedef struct bp_named_kernel_registration {
   size_t struct_size;
   const char* name;    /* "<namespace>::<op>", both [a-z0-9_]+ ("core::": see above) */
