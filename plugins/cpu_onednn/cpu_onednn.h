@@ -4,6 +4,10 @@
 
 #include <omp.h>
 
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -194,6 +198,45 @@ void for_each_row_parallel(const std::array<TensorRef, N>& ops, Row&& row,
   }
 }
 
+// tile[r * K + c] = element r of column c, the columns `col_stride` bytes
+// apart and each contiguous (nr x nc, at most K x K). Float tiles go 4 x 4
+// through SSE registers (a scalar element-by-element transpose costs more
+// than the add it feeds).
+template <class T, int64_t K>
+void transpose_into_tile(T* tile, const char* src, int64_t col_stride, int64_t nr, int64_t nc) {
+  int64_t c = 0;
+#if defined(__SSE2__)
+  if constexpr (std::is_same_v<T, float>) {
+    for (; c + 4 <= nc; c += 4) {
+      const float* s0 = reinterpret_cast<const float*>(src + c * col_stride);
+      const float* s1 = reinterpret_cast<const float*>(src + (c + 1) * col_stride);
+      const float* s2 = reinterpret_cast<const float*>(src + (c + 2) * col_stride);
+      const float* s3 = reinterpret_cast<const float*>(src + (c + 3) * col_stride);
+      int64_t r = 0;
+      for (; r + 4 <= nr; r += 4) {
+        __m128 a = _mm_loadu_ps(s0 + r), b = _mm_loadu_ps(s1 + r), d = _mm_loadu_ps(s2 + r),
+               e = _mm_loadu_ps(s3 + r);
+        _MM_TRANSPOSE4_PS(a, b, d, e);
+        _mm_storeu_ps(tile + (r + 0) * K + c, a);
+        _mm_storeu_ps(tile + (r + 1) * K + c, b);
+        _mm_storeu_ps(tile + (r + 2) * K + c, d);
+        _mm_storeu_ps(tile + (r + 3) * K + c, e);
+      }
+      for (; r < nr; ++r) {
+        tile[r * K + c] = s0[r];
+        tile[r * K + c + 1] = s1[r];
+        tile[r * K + c + 2] = s2[r];
+        tile[r * K + c + 3] = s3[r];
+      }
+    }
+  }
+#endif
+  for (; c < nc; ++c) {
+    const T* col = reinterpret_cast<const T*>(src + c * col_stride);
+    for (int64_t r = 0; r < nr; ++r) tile[r * K + c] = col[r];
+  }
+}
+
 // The transposed-operand case of binary_map: out and one input walk rows
 // contiguously while the other input runs down columns (x + y.t()). Loading
 // that input element by element down a column is a strided, unvectorised
@@ -226,11 +269,8 @@ bool binary_map_transposed(const TensorRef& out, const TensorRef& a, const Tenso
       for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
         const int64_t nc = std::min(kTile, cols - c0);
         // tile[r][c] = transposed operand at (r0 + r, c0 + c): reads run along r.
-        for (int64_t c = 0; c < nc; ++c) {
-          const T* src = reinterpret_cast<const T*>(base[t] + r0 * L.strides[t][0] +
-                                                    (c0 + c) * L.strides[t][1]);
-          for (int64_t r = 0; r < nr; ++r) tile[r * kTile + c] = src[r];
-        }
+        const char* tb0 = base[t] + r0 * L.strides[t][0] + c0 * L.strides[t][1];
+        transpose_into_tile<T, kTile>(tile, tb0, L.strides[t][1], nr, nc);
         for (int64_t r = 0; r < nr; ++r) {
           O* o = reinterpret_cast<O*>(base[0] + (r0 + r) * L.strides[0][0]) + c0;
           const int u = t == 1 ? 2 : 1;  // the row-walking input
