@@ -35,6 +35,7 @@ inline constexpr int64_t kConvFlops = 2 * kConvN * kConvO * kConvHW * kConvHW * 
 inline constexpr int64_t kBlockN = 8, kBlockC = 64;
 // Registers them (bench_nn.cpp).
 void register_nn_benchmarks();
+void register_matmul_benchmarks();  // bench_matmul.cpp
 
 // Registers the */<backend> device benchmarks when the selected backend is not
 // the default CPU one; returns its name (empty when none).

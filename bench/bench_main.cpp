@@ -179,6 +179,7 @@ void register_benchmarks() {
   benchmark::RegisterBenchmark("tiny_add_grad/backplane", tiny_add_grad_backplane);
   benchmark::RegisterBenchmark("mlp_step/backplane", mlp_step_backplane)->UseRealTime();
   register_nn_benchmarks();
+  register_matmul_benchmarks();
 #ifdef BACKPLANE_BENCH_WITH_LIBTORCH
   register_libtorch_benchmarks();
 #endif
@@ -264,13 +265,17 @@ void print_speed(const RatioReporter& r, const char* label, const char* num, con
     return;
   }
   const double speed = d->seconds_per_iter / n->seconds_per_iter;
+  // Times in ms, or in us below a millisecond.
+  const bool us = n->seconds_per_iter < 1e-3 && d->seconds_per_iter < 1e-3;
+  const double scale = us ? 1e6 : 1e3;
+  const char* unit = us ? "us" : "ms";
   if (flops > 0)
-    std::printf("  %-30s %.3f of its speed  (%.1f vs %.1f GFLOP/s; %.1f vs %.1f ms)\n", label, speed,
-                flops / n->seconds_per_iter / 1e9, flops / d->seconds_per_iter / 1e9, n->seconds_per_iter * 1e3,
-                d->seconds_per_iter * 1e3);
+    std::printf("  %-30s %.3f of its speed  (%.1f vs %.1f GFLOP/s; %.1f vs %.1f %s)\n", label, speed,
+                flops / n->seconds_per_iter / 1e9, flops / d->seconds_per_iter / 1e9, n->seconds_per_iter * scale,
+                d->seconds_per_iter * scale, unit);
   else
-    std::printf("  %-30s %.3f of its speed  (%.1f vs %.1f ms)\n", label, speed, n->seconds_per_iter * 1e3,
-                d->seconds_per_iter * 1e3);
+    std::printf("  %-30s %.3f of its speed  (%.1f vs %.1f %s)\n", label, speed, n->seconds_per_iter * scale,
+                d->seconds_per_iter * scale, unit);
 }
 
 }  // namespace
@@ -315,6 +320,10 @@ int main(int argc, char** argv) {
               "tiny_add_grad/libtorch", false);
   print_ratio(reporter, "mlp_step backplane/libtorch", "mlp_step/backplane", "mlp_step/libtorch",
               false);
+  bp::bench::print_speed(reporter, "matmul n=64 vs oneDNN direct", "matmul_64/backplane", "matmul_64/onednn",
+                         2.0 * 64 * 64 * 64);
+  bp::bench::print_speed(reporter, "matmul n=256 vs oneDNN direct", "matmul_256/backplane", "matmul_256/onednn",
+                         2.0 * 256 * 256 * 256);
 #ifdef BACKPLANE_BENCH_WITH_LIBTORCH
   print_ratio(reporter, "add_16M backplane/libtorch", "add_16M/backplane", "add_16M/libtorch",
               true);

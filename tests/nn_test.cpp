@@ -156,13 +156,16 @@ TEST(BatchNorm, UpdatesRunningStatsInPlace) {
   EXPECT_GT(rm.version(), v0);
 }
 
-// The CPU backend keeps freed large blocks for reuse: a block stays
-// reserved while cached, and taking it again counts neither a new reserved
-// byte nor a system allocation.
-TEST(HostAllocator, LargeBlocksAreReusedAndCountedOnce) {
+// The CPU backend keeps freed blocks of 4 KiB and up for reuse: a block
+// stays reserved while cached, and taking it again counts neither a new
+// reserved byte nor a system allocation.
+// Large blocks (12 MiB) and medium ones (16 KiB: a 64 x 64 float32 result).
+class HostAllocator : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(HostAllocator, FreedBlocksAreReusedAndCountedOnce) {
   const bp::Device d = bp::default_device();
   const bp::Backend& b = *bp::PluginLoader::instance().by_id(d.backend);
-  const int64_t n = int64_t{3} << 20;  // 12 MiB of float32: a large block
+  const int64_t n = GetParam();
   { const Tensor warm = bp::empty({n}); }
   const bp_memory_stats s0 = *b.memory_stats(d.index);
   for (int i = 0; i < 3; ++i) {
@@ -176,5 +179,7 @@ TEST(HostAllocator, LargeBlocksAreReusedAndCountedOnce) {
   EXPECT_EQ(s1.reserved_bytes, s0.reserved_bytes);
   EXPECT_EQ(s1.allocated_bytes, s0.allocated_bytes);
 }
+
+INSTANTIATE_TEST_SUITE_P(Sizes, HostAllocator, ::testing::Values(int64_t{3} << 20, int64_t{4096}));
 
 }  // namespace

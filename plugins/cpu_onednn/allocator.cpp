@@ -1,8 +1,8 @@
 // Host memory: 64-byte aligned for large buffers (a cache line, and what
 // AVX-512 loads want), plain malloc for small ones that ask for no more than
 // its natural 16 (aligned_alloc takes glibc's slow memalign path, which
-// dominated the cost of a tiny op), a few recently freed blocks of 4 MiB and
-// up kept for reuse, with the statistics memory_stats reports.
+// dominated the cost of a tiny op), recently freed blocks of 4 KiB and up
+// kept for reuse, with the statistics memory_stats reports.
 #include <algorithm>
 #include <cstdlib>
 #include <new>
@@ -22,6 +22,9 @@ constexpr std::size_t kLargeBlock = std::size_t{4} << 20;
 constexpr std::size_t kLargeStep = std::size_t{2} << 20;
 constexpr std::size_t kCachedBlocks = 8;
 constexpr std::size_t kCachedBytes = std::size_t{1} << 30;
+constexpr std::size_t kMediumBlock = std::size_t{4} << 10;
+constexpr std::size_t kMediumBlocks = 32;
+constexpr std::size_t kMediumBytes = std::size_t{32} << 20;
 std::size_t effective_alignment(std::size_t alignment, std::size_t nbytes) {
   std::size_t a = block_alignment(nbytes);
   while (a < alignment) a <<= 1;  // aligned_alloc needs a power of two
@@ -66,6 +69,7 @@ HostAllocator::Counters& HostAllocator::local() {
 
 HostAllocator::~HostAllocator() {
   for (const Cached& b : cache_) std::free(b.ptr);
+  for (const Cached& b : medium_) std::free(b.ptr);
 }
 
 void* HostAllocator::allocate(std::size_t nbytes, std::size_t alignment) {
@@ -76,9 +80,21 @@ void* HostAllocator::allocate(std::size_t nbytes, std::size_t alignment) {
   // same size; only blocks of the default alignment are cached and reused.
   const bool large = n >= kLargeBlock;
   const bool cacheable = large && a <= block_alignment(n);
+  const bool medium = !large && n >= kMediumBlock && a <= block_alignment(n);
   if (large) n = rounded_size(n, std::max(a, kLargeStep));
   void* p = nullptr;
   bool reused = false;
+  if (medium) {
+    std::lock_guard lock(cache_mu_);
+    for (std::size_t i = medium_.size(); i-- > 0;)
+      if (medium_[i].size == n) {
+        p = medium_[i].ptr;
+        medium_bytes_ -= n;
+        medium_.erase(medium_.begin() + static_cast<std::ptrdiff_t>(i));
+        reused = true;
+        break;
+      }
+  }
   if (cacheable) {
     std::lock_guard lock(cache_mu_);
     for (std::size_t i = 0; i < cache_.size(); ++i)
@@ -99,7 +115,9 @@ void* HostAllocator::allocate(std::size_t nbytes, std::size_t alignment) {
       {
         std::lock_guard lock(cache_mu_);
         drop.swap(cache_);
-        cached_bytes_ = 0;
+        drop.insert(drop.end(), medium_.begin(), medium_.end());
+        medium_.clear();
+        cached_bytes_ = medium_bytes_ = 0;
       }
       for (const Cached& b : drop) {
         std::free(b.ptr);
@@ -133,6 +151,19 @@ void HostAllocator::deallocate(void* ptr, std::size_t nbytes) {
       cached_bytes_ += block;
       return;
     }
+  } else if (block >= kMediumBlock) {
+    std::lock_guard lock(cache_mu_);
+    while (!medium_.empty() && (medium_.size() == kMediumBlocks || medium_bytes_ + block > kMediumBytes)) {
+      // Make room: the least recently freed blocks go back to the system.
+      const Cached old = medium_.front();
+      medium_.erase(medium_.begin());
+      medium_bytes_ -= old.size;
+      add(c.reserved, -static_cast<int64_t>(old.size));
+      std::free(old.ptr);
+    }
+    medium_.push_back({ptr, block});  // still reserved
+    medium_bytes_ += block;
+    return;
   }
   add(c.reserved, -static_cast<int64_t>(block));
   std::free(ptr);
