@@ -301,9 +301,16 @@ TEST(SdkChecks, Pool2dDerivesCeilModeAndRefusesAnOutputOfNeitherMode) {
 }
 
 TEST(SdkChecks, AvgPoolDivisorCountsAsPyTorch) {
-  // 5-wide input, kernel 3, stride 2, padding 1, ceil mode: windows start at
-  // -1, 1, 3 (the last reaches 5, inside the padded 6). Counting padding, the
-  // first window is 3 wide; without, 2 (columns 0 and 1).
+  // 4-wide input, kernel 3, stride 2, no padding, ceil mode: windows start at
+  // 0 and 2; the second reaches 5, past the (un)padded 4, and counts only
+  // its 2 x 2 part inside, padding counted or not.
+  check::Pool2dArgs c{1, 1, 4, 4, 2, 2, 3, 3, 2, 2, 0, 0};
+  c.count_include_pad = true;
+  EXPECT_EQ(check::avg_pool_divisor(c, 1, 1), 4);
+  EXPECT_EQ(check::avg_pool_divisor(c, 0, 0), 9);
+  // 5-wide input, kernel 3, stride 2, padding 1: windows start at -1, 1, 3
+  // (the last reaches 5, inside the padded 6). Counting padding, the first
+  // window is 3 wide; without, 2 (columns 0 and 1).
   check::Pool2dArgs p{1, 1, 5, 5, 3, 3, 3, 3, 2, 2, 1, 1};
   p.count_include_pad = true;
   EXPECT_EQ(check::avg_pool_divisor(p, 0, 0), 9);

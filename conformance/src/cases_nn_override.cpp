@@ -177,7 +177,9 @@ void batch_norm_override(const Context& ctx) {
       for (bool transposed : {false, true}) {
         const std::vector<int64_t>& shape = shapes[si];
         const int64_t ch = shape[1];
-        const Tensor x = random64(ctx, r, shape, transposed).mul(3).add(0.5).to(dt);
+        // Scaled in place: an out-of-place op would give a contiguous x.
+        Tensor x = random64(ctx, r, shape, transposed).to(dt);
+        x.mul_(3).add_(0.5);
         // With transposed inputs, an expanded (stride 0) weight too.
         const Tensor w = transposed ? random64(ctx, r, {1}, false).to(dt).expand({ch})
                                     : random64(ctx, r, {ch}, false).to(dt);

@@ -101,10 +101,13 @@ struct Scale {
 };
 
 // nn.cu: core::max_pool2d (the plugin's own kernel: PyTorch's indices and
-// NaN rule); var[i] = 1 / inv[i]^2 - eps for n elements of `dtype` (the
-// batch variance from cuDNN's saved inverse standard deviation), on `s`.
+// NaN rule); var[i] = max(1 / inv[i]^2 - eps, 0) for n elements of `dtype`
+// (the batch variance from cuDNN's saved inverse standard deviation), on `s`.
 void max_pool2d_cuda(const KernelCall& c);
 void variance_from_invstd(cudaStream_t s, bp_dtype dtype, void* var, const void* inv, int64_t n,
+                          double eps);
+// inv[i] = 1 / sqrt(var[i] + eps): cuDNN's saved inverse deviation from a variance.
+void invstd_from_variance(cudaStream_t s, bp_dtype dtype, void* inv, const void* var, int64_t n,
                           double eps);
 
 }  // namespace bp::cuda

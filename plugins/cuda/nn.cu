@@ -51,7 +51,15 @@ __global__ void __launch_bounds__(kBlock)
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kBlock + threadIdx.x;
   if (i >= n) return;
   const double v = static_cast<double>(inv[i]);
-  var[i] = static_cast<T>(1.0 / (v * v) - eps);
+  var[i] = static_cast<T>(fmax(1.0 / (v * v) - eps, 0.0));  // never below 0 through rounding
+}
+
+template <class T>
+__global__ void __launch_bounds__(kBlock)
+    invstd_kernel(T* inv, const T* var, int64_t n, double eps) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kBlock + threadIdx.x;
+  if (i >= n) return;
+  inv[i] = static_cast<T>(1.0 / sqrt(static_cast<double>(var[i]) + eps));
 }
 
 }  // namespace
@@ -88,6 +96,19 @@ void variance_from_invstd(cudaStream_t s, bp_dtype dtype, void* var, const void*
   else
     variance_kernel<float><<<blocks, kBlock, 0, s>>>(static_cast<float*>(var),
                                                      static_cast<const float*>(inv), n, eps);
+  BP_CUDA_CHECK(cudaGetLastError());
+}
+
+void invstd_from_variance(cudaStream_t s, bp_dtype dtype, void* inv, const void* var, int64_t n,
+                          double eps) {
+  if (n == 0) return;
+  const unsigned blocks = grid_for(n, kBlock);
+  if (dtype == BP_DTYPE_FLOAT64)
+    invstd_kernel<double><<<blocks, kBlock, 0, s>>>(static_cast<double*>(inv),
+                                                    static_cast<const double*>(var), n, eps);
+  else
+    invstd_kernel<float><<<blocks, kBlock, 0, s>>>(static_cast<float*>(inv),
+                                                   static_cast<const float*>(var), n, eps);
   BP_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -47,6 +47,8 @@ bp::sdk::check::Pool2dArgs avg_geometry(const KernelCall& c, const char* op) {
 void avg_pool2d_kernel(const KernelCall& c) {
   const auto p = avg_geometry(c, "core::avg_pool2d");
   const TensorRef x = c.input(0), out = c.output(0);
+  if (!bp::sdk::is_dense(x) || !bp::sdk::is_dense(out))
+    BP_UNSUPPORTED("cuDNN takes operands without stride 0 or overlap; the composite runs");
   const cudnnDataType_t type = data_type(x.dtype());
   Stream& s = prepare(c);
   const cudnnHandle_t h = handle_for(s);
@@ -62,6 +64,8 @@ void avg_pool2d_kernel(const KernelCall& c) {
 void avg_pool2d_backward_kernel(const KernelCall& c) {
   const auto p = avg_geometry(c, "core::avg_pool2d_backward");
   const TensorRef g = c.input(0), gx = c.output(0);
+  if (!bp::sdk::is_dense(g) || !bp::sdk::is_dense(gx))
+    BP_UNSUPPORTED("cuDNN takes operands without stride 0 or overlap; the composite runs");
   const cudnnDataType_t type = data_type(g.dtype());
   Stream& s = prepare(c);
   const cudnnHandle_t h = handle_for(s);
@@ -129,8 +133,8 @@ void batch_norm_inference_kernel(const KernelCall& c) {
       a.eps));
 }
 
-// The gradients from the batch statistics, which cuDNN recomputes from x
-// (its saved-statistics arguments are left null, as it allows).
+// The gradients from the given batch statistics: the mean, and the inverse
+// deviation computed from the variance (cuDNN's saved-statistics arguments).
 void batch_norm_backward_kernel(const KernelCall& c) {
   require_cudnn();
   const auto a = bp::sdk::check::batch_norm(c, "core::batch_norm_backward");
@@ -145,10 +149,12 @@ void batch_norm_backward_kernel(const KernelCall& c) {
       static_cast<std::size_t>(a.n * a.c * a.spatial) * bp::sdk::dtype_size(x.dtype());
   Scratch unwanted(s, want_x ? 1 : std::max<std::size_t>(x_bytes, 1));
   void* dx = want_x ? c.output(0).base() : unwanted.get();
+  Scratch inv(s, static_cast<std::size_t>(a.c) * bp::sdk::dtype_size(x.dtype()));
+  invstd_from_variance(s.handle, x.dtype(), inv.get(), c.input(4).base(), a.c, a.eps);
   BP_CUDNN_TRY(cudnn().cudnnBatchNormalizationBackward(
       h, CUDNN_BATCHNORM_SPATIAL, k.one(), k.zero(), k.one(), k.zero(), sh.data.d, x.base(),
       sh.data.d, g.base(), sh.data.d, dx, sh.channel.d, c.input(2).base(), c.output(1).base(),
-      c.output(2).base(), a.eps, nullptr, nullptr));
+      c.output(2).base(), a.eps, c.input(3).base(), inv.get()));
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 // normalisation), as bp::sdk::check::layer_norm is for core::layer_norm:
 //
 //   void avg_pool(const bp::sdk::KernelCall& c) {
-//     const auto p = bp::sdk::check::pool2d(c);   // geometry, checked
+//     const auto p = bp::sdk::check::pool2d(c, "core::avg_pool2d");  // geometry, checked
 //     ...
 //   }
 //
