@@ -94,7 +94,8 @@ dnnl::batch_normalization_forward::primitive_desc bn_forward_pd(const memory::de
 // operands as packed vectors whatever their descriptors say). A dnnl::error
 // (a layout it refuses) declines too. `skip_output0`: grad_x not asked for.
 template <class F>
-void with_onednn(const char* op, const KernelCall& c, const TensorRef& x, bool skip_output0, F&& body) {
+void with_onednn(const char* op, const KernelCall& c, const TensorRef& x, bool skip_output0,
+                 F&& body) {
   if (x.dtype() != BP_DTYPE_FLOAT32 || x.ndim() > 5) decline_bn(op);
   for (int i = 0; i < c.num_inputs(); ++i)
     if (!bp::sdk::is_dense(c.input(i))) decline_bn(op);
@@ -107,43 +108,24 @@ void with_onednn(const char* op, const KernelCall& c, const TensorRef& x, bool s
   }
 }
 
-void batch_norm_kernel(const KernelCall& c) {
-  constexpr const char* op = "core::batch_norm";
+// Training (the batch's mean and variance are outputs 1 and 2) or inference
+// (the running statistics are inputs 3 and 4): one forward primitive.
+template <bool kInference>
+void batch_norm_forward_kernel(const KernelCall& c) {
+  constexpr const char* op = kInference ? "core::batch_norm_inference" : "core::batch_norm";
   const bp::sdk::check::BatchNormArgs a = bp::sdk::check::batch_norm(c, op);
   const TensorRef x = c.input(0), out = c.output(0);
+  const TensorRef m = kInference ? c.input(3) : c.output(1),
+                  v = kInference ? c.input(4) : c.output(2);
   with_onednn(op, c, x, false, [&] {
     const memory::desc xs = data_md(x), ys = data_md(out);
-    const auto pd = bn_forward_pd(xs, static_cast<float>(a.eps), false);
+    const auto pd = bn_forward_pd(xs, static_cast<float>(a.eps), kInference);
     if (is_reference_impl(pd) || ys != xs) decline_bn(op);
     dnnl::engine& eng = dnnl_engine();
     memory src(xs, eng, x.base()), dst(ys, eng, out.base());
     memory scale(channel_md(c.input(1)), eng, c.input(1).base()),
         shift(channel_md(c.input(2)), eng, c.input(2).base());
-    memory mean(channel_md(c.output(1)), eng, c.output(1).base()),
-        var(channel_md(c.output(2)), eng, c.output(2).base());
-    dnnl::batch_normalization_forward(pd).execute(dnnl_stream(), {{DNNL_ARG_SRC, src},
-                                                                  {DNNL_ARG_DST, dst},
-                                                                  {DNNL_ARG_SCALE, scale},
-                                                                  {DNNL_ARG_SHIFT, shift},
-                                                                  {DNNL_ARG_MEAN, mean},
-                                                                  {DNNL_ARG_VARIANCE, var}});
-  });
-}
-
-void batch_norm_inference_kernel(const KernelCall& c) {
-  constexpr const char* op = "core::batch_norm_inference";
-  const bp::sdk::check::BatchNormArgs a = bp::sdk::check::batch_norm(c, op);
-  const TensorRef x = c.input(0), out = c.output(0);
-  with_onednn(op, c, x, false, [&] {
-    const memory::desc xs = data_md(x), ys = data_md(out);
-    const auto pd = bn_forward_pd(xs, static_cast<float>(a.eps), true);
-    if (is_reference_impl(pd) || ys != xs) decline_bn(op);
-    dnnl::engine& eng = dnnl_engine();
-    memory src(xs, eng, x.base()), dst(ys, eng, out.base());
-    memory scale(channel_md(c.input(1)), eng, c.input(1).base()),
-        shift(channel_md(c.input(2)), eng, c.input(2).base());
-    memory mean(channel_md(c.input(3)), eng, c.input(3).base()),
-        var(channel_md(c.input(4)), eng, c.input(4).base());
+    memory mean(channel_md(m), eng, m.base()), var(channel_md(v), eng, v.base());
     dnnl::batch_normalization_forward(pd).execute(dnnl_stream(), {{DNNL_ARG_SRC, src},
                                                                   {DNNL_ARG_DST, dst},
                                                                   {DNNL_ARG_SCALE, scale},
@@ -196,11 +178,11 @@ void register_norm_kernels(Registrar& r) {
   if (!r.has_named_ops()) return;
   r.add_named<&layer_norm_kernel>("core::layer_norm", BP_SCHEMA_CORE_LAYER_NORM, {BP_DTYPE_FLOAT32},
                                   BP_ORIGIN);
-  r.add_named<&batch_norm_kernel>("core::batch_norm", BP_SCHEMA_CORE_BATCH_NORM, {BP_DTYPE_FLOAT32},
-                                  BP_ORIGIN);
-  r.add_named<&batch_norm_inference_kernel>("core::batch_norm_inference",
-                                            BP_SCHEMA_CORE_BATCH_NORM_INFERENCE, {BP_DTYPE_FLOAT32},
-                                            BP_ORIGIN);
+  r.add_named<&batch_norm_forward_kernel<false>>("core::batch_norm", BP_SCHEMA_CORE_BATCH_NORM,
+                                                 {BP_DTYPE_FLOAT32}, BP_ORIGIN);
+  r.add_named<&batch_norm_forward_kernel<true>>("core::batch_norm_inference",
+                                                BP_SCHEMA_CORE_BATCH_NORM_INFERENCE,
+                                                {BP_DTYPE_FLOAT32}, BP_ORIGIN);
   r.add_named<&batch_norm_backward_kernel>("core::batch_norm_backward",
                                            BP_SCHEMA_CORE_BATCH_NORM_BACKWARD, {BP_DTYPE_FLOAT32},
                                            BP_ORIGIN);

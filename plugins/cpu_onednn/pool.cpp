@@ -29,23 +29,12 @@ void over_planes(const Pool2dArgs& p, F&& loop) {
   for (int64_t i = 0; i < planes; ++i) loop(i, i + 1);
 }
 
-// The SDK's plain loop, float32 or float64.
-template <class F>
-void floating(const KernelCall& c, bp_dtype dt, F&& body) {
-  if (dt == BP_DTYPE_FLOAT32)
-    body(float{});
-  else if (dt == BP_DTYPE_FLOAT64)
-    body(double{});
-  else
-    bp::sdk::unsupported(c, dt);
-}
-
 // ---------------------------------------------------------------------------
 // max_pool2d: values and indices in one pass over each window.
 
 void max_pool2d_kernel(const KernelCall& c) {
   const Pool2dArgs p = bp::sdk::check::pool2d(c, "core::max_pool2d");
-  floating(c, c.input(0).dtype(), [&](auto tag) {
+  bp::sdk::nn::visit_floating(c, c.input(0).dtype(), [&](auto tag) {
     using T = decltype(tag);
     over_planes(p, [&](int64_t b, int64_t e) {
       bp::sdk::nn::max_pool2d<T>(p, c.input(0), c.output(0), c.output(1), b, e);
@@ -93,7 +82,9 @@ dnnl::pooling_v2_forward::desc avg_desc(const Pool2dArgs& p, const memory::desc&
 }
 
 // oneDNN's kernels assume layouts without stride 0 or overlap.
-bool dense(const TensorRef& a, const TensorRef& b) { return bp::sdk::is_dense(a) && bp::sdk::is_dense(b); }
+bool dense(const TensorRef& a, const TensorRef& b) {
+  return bp::sdk::is_dense(a) && bp::sdk::is_dense(b);
+}
 
 // oneDNN's average pooling when it averages as PyTorch (float32, a native
 // kernel for the layout); true when it ran.
@@ -143,7 +134,7 @@ bool avg_pool2d_backward_onednn(const Pool2dArgs& p, const TensorRef& g, const T
 void avg_pool2d_kernel(const KernelCall& c) {
   const Pool2dArgs p = bp::sdk::check::pool2d(c, "core::avg_pool2d");
   if (avg_pool2d_onednn(p, c.input(0), c.output(0))) return;
-  floating(c, c.input(0).dtype(), [&](auto tag) {
+  bp::sdk::nn::visit_floating(c, c.input(0).dtype(), [&](auto tag) {
     using T = decltype(tag);
     over_planes(p, [&](int64_t b, int64_t e) {
       bp::sdk::nn::avg_pool2d<T>(p, c.input(0), c.output(0), b, e);
@@ -154,7 +145,7 @@ void avg_pool2d_kernel(const KernelCall& c) {
 void avg_pool2d_backward_kernel(const KernelCall& c) {
   const Pool2dArgs p = bp::sdk::check::pool2d(c, "core::avg_pool2d_backward");
   if (avg_pool2d_backward_onednn(p, c.input(0), c.output(0))) return;
-  floating(c, c.input(0).dtype(), [&](auto tag) {
+  bp::sdk::nn::visit_floating(c, c.input(0).dtype(), [&](auto tag) {
     using T = decltype(tag);
     over_planes(p, [&](int64_t b, int64_t e) {
       bp::sdk::nn::avg_pool2d_backward<T>(p, c.input(0), c.output(0), b, e);

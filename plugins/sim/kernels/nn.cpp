@@ -12,17 +12,6 @@ namespace {
 
 namespace nn = bp::sdk::nn;
 
-// Runs body<T>() for a float32 or float64 call; declines others.
-template <class F>
-void floating(const KernelCall& c, bp_dtype dt, F&& body) {
-  if (dt == BP_DTYPE_FLOAT32)
-    body(float{});
-  else if (dt == BP_DTYPE_FLOAT64)
-    body(double{});
-  else
-    bp::sdk::unsupported(c, dt);
-}
-
 // One thread per item of [0, n).
 template <class F>
 void per_item(int64_t n, F&& f) {
@@ -31,7 +20,7 @@ void per_item(int64_t n, F&& f) {
 
 void conv2d_kernel(const KernelCall& c) {
   const auto a = check::conv2d(c, "core::conv2d");
-  floating(c, c.input(0).dtype(), [&](auto tag) {
+  nn::visit_floating(c, c.input(0).dtype(), [&](auto tag) {
     using T = decltype(tag);
     per_item(a.n * a.o, [&](int64_t b, int64_t e) {
       nn::conv2d<T>(a, c.input(0), c.input(1), c.input(2), c.output(0), b, e);
@@ -41,7 +30,7 @@ void conv2d_kernel(const KernelCall& c) {
 
 void conv2d_backward_kernel(const KernelCall& c) {
   const auto a = check::conv2d(c, "core::conv2d_backward");
-  floating(c, c.input(0).dtype(), [&](auto tag) {
+  nn::visit_floating(c, c.input(0).dtype(), [&](auto tag) {
     using T = decltype(tag);
     if (a.output_mask & 1)
       per_item(a.n * a.c, [&](int64_t b, int64_t e) {
@@ -56,7 +45,7 @@ void conv2d_backward_kernel(const KernelCall& c) {
 
 void max_pool2d_kernel(const KernelCall& c) {
   const auto p = check::pool2d(c, "core::max_pool2d");
-  floating(c, c.input(0).dtype(), [&](auto tag) {
+  nn::visit_floating(c, c.input(0).dtype(), [&](auto tag) {
     using T = decltype(tag);
     per_item(p.n * p.c, [&](int64_t b, int64_t e) {
       nn::max_pool2d<T>(p, c.input(0), c.output(0), c.output(1), b, e);
@@ -66,7 +55,7 @@ void max_pool2d_kernel(const KernelCall& c) {
 
 void avg_pool2d_kernel(const KernelCall& c) {
   const auto p = check::pool2d(c, "core::avg_pool2d");
-  floating(c, c.input(0).dtype(), [&](auto tag) {
+  nn::visit_floating(c, c.input(0).dtype(), [&](auto tag) {
     using T = decltype(tag);
     per_item(p.n * p.c,
              [&](int64_t b, int64_t e) { nn::avg_pool2d<T>(p, c.input(0), c.output(0), b, e); });
@@ -75,7 +64,7 @@ void avg_pool2d_kernel(const KernelCall& c) {
 
 void avg_pool2d_backward_kernel(const KernelCall& c) {
   const auto p = check::pool2d(c, "core::avg_pool2d_backward");
-  floating(c, c.input(0).dtype(), [&](auto tag) {
+  nn::visit_floating(c, c.input(0).dtype(), [&](auto tag) {
     using T = decltype(tag);
     per_item(p.n * p.c, [&](int64_t b, int64_t e) {
       nn::avg_pool2d_backward<T>(p, c.input(0), c.output(0), b, e);
@@ -85,7 +74,7 @@ void avg_pool2d_backward_kernel(const KernelCall& c) {
 
 void batch_norm_kernel(const KernelCall& c) {
   const auto a = check::batch_norm(c, "core::batch_norm");
-  floating(c, c.input(0).dtype(), [&](auto tag) {
+  nn::visit_floating(c, c.input(0).dtype(), [&](auto tag) {
     using T = decltype(tag);
     per_item(a.c, [&](int64_t b, int64_t e) {
       nn::batch_norm<T>(a, c.input(0), c.input(1), c.input(2), c.output(0), c.output(1),
@@ -96,7 +85,7 @@ void batch_norm_kernel(const KernelCall& c) {
 
 void batch_norm_inference_kernel(const KernelCall& c) {
   const auto a = check::batch_norm(c, "core::batch_norm_inference");
-  floating(c, c.input(0).dtype(), [&](auto tag) {
+  nn::visit_floating(c, c.input(0).dtype(), [&](auto tag) {
     using T = decltype(tag);
     per_item(a.c, [&](int64_t b, int64_t e) {
       nn::batch_norm_inference<T>(a, c.input(0), c.input(1), c.input(2), c.input(3), c.input(4),
@@ -107,7 +96,7 @@ void batch_norm_inference_kernel(const KernelCall& c) {
 
 void batch_norm_backward_kernel(const KernelCall& c) {
   const auto a = check::batch_norm(c, "core::batch_norm_backward");
-  floating(c, c.input(1).dtype(), [&](auto tag) {
+  nn::visit_floating(c, c.input(1).dtype(), [&](auto tag) {
     using T = decltype(tag);
     per_item(a.c, [&](int64_t b, int64_t e) {
       nn::batch_norm_backward<T>(a, c.input(0), c.input(1), c.input(2), c.input(3), c.input(4),

@@ -15,73 +15,66 @@ namespace {
 
 namespace nn = bp::sdk::nn;
 
-// Runs body(T{}) for a float32 or float64 call; others are declined.
-template <class F>
-void floating(const KernelCall& c, bp_dtype dt, F&& body) {
-  if (dt == BP_DTYPE_FLOAT32)
-    body(float{});
-  else if (dt == BP_DTYPE_FLOAT64)
-    body(double{});
-  else
-    bp::sdk::unsupported(c, dt);
-}
-
 void conv2d(const KernelCall& c) {
   const auto a = check::conv2d(c, "core::conv2d");
-  floating(c, c.input(0).dtype(), [&](auto t) {
+  nn::visit_floating(c, c.input(0).dtype(), [&](auto t) {
     nn::conv2d<decltype(t)>(a, c.input(0), c.input(1), c.input(2), c.output(0), 0, a.n * a.o);
   });
 }
 
 void conv2d_backward(const KernelCall& c) {
   const auto a = check::conv2d(c, "core::conv2d_backward");
-  floating(c, c.input(0).dtype(), [&](auto t) {
+  nn::visit_floating(c, c.input(0).dtype(), [&](auto t) {
     using T = decltype(t);
-    if (a.output_mask & 1) nn::conv2d_backward_input<T>(a, c.input(0), c.input(2), c.output(0), 0, a.n * a.c);
-    if (a.output_mask & 2) nn::conv2d_backward_weight<T>(a, c.input(0), c.input(1), c.output(1), 0, a.o);
+    if (a.output_mask & 1)
+      nn::conv2d_backward_input<T>(a, c.input(0), c.input(2), c.output(0), 0, a.n * a.c);
+    if (a.output_mask & 2)
+      nn::conv2d_backward_weight<T>(a, c.input(0), c.input(1), c.output(1), 0, a.o);
   });
 }
 
 void max_pool2d(const KernelCall& c) {
   const auto p = check::pool2d(c, "core::max_pool2d");
-  floating(c, c.input(0).dtype(), [&](auto t) {
+  nn::visit_floating(c, c.input(0).dtype(), [&](auto t) {
     nn::max_pool2d<decltype(t)>(p, c.input(0), c.output(0), c.output(1), 0, p.n * p.c);
   });
 }
 
 void avg_pool2d(const KernelCall& c) {
   const auto p = check::pool2d(c, "core::avg_pool2d");
-  floating(c, c.input(0).dtype(),
-           [&](auto t) { nn::avg_pool2d<decltype(t)>(p, c.input(0), c.output(0), 0, p.n * p.c); });
+  nn::visit_floating(c, c.input(0).dtype(), [&](auto t) {
+    nn::avg_pool2d<decltype(t)>(p, c.input(0), c.output(0), 0, p.n * p.c);
+  });
 }
 
 void avg_pool2d_backward(const KernelCall& c) {
   const auto p = check::pool2d(c, "core::avg_pool2d_backward");
-  floating(c, c.input(0).dtype(),
-           [&](auto t) { nn::avg_pool2d_backward<decltype(t)>(p, c.input(0), c.output(0), 0, p.n * p.c); });
+  nn::visit_floating(c, c.input(0).dtype(), [&](auto t) {
+    nn::avg_pool2d_backward<decltype(t)>(p, c.input(0), c.output(0), 0, p.n * p.c);
+  });
 }
 
 void batch_norm(const KernelCall& c) {
   const auto a = check::batch_norm(c, "core::batch_norm");
-  floating(c, c.input(0).dtype(), [&](auto t) {
-    nn::batch_norm<decltype(t)>(a, c.input(0), c.input(1), c.input(2), c.output(0), c.output(1), c.output(2), 0,
-                                a.c);
+  nn::visit_floating(c, c.input(0).dtype(), [&](auto t) {
+    nn::batch_norm<decltype(t)>(a, c.input(0), c.input(1), c.input(2), c.output(0), c.output(1),
+                                c.output(2), 0, a.c);
   });
 }
 
 void batch_norm_inference(const KernelCall& c) {
   const auto a = check::batch_norm(c, "core::batch_norm_inference");
-  floating(c, c.input(0).dtype(), [&](auto t) {
-    nn::batch_norm_inference<decltype(t)>(a, c.input(0), c.input(1), c.input(2), c.input(3), c.input(4),
-                                          c.output(0), 0, a.c);
+  nn::visit_floating(c, c.input(0).dtype(), [&](auto t) {
+    nn::batch_norm_inference<decltype(t)>(a, c.input(0), c.input(1), c.input(2), c.input(3),
+                                          c.input(4), c.output(0), 0, a.c);
   });
 }
 
 void batch_norm_backward(const KernelCall& c) {
   const auto a = check::batch_norm(c, "core::batch_norm_backward");
-  floating(c, c.input(1).dtype(), [&](auto t) {
-    nn::batch_norm_backward<decltype(t)>(a, c.input(0), c.input(1), c.input(2), c.input(3), c.input(4),
-                                         c.output(0), c.output(1), c.output(2), 0, a.c);
+  nn::visit_floating(c, c.input(1).dtype(), [&](auto t) {
+    nn::batch_norm_backward<decltype(t)>(a, c.input(0), c.input(1), c.input(2), c.input(3),
+                                         c.input(4), c.output(0), c.output(1), c.output(2), 0, a.c);
   });
 }
 
@@ -90,16 +83,17 @@ void batch_norm_backward(const KernelCall& c) {
 void register_nn_kernels(Registrar& r) {
   if (!r.has_named_ops()) return;  // a core that takes no named ops
   r.add_named<&conv2d>("core::conv2d", BP_SCHEMA_CORE_CONV2D, kFloatDtypes, BP_ORIGIN);
-  r.add_named<&conv2d_backward>("core::conv2d_backward", BP_SCHEMA_CORE_CONV2D_BACKWARD, kFloatDtypes, BP_ORIGIN);
+  r.add_named<&conv2d_backward>("core::conv2d_backward", BP_SCHEMA_CORE_CONV2D_BACKWARD,
+                                kFloatDtypes, BP_ORIGIN);
   r.add_named<&max_pool2d>("core::max_pool2d", BP_SCHEMA_CORE_MAX_POOL2D, kFloatDtypes, BP_ORIGIN);
   r.add_named<&avg_pool2d>("core::avg_pool2d", BP_SCHEMA_CORE_AVG_POOL2D, kFloatDtypes, BP_ORIGIN);
-  r.add_named<&avg_pool2d_backward>("core::avg_pool2d_backward", BP_SCHEMA_CORE_AVG_POOL2D_BACKWARD, kFloatDtypes,
-                                    BP_ORIGIN);
+  r.add_named<&avg_pool2d_backward>("core::avg_pool2d_backward", BP_SCHEMA_CORE_AVG_POOL2D_BACKWARD,
+                                    kFloatDtypes, BP_ORIGIN);
   r.add_named<&batch_norm>("core::batch_norm", BP_SCHEMA_CORE_BATCH_NORM, kFloatDtypes, BP_ORIGIN);
-  r.add_named<&batch_norm_inference>("core::batch_norm_inference", BP_SCHEMA_CORE_BATCH_NORM_INFERENCE,
-                                     kFloatDtypes, BP_ORIGIN);
-  r.add_named<&batch_norm_backward>("core::batch_norm_backward", BP_SCHEMA_CORE_BATCH_NORM_BACKWARD, kFloatDtypes,
-                                    BP_ORIGIN);
+  r.add_named<&batch_norm_inference>("core::batch_norm_inference",
+                                     BP_SCHEMA_CORE_BATCH_NORM_INFERENCE, kFloatDtypes, BP_ORIGIN);
+  r.add_named<&batch_norm_backward>("core::batch_norm_backward", BP_SCHEMA_CORE_BATCH_NORM_BACKWARD,
+                                    kFloatDtypes, BP_ORIGIN);
 }
 
 }  // namespace hostref

@@ -26,6 +26,18 @@ using check::BatchNormArgs;
 using check::Conv2dArgs;
 using check::Pool2dArgs;
 
+// Runs body(T{}) for a float32 or float64 call (T float or double);
+// declines other dtypes (bp::sdk::unsupported).
+template <class F>
+void visit_floating(const KernelCall& c, bp_dtype dt, F&& body) {
+  if (dt == BP_DTYPE_FLOAT32)
+    body(float{});
+  else if (dt == BP_DTYPE_FLOAT64)
+    body(double{});
+  else
+    unsupported(c, dt);
+}
+
 // Element (i0, i1, i2, i3) of a 4-D operand.
 template <class T>
 T& at4(const TensorRef& t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
