@@ -43,7 +43,8 @@ inline void expect_mentions(const std::string& message,
   ::bp::conformance::expect_mentions((message), {__VA_ARGS__}, __FILE__, __LINE__)
 
 // Every element of t within atol + rtol*|expected| (for transcendental
-// results and accumulated float sums, which need not be exact).
+// results and accumulated float sums, which need not be exact); a NaN
+// expected wants a NaN, an infinity the same infinity.
 inline void expect_close(const Tensor& t, const std::vector<double>& expected, double rtol,
                          double atol, const char* expr, const char* file, int line) {
   if (t.numel() != static_cast<int64_t>(expected.size()))
@@ -52,7 +53,9 @@ inline void expect_close(const Tensor& t, const std::vector<double>& expected, d
                      " elements, got " + std::to_string(t.numel()));
   std::vector<double> actual = t.to_vector<double>();
   for (std::size_t i = 0; i < actual.size(); ++i)
-    if (!(std::fabs(actual[i] - expected[i]) <= atol + rtol * std::fabs(expected[i])))
+    if (!(std::isnan(actual[i]) && std::isnan(expected[i])) &&
+        !(std::isinf(expected[i]) && actual[i] == expected[i]) &&
+        !(std::fabs(actual[i] - expected[i]) <= atol + rtol * std::fabs(expected[i])))
       detail::fail(file, line,
                    std::string(expr) + ": element " + std::to_string(i) + " is " +
                        detail::format(actual[i]) + ", expected " + detail::format(expected[i]),

@@ -126,6 +126,15 @@ const std::vector<TorchCase>& cases() {
       {"conv2d.groups_dilation",
        [](const Context& x) { return I{{vals(x, {1, 4, 7, 6}, 0.3), true}, {vals(x, {6, 2, 3, 2}, 1.1), true}}; },
        [](const Context&, const V& a) { return V{conv2d(a[0], a[1], Tensor(), {2, 1}, {1, 2}, {2, 1}, 2)}; }},
+      {"conv2d.nonfinite_padding",  // padding is zeros that multiply: 0 * inf is NaN
+       [](const Context& x) {
+         const double inf = std::numeric_limits<double>::infinity();
+         Tensor w = vals(x, {3, 2, 2, 3}, 0.5), s = ones({2, 3, 5, 3}, x.options(DType::Float64));
+         w.select(0, 1).select(0, 0).select(0, 1).select(0, 2).fill_(inf);
+         s.select(0, 1).select(0, 2).select(0, 0).select(0, 1).fill_(inf);
+         return I{{vals(x, {2, 2, 4, 3}, 0.1), true}, {w, true}, {s, false}};
+       },
+       [](const Context&, const V& a) { return V{conv2d(a[0], a[1], Tensor(), 1, 1) * a[2]}; }},
       {"conv2d.unbatched_stride",
        [](const Context& x) { return I{{vals(x, {2, 6, 6}, 0.7), true}, {vals(x, {3, 2, 2, 2}, 0.2), true},
                                        {vals(x, {3}, 0.9), true}}; },

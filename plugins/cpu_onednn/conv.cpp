@@ -4,6 +4,10 @@
 // (any strides) are reordered into them and the results back. A convolution
 // oneDNN does not implement natively is declined, and the core's composite
 // runs; so is one whose operands' layout oneDNN cannot describe.
+#include <backplane/sdk/nn_loops.hpp>
+
+#include <cstring>
+
 #include "cpu_onednn.h"
 
 namespace bp::cpu {
@@ -84,6 +88,32 @@ dnnl::convolution_forward::primitive_desc forward_pd(const memory::desc& src, co
   return {desc, dnnl_engine()};
 }
 
+// Whether a 4-D float32 operand holds an inf or a NaN (all exponent bits
+// set), over OpenMP threads: an integer OR that vectorises along rows.
+bool has_nonfinite(const TensorRef& t) {
+  const int64_t planes = t.size(0) * t.size(1), rows = t.size(2), cols = t.size(3);
+  uint32_t found = 0;
+#pragma omp parallel for reduction(| : found) schedule(static)
+  for (int64_t p = 0; p < planes; ++p) {
+    const float* base = t.data<float>() + (p / t.size(1)) * t.stride(0) + (p % t.size(1)) * t.stride(1);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* row = base + r * t.stride(2);
+      uint32_t m = 0;
+      if (t.stride(3) == 1) {
+        for (int64_t i = 0; i < cols; ++i) {
+          uint32_t bits;
+          std::memcpy(&bits, row + i, sizeof bits);
+          m |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+        }
+      } else {
+        for (int64_t i = 0; i < cols; ++i) m |= static_cast<uint32_t>(!std::isfinite(row[i * t.stride(3)]));
+      }
+      found |= m;
+    }
+  }
+  return found != 0;
+}
+
 [[noreturn]] void decline(const char* op) {
   throw bp::sdk::Unsupported(std::string("[") + op +
                              "] oneDNN has no native implementation for this convolution: the core's "
@@ -92,6 +122,7 @@ dnnl::convolution_forward::primitive_desc forward_pd(const memory::desc& src, co
 
 void conv2d_forward(const KernelCall& c) {
   const TensorRef x = c.input(0), w = c.input(1), b = c.input(2), out = c.output(0);
+  const auto args = bp::sdk::check::conv2d(c, "core::conv2d");
   const ConvParams p(c.attrs());
   const memory::desc xs = user_md(x), ws = weight_md(w, p.groups), bs = user_md(b), ys = user_md(out);
   dnnl::convolution_forward::primitive_desc pd;
@@ -109,12 +140,14 @@ void conv2d_forward(const KernelCall& c) {
       dnnl_stream(),
       {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, dst}});
   finish(dst, ys, out.base());
+  bp::sdk::nn::conv2d_padding_nan<float>(args, w, out);  // oneDNN skips padding taps
 }
 
 // Gradients of the input (backward data) and of the weight (backward
 // weights), each when its bit of output_mask (ints[7]) is set.
 void conv2d_backward(const KernelCall& c) {
   const TensorRef g = c.input(0), x = c.input(1), w = c.input(2), gx = c.output(0), gw = c.output(1);
+  const auto args = bp::sdk::check::conv2d(c, "core::conv2d_backward");
   const ConvParams p(c.attrs());
   const bool want_x = c.attrs().ints[7] & 1, want_w = c.attrs().ints[7] & 2;
   const memory::desc gs = user_md(g), xs = user_md(x), ws = weight_md(w, p.groups);
@@ -151,6 +184,8 @@ void conv2d_backward(const KernelCall& c) {
   dnnl::convolution_backward_weights(weights_pd).execute(
       s, {{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_WEIGHTS, dw}});
   finish(dw, gws, gw.base());
+  if ((p.ph != 0 || p.pw != 0) && has_nonfinite(g))  // oneDNN skips padding taps
+    bp::sdk::nn::conv2d_backward_weight_padding_nan<float>(args, g, gw);
 }
 
 // oneDNN refuses some layouts (stride 0, overlapping strides) in a memory

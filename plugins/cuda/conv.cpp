@@ -131,6 +131,7 @@ void conv2d_kernel(const KernelCall& c) {
   BP_CUDNN_CHECK(cudnn().cudnnConvolutionForward(h, one, xd.d, x.base(), wd.d, w.base(), cd.d, static_cast<cudnnConvolutionFwdAlgo_t>(ch.algo), ws.get(),
                                                  ws_bytes, zero, yd.d, out.base()));
   BP_CUDNN_CHECK(cudnn().cudnnAddTensor(h, one, bd.d, b.base(), one, yd.d, out.base()));
+  conv2d_padding_nan(s, c);
 }
 
 // The gradients of the input and of the weight, each when its bit of
@@ -174,6 +175,7 @@ void conv2d_backward_kernel(const KernelCall& c) {
     BP_CUDNN_CHECK(cudnn().cudnnConvolutionBackwardFilter(h, k.one(), xd.d, x.base(), gd.d, g.base(), cd.d,
                                                           static_cast<cudnnConvolutionBwdFilterAlgo_t>(fc.algo),
                                                           ws.get(), ws_bytes, k.zero(), gwd->d, gw.base()));
+  if (want_w) conv2d_backward_weight_padding_nan(s, c);
 }
 
 }  // namespace

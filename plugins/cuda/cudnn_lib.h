@@ -104,6 +104,14 @@ struct Scale {
 // NaN rule); var[i] = max(1 / inv[i]^2 - eps, 0) for n elements of `dtype`
 // (the batch variance from cuDNN's saved inverse standard deviation), on `s`.
 void max_pool2d_cuda(const KernelCall& c);
+// Padding is zeros that multiply (PyTorch's rule: 0 * inf is NaN), and
+// cuDNN's algorithms may skip padding taps (its float64 ones do): these set
+// NaN where an inf or NaN weight (forward) or grad_out (backward, of the
+// weight) meets padding. Two small kernels each; the work beyond a pass
+// over the weight, or over grad_out's border, is done only for non-finite
+// values.
+void conv2d_padding_nan(const Stream& s, const KernelCall& c);
+void conv2d_backward_weight_padding_nan(const Stream& s, const KernelCall& c);
 void variance_from_invstd(cudaStream_t s, bp_dtype dtype, void* var, const void* inv, int64_t n,
                           double eps);
 // inv[i] = 1 / sqrt(var[i] + eps): cuDNN's saved inverse deviation from a variance.

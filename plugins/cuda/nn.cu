@@ -1,8 +1,10 @@
 // The nn kernels cuDNN has no exact counterpart for: core::max_pool2d, whose
 // indices are PyTorch's (h * W + w in the input plane, the first maximum in
 // window order, a NaN taking its window), which cuDNN's max pooling does not
-// return; and the batch variance from cuDNN's saved inverse deviation.
+// return; the batch variance from cuDNN's saved inverse deviation; and
+// conv2d's padding rule where cuDNN skips padding taps.
 #include <backplane/sdk/nn_checks.hpp>
+#include <algorithm>
 #include <cmath>
 
 #include "cudnn_lib.h"
@@ -62,7 +64,149 @@ __global__ void __launch_bounds__(kBlock)
   inv[i] = static_cast<T>(1.0 / sqrt(static_cast<double>(var[i]) + eps));
 }
 
+// --- conv2d's padding rule (cudnn_lib.h) ---------------------------------------------
+
+struct ConvPadArgs {
+  bp::sdk::check::Conv2dArgs a;
+  int64_t rs[4];  // strides of the operand read for non-finite values (weight, grad_out)
+  int64_t ws[4];  // strides of the result mended (out, grad_weight)
+  // The outputs whose windows reach padding, per plane: rows [0, r0) and
+  // [r1, out_h) whole, and in the rows between, columns [0, c0) and [c1, out_w).
+  int64_t r0, r1, c0, c1, border;
+};
+
+// The border output `j` of a plane (0 <= j < p.border) as (oh, ow).
+__device__ void border_position(const ConvPadArgs& p, int64_t j, int64_t& oh, int64_t& ow) {
+  const int64_t w = p.a.out_w, top = p.r0 * w, bottom = (p.a.out_h - p.r1) * w, sides = p.c0 + (w - p.c1);
+  if (j < top) {
+    oh = j / w;
+    ow = j % w;
+  } else if (j < top + bottom) {
+    oh = p.r1 + (j - top) / w;
+    ow = (j - top) % w;
+  } else {
+    const int64_t k = (j - top - bottom) % sides;
+    oh = p.r0 + (j - top - bottom) / sides;
+    ow = k < p.c0 ? k : p.c1 + (k - p.c0);
+  }
+}
+
+__device__ bool on_padding(const bp::sdk::check::Conv2dArgs& a, int64_t oh, int64_t ow, int64_t kh, int64_t kw) {
+  const int64_t h = oh * a.sh - a.ph + kh * a.dh, w = ow * a.sw - a.pw + kw * a.dw;
+  return h < 0 || h >= a.in_h || w < 0 || w >= a.in_w;
+}
+
+// flags[(o * KH + kh) * KW + kw] for each weight tap holding an inf or NaN
+// (any input channel); flags[O * KH * KW] when there is one.
+template <class T>
+__global__ void __launch_bounds__(kBlock) weight_flags_kernel(ConvPadArgs p, const T* w, unsigned char* flags) {
+  const auto& a = p.a;
+  const int64_t cg = a.c / a.groups, i = static_cast<int64_t>(blockIdx.x) * kBlock + threadIdx.x;
+  if (i >= a.o * cg * a.kh * a.kw) return;
+  const int64_t kw = i % a.kw, kh = (i / a.kw) % a.kh, ci = (i / (a.kw * a.kh)) % cg, o = i / (a.kw * a.kh * cg);
+  if (isfinite(w[o * p.rs[0] + ci * p.rs[1] + kh * p.rs[2] + kw * p.rs[3]])) return;
+  flags[(o * a.kh + kh) * a.kw + kw] = 1;
+  flags[a.o * a.kh * a.kw] = 1;
+}
+
+// NaN into each border output whose window puts a flagged tap on padding.
+template <class T>
+__global__ void __launch_bounds__(kBlock) out_nan_kernel(ConvPadArgs p, T* out, const unsigned char* flags) {
+  const auto& a = p.a;
+  if (!flags[a.o * a.kh * a.kw]) return;
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kBlock + threadIdx.x;
+  if (i >= a.n * a.o * p.border) return;
+  const int64_t o = (i / p.border) % a.o, n = i / (p.border * a.o);
+  int64_t oh, ow;
+  border_position(p, i % p.border, oh, ow);
+  for (int64_t kh = 0; kh < a.kh; ++kh)
+    for (int64_t kw = 0; kw < a.kw; ++kw)
+      if (flags[(o * a.kh + kh) * a.kw + kw] && on_padding(a, oh, ow, kh, kw)) {
+        out[n * p.ws[0] + o * p.ws[1] + oh * p.ws[2] + ow * p.ws[3]] = NAN;
+        return;
+      }
+}
+
+// Flags the weight taps that a non-finite grad_out meets on padding (only
+// the border outputs are read).
+template <class T>
+__global__ void __launch_bounds__(kBlock) grad_flags_kernel(ConvPadArgs p, const T* g, unsigned char* flags) {
+  const auto& a = p.a;
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kBlock + threadIdx.x;
+  if (i >= a.n * a.o * p.border) return;
+  const int64_t o = (i / p.border) % a.o, n = i / (p.border * a.o);
+  int64_t oh, ow;
+  border_position(p, i % p.border, oh, ow);
+  if (isfinite(g[n * p.rs[0] + o * p.rs[1] + oh * p.rs[2] + ow * p.rs[3]])) return;
+  for (int64_t kh = 0; kh < a.kh; ++kh)
+    for (int64_t kw = 0; kw < a.kw; ++kw)
+      if (on_padding(a, oh, ow, kh, kw)) flags[(o * a.kh + kh) * a.kw + kw] = 1;
+  flags[a.o * a.kh * a.kw] = 1;
+}
+
+template <class T>
+__global__ void __launch_bounds__(kBlock) grad_weight_nan_kernel(ConvPadArgs p, T* gw, const unsigned char* flags) {
+  const auto& a = p.a;
+  if (!flags[a.o * a.kh * a.kw]) return;
+  const int64_t cg = a.c / a.groups, i = static_cast<int64_t>(blockIdx.x) * kBlock + threadIdx.x;
+  if (i >= a.o * cg * a.kh * a.kw) return;
+  const int64_t kw = i % a.kw, kh = (i / a.kw) % a.kh, ci = (i / (a.kw * a.kh)) % cg, o = i / (a.kw * a.kh * cg);
+  if (flags[(o * a.kh + kh) * a.kw + kw]) gw[o * p.ws[0] + ci * p.ws[1] + kh * p.ws[2] + kw * p.ws[3]] = NAN;
+}
+
+// ceil(num / den) for den > 0, 0 for num <= 0.
+int64_t ceil_div_or_zero(int64_t num, int64_t den) { return num <= 0 ? 0 : (num + den - 1) / den; }
+
+template <class T>
+void padding_nan(const Stream& s, const bp::sdk::check::Conv2dArgs& a, const TensorRef& read,
+                 const TensorRef& write, bool backward) {
+  const int64_t taps = a.o * a.kh * a.kw, weights = taps * (a.c / a.groups);
+  if ((a.ph == 0 && a.pw == 0) || weights == 0 || a.n * a.o * a.out_h * a.out_w == 0) return;
+  ConvPadArgs p{a, {}, {}, 0, 0, 0, 0, 0};
+  for (int d = 0; d < 4; ++d) {
+    p.rs[d] = read.stride(d);
+    p.ws[d] = write.stride(d);
+  }
+  // Rows [r0, r1) and columns [c0, c1) have every tap inside the input.
+  p.r0 = std::min(ceil_div_or_zero(a.ph, a.sh), a.out_h);
+  p.r1 = std::clamp(ceil_div_or_zero(a.in_h + a.ph - (a.kh - 1) * a.dh, a.sh), p.r0, a.out_h);
+  p.c0 = std::min(ceil_div_or_zero(a.pw, a.sw), a.out_w);
+  p.c1 = std::clamp(ceil_div_or_zero(a.in_w + a.pw - (a.kw - 1) * a.dw, a.sw), p.c0, a.out_w);
+  p.border = a.out_h * a.out_w - (p.r1 - p.r0) * (p.c1 - p.c0);
+  const int64_t outs = a.n * a.o * p.border;
+  if (outs == 0) return;
+  Scratch flags(s, static_cast<std::size_t>(taps + 1));
+  auto* f = flags.as<unsigned char>();
+  BP_CUDA_CHECK(cudaMemsetAsync(f, 0, static_cast<std::size_t>(taps + 1), s.handle));
+  const T* r = static_cast<const T*>(read.base());
+  T* w = static_cast<T*>(write.base());
+  if (!backward) {
+    weight_flags_kernel<T><<<grid_for(weights, kBlock), kBlock, 0, s.handle>>>(p, r, f);
+    out_nan_kernel<T><<<grid_for(outs, kBlock), kBlock, 0, s.handle>>>(p, w, f);
+  } else {
+    grad_flags_kernel<T><<<grid_for(outs, kBlock), kBlock, 0, s.handle>>>(p, r, f);
+    grad_weight_nan_kernel<T><<<grid_for(weights, kBlock), kBlock, 0, s.handle>>>(p, w, f);
+  }
+  BP_CUDA_CHECK(cudaGetLastError());
+}
+
 }  // namespace
+
+void conv2d_padding_nan(const Stream& s, const KernelCall& c) {
+  const auto a = bp::sdk::check::conv2d(c, "core::conv2d");
+  if (c.input(0).dtype() == BP_DTYPE_FLOAT64)
+    padding_nan<double>(s, a, c.input(1), c.output(0), false);
+  else
+    padding_nan<float>(s, a, c.input(1), c.output(0), false);
+}
+
+void conv2d_backward_weight_padding_nan(const Stream& s, const KernelCall& c) {
+  const auto a = bp::sdk::check::conv2d(c, "core::conv2d_backward");
+  if (c.input(0).dtype() == BP_DTYPE_FLOAT64)
+    padding_nan<double>(s, a, c.input(0), c.output(1), true);
+  else
+    padding_nan<float>(s, a, c.input(0), c.output(1), true);
+}
 
 void max_pool2d_cuda(const KernelCall& c) {
   MaxPoolArgs a{bp::sdk::check::pool2d(c, "core::max_pool2d"), {}, 0};

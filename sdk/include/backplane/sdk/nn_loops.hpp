@@ -149,11 +149,13 @@ void conv2d(const Conv2dArgs& a, const TensorRef& x, const TensorRef& w, const T
         for (int64_t ci = 0; ci < a.cg(); ++ci)
           for (int64_t kh = 0; kh < a.kh; ++kh) {
             const int64_t h = oh * a.sh - a.ph + kh * a.dh;
-            if (h < 0 || h >= a.in_h) continue;
+            const bool pad_row = h < 0 || h >= a.in_h;
             for (int64_t kw = 0; kw < a.kw; ++kw) {
               const int64_t iw = ow * a.sw - a.pw + kw * a.dw;
-              if (iw < 0 || iw >= a.in_w) continue;
-              sum += static_cast<double>(at4<T>(x, n, c0 + ci, h, iw)) * at4<T>(w, o, ci, kh, kw);
+              const double wv = at4<T>(w, o, ci, kh, kw);
+              // Padding is zeros that multiply (PyTorch's rule): 0 * inf is NaN.
+              sum += pad_row || iw < 0 || iw >= a.in_w ? 0.0 * wv
+                                                       : static_cast<double>(at4<T>(x, n, c0 + ci, h, iw)) * wv;
             }
           }
         at4<T>(out, n, o, oh, ow) = static_cast<T>(sum);
@@ -202,16 +204,64 @@ void conv2d_backward_weight(const Conv2dArgs& a, const TensorRef& g, const Tenso
           for (int64_t n = 0; n < a.n; ++n)
             for (int64_t oh = 0; oh < a.out_h; ++oh) {
               const int64_t h = oh * a.sh - a.ph + kh * a.dh;
-              if (h < 0 || h >= a.in_h) continue;
+              const bool pad_row = h < 0 || h >= a.in_h;
               for (int64_t ow = 0; ow < a.out_w; ++ow) {
                 const int64_t iw = ow * a.sw - a.pw + kw * a.dw;
-                if (iw < 0 || iw >= a.in_w) continue;
-                sum += static_cast<double>(at4<T>(g, n, o, oh, ow)) * at4<T>(x, n, c0 + ci, h, iw);
+                const double gv = at4<T>(g, n, o, oh, ow);
+                sum += pad_row || iw < 0 || iw >= a.in_w ? 0.0 * gv
+                                                         : gv * static_cast<double>(at4<T>(x, n, c0 + ci, h, iw));
               }
             }
           at4<T>(gw, o, ci, kh, kw) = static_cast<T>(sum);
         }
   }
+}
+
+// Padding is zeros that multiply (PyTorch's rule), so an inf or NaN weight on a
+// padding tap makes that output NaN, and an inf or NaN grad_out makes the
+// gradient of a weight it meets on padding NaN. A library that skips padding
+// taps (oneDNN's convolution) gives finite values there; these mend its
+// results. The forward one reads the weight; both write only where a value
+// is not finite.
+template <class T>
+void conv2d_padding_nan(const Conv2dArgs& a, const TensorRef& w, const TensorRef& out) {
+  if (a.ph == 0 && a.pw == 0) return;
+  for (int64_t o = 0; o < a.o; ++o)
+    for (int64_t kh = 0; kh < a.kh; ++kh)
+      for (int64_t kw = 0; kw < a.kw; ++kw) {
+        bool finite = true;
+        for (int64_t ci = 0; ci < a.cg() && finite; ++ci)
+          finite = std::isfinite(static_cast<double>(at4<T>(w, o, ci, kh, kw)));
+        if (finite) continue;
+        for (int64_t oh = 0; oh < a.out_h; ++oh) {
+          const int64_t h = oh * a.sh - a.ph + kh * a.dh;
+          for (int64_t ow = 0; ow < a.out_w; ++ow) {
+            const int64_t iw = ow * a.sw - a.pw + kw * a.dw;
+            if (h >= 0 && h < a.in_h && iw >= 0 && iw < a.in_w) continue;
+            for (int64_t n = 0; n < a.n; ++n) at4<T>(out, n, o, oh, ow) = std::numeric_limits<T>::quiet_NaN();
+          }
+        }
+      }
+}
+
+template <class T>
+void conv2d_backward_weight_padding_nan(const Conv2dArgs& a, const TensorRef& g, const TensorRef& gw) {
+  if (a.ph == 0 && a.pw == 0) return;
+  for (int64_t n = 0; n < a.n; ++n)
+    for (int64_t o = 0; o < a.o; ++o)
+      for (int64_t oh = 0; oh < a.out_h; ++oh)
+        for (int64_t ow = 0; ow < a.out_w; ++ow) {
+          if (std::isfinite(static_cast<double>(at4<T>(g, n, o, oh, ow)))) continue;
+          for (int64_t kh = 0; kh < a.kh; ++kh) {
+            const int64_t h = oh * a.sh - a.ph + kh * a.dh;
+            for (int64_t kw = 0; kw < a.kw; ++kw) {
+              const int64_t iw = ow * a.sw - a.pw + kw * a.dw;
+              if (h >= 0 && h < a.in_h && iw >= 0 && iw < a.in_w) continue;
+              for (int64_t ci = 0; ci < a.cg(); ++ci)
+                at4<T>(gw, o, ci, kh, kw) = std::numeric_limits<T>::quiet_NaN();
+            }
+          }
+        }
 }
 
 // --- batch_norm: items are channels ------------------------------------------------
