@@ -98,19 +98,22 @@ void reduce_into(Acc* acc, const TensorRef& out, const TensorRef& in) {
     acc_strides[d] = out.size(d) == in.size(d) ? s : 0;
     s *= out.size(d);
   }
-  const auto L = bp::sdk::make_layout<2>(nd, in.shape(), {acc_strides.data(), in.strides()},
-                                         {int64_t(sizeof(Acc)), int64_t(sizeof(T))});
+  // Walked in the input's memory order (operand 0 orders the dims): with the
+  // accumulator first, its stride-0 reduced dims would be the inner rows, and
+  // a reduction over a matrix's columns would read one float per cache line.
+  const auto L = bp::sdk::make_layout<2>(nd, in.shape(), {in.strides(), acc_strides.data()},
+                                         {int64_t(sizeof(T)), int64_t(sizeof(Acc))});
   const int outer = L.ndim - 1;
   const int64_t inner = L.shape[outer];
-  const int64_t sa = L.strides[0][outer], sx = L.strides[1][outer];
+  const int64_t sx = L.strides[0][outer], sa = L.strides[1][outer];
   int64_t rows = 1;
   bool rows_disjoint = true;  // no two rows add into the same acc element
   for (int d = 0; d < outer; ++d) {
     rows *= L.shape[d];
-    if (L.strides[0][d] == 0) rows_disjoint = false;
+    if (L.strides[1][d] == 0) rows_disjoint = false;
   }
-  const std::array<char*, 2> base{reinterpret_cast<char*>(acc), static_cast<char*>(in.base())};
-  auto row = [&](std::array<char*, 2> p) { accumulate_row<R, Acc, T>(p[0], p[1], sa, sx, inner); };
+  const std::array<char*, 2> base{static_cast<char*>(in.base()), reinterpret_cast<char*>(acc)};
+  auto row = [&](std::array<char*, 2> p) { accumulate_row<R, Acc, T>(p[1], p[0], sa, sx, inner); };
   if (in.numel() < kParallelMinElements) {
     walk_rows(L, base, 0, rows, row);
     return;
@@ -133,11 +136,11 @@ void reduce_into(Acc* acc, const TensorRef& out, const TensorRef& in) {
     char* mine = reinterpret_cast<char*>(partial.get() + t * out_n);
     if (split_inner) {
       const int64_t b = inner * t / team, e = inner * (t + 1) / team;
-      if (b < e) accumulate_row<R, Acc, T>(mine + b * sa, base[1] + b * sx, sa, sx, e - b);
+      if (b < e) accumulate_row<R, Acc, T>(mine + b * sa, base[0] + b * sx, sa, sx, e - b);
     } else {
       const int64_t b = rows * t / team, e = rows * (t + 1) / team;
-      walk_rows(L, {mine, base[1]}, b, e, [&](std::array<char*, 2> p) {
-        accumulate_row<R, Acc, T>(p[0], p[1], sa, sx, inner);
+      walk_rows(L, {base[0], mine}, b, e, [&](std::array<char*, 2> p) {
+        accumulate_row<R, Acc, T>(p[1], p[0], sa, sx, inner);
       });
     }
   }
