@@ -52,5 +52,6 @@ std::unique_ptr<Command> make_version_command();
 std::unique_ptr<Command> make_ops_command();
 std::unique_ptr<Command> make_new_plugin_command();
 std::unique_ptr<Command> make_fuzz_command();
+std::unique_ptr<Command> make_perf_command();
 
 }  // namespace bp::cli

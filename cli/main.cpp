@@ -51,6 +51,7 @@ std::vector<std::unique_ptr<Command>> all_commands() {
   commands.push_back(make_devices_command());
   commands.push_back(make_conformance_command());
   commands.push_back(make_fuzz_command());
+  commands.push_back(make_perf_command());
   commands.push_back(make_ops_command());
   commands.push_back(make_new_plugin_command());
   commands.push_back(make_version_command());

@@ -3,6 +3,8 @@
 // kernel call and notes the kernel when it is set.
 #include <backplane/backend.h>
 #include <backplane/debug.h>
+#include <backplane/dispatcher.h>
+#include <backplane/error.h>
 
 #include "internal.h"
 
@@ -54,6 +56,27 @@ std::vector<ReachedKernel> KernelRecording::kernels() const {
     out.push_back({e.backend_name, e.named.empty() ? std::string(op_name(static_cast<Op>(e.op))) : e.named,
                    std::string(name(static_cast<DType>(e.dtype)))});
   return out;
+}
+
+void call_kernel_directly(Op op, const std::vector<Tensor>& inputs, const Tensor& out, int64_t calls) {
+  const Device device = out.device();
+  const IntrusivePtr<Backend> backend = PluginLoader::instance().acquire(device.backend);
+  BP_CHECK(backend, "[debug] the output's backend is not loaded");
+  const KernelEntry& k = KernelRegistry::instance().lookup(op, device.backend, out.dtype());
+  if (!k.fn)
+    throw NotImplementedError("[debug] backend '" + backend->name() + "' has no " + std::string(op_name(op)) +
+                              " kernel for " + std::string(name(out.dtype())));
+  std::vector<bp_tensor> in;
+  for (const Tensor& t : inputs) in.push_back(detail::describe(t, backend->dl_device_type()));
+  const bp_tensor o = detail::describe(out, backend->dl_device_type());
+  bp_attrs attrs{};
+  attrs.struct_size = sizeof attrs;
+  const bp_kernel_call call = detail::make_call(static_cast<int32_t>(op), out.dtype(), device, in,
+                                                std::span<const bp_tensor>(&o, 1), attrs);
+  detail::ErrorBuffer err;
+  for (int64_t i = 0; i < calls; ++i)
+    if (const bp_status st = k.fn(k.ctx, &call, err.get()); st != BP_STATUS_OK)
+      detail::raise_status(st, op_name(op), backend->name(), err.message("(the kernel gave no message)"));
 }
 
 }  // namespace debug

@@ -7,6 +7,9 @@
 // free.
 #pragma once
 
+#include <backplane/dispatcher.h>
+#include <backplane/tensor.h>
+
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -74,5 +77,15 @@ class KernelRecording {
   std::vector<Entry> entries_;
   KernelRecording* outer_;
 };
+
+// Calls the kernel of a builtin `op` (no scalar or int attributes: mul,
+// neg, ...) `calls` times with ready-made descriptors of `inputs` and `out`
+// (same dtype, `out` of the result's shape and the inputs already of it):
+// the kernel looked up once and called through the ABI on the current
+// stream, without the core's checks, output allocation, autograd or
+// synchronisation. What `backplane perf` sets against the full path of the
+// same op to show the framework's share of a tiny op. Throws the kernel's
+// error, or NotImplementedError when the backend has no such kernel.
+void call_kernel_directly(Op op, const std::vector<Tensor>& inputs, const Tensor& out, int64_t calls);
 
 }  // namespace bp::debug
