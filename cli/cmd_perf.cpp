@@ -10,6 +10,7 @@
 #include <fnmatch.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -32,10 +33,12 @@ const char* kDetails =
     "(64 elements, where the framework's own cost shows), cache-sized (256K elements) and\n"
     "memory-sized (16M elements), contiguous and strided; matmul at square, transformer\n"
     "and attention shapes; conv2d, pooling and batch_norm at ResNet shapes. Each is timed\n"
-    "after a warm-up call in repetitions of n calls closed by one synchronisation of the\n"
-    "device (whose own cost, measured on the idle device, is taken off and reported\n"
-    "apart), until --min-time has passed; the median and the interquartile spread are\n"
-    "shown. Every figure is set against:\n"
+    "after a warm-up call in repetitions of n calls, until --min-time has passed; the\n"
+    "median and the interquartile spread are shown. A repetition is timed by the device's\n"
+    "own clock between two events around the calls when the backend has one (ABI 2.4's\n"
+    "event_elapsed: cuda, sim), else by the host's clock around the calls and one\n"
+    "synchronisation, whose own cost (measured on the idle device) is taken off and\n"
+    "reported apart. Every figure is set against:\n"
     "  - the same case on --compare-to (default: the reference backend), as a speed ratio\n"
     "    (above 1: the backend under test is faster);\n"
     "  - the device's own limits, measured in the same run: the bandwidth of a 64 MiB\n"
@@ -61,6 +64,12 @@ std::optional<DType> parse_dtype(const std::string& s) {
   return std::nullopt;
 }
 
+std::string format_number(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
 // A message on one line of the report protocol: tabs and newlines as spaces.
 std::string one_line(std::string m) {
   for (char& ch : m)
@@ -81,7 +90,8 @@ std::string measure_line(const char* role, const Case& c, const Backend& b, Devi
     const Workload w = c.prepare(d, dtype);
     const Timing t = measure(d, w.run, o, sync_s);
     os << role << "\tok\t" << t.seconds << "\t" << t.spread << "\t" << t.repetitions << "\t" << t.calls << "\t"
-       << w.bytes << "\t" << w.flops << "\t" << path_of(c, b, dtype) << "\n";
+       << w.bytes << "\t" << w.flops << "\t" << path_of(c, b, dtype) << "\t" << (t.device_clock ? "device" : "host")
+       << "\n";
   } catch (const std::exception& e) {
     os << role << "\terror\t" << one_line(e.what()) << "\n";
   }
@@ -104,8 +114,8 @@ class PerfCommand : public Command {
         "run only the cases whose name matches GLOB ('add/*', '*/16M', 'matmul/square/*'); "
         "repeatable: a case matching any runs")(
         "dtype", po::value<std::string>(&dtype_name_)->value_name("D"),
-        "dtype of every case (default float32; cases for floating dtypes only are left out "
-        "for the others)")(
+        "dtype of every case (default float32; under another dtype, the cases for floating "
+        "dtypes only are listed as unsupported)")(
         "min-time", po::value<double>(&timing_.min_seconds)->value_name("S"),
         "time each case at least S seconds per backend after its warm-up (default 0.2)")(
         "timeout", po::value<double>(&timeout_s_)->value_name("S"),
@@ -130,8 +140,18 @@ class PerfCommand : public Command {
   int run(const BackendFlags& flags) override {
     const auto dtype = parse_dtype(dtype_name_);
     if (!dtype) return usage("--dtype '" + dtype_name_ + "' is not a dtype (float32, float64, int32, ...)");
-    if (!(timing_.min_seconds > 0)) return usage("--min-time must be a positive number of seconds");
-    if (!(timeout_s_ > 0)) return usage("--timeout must be a positive number of seconds");
+    if (!(timing_.min_seconds > 0) || !std::isfinite(timing_.min_seconds))
+      return usage("--min-time must be a positive number of seconds");
+    if (!(timeout_s_ > 0) || !std::isfinite(timeout_s_)) return usage("--timeout must be a positive number of seconds");
+    // A case times both backends for at least --min-time each, after warm-ups.
+    if (timeout_s_ < 4 * timing_.min_seconds)
+      return usage("--timeout " + format_number(timeout_s_) + " leaves no room for --min-time " +
+                   format_number(timing_.min_seconds) + " on two backends: give a --timeout of at least " +
+                   format_number(4 * timing_.min_seconds));
+    // Output files are checked before the run, not after it.
+    for (const std::string* f : {&json_, &csv_, &plot_})
+      if (!f->empty() && !std::ofstream(*f, std::ios::app))
+        return usage("cannot write the report to '" + *f + "'");
     if (!plot_.empty() && gnuplot_path().empty())
       return usage("--plot needs gnuplot, which is not on PATH (Debian: apt-get install gnuplot-nox)");
     timing_.max_seconds = std::max(3.0, timing_.min_seconds * 5);
@@ -180,15 +200,19 @@ class PerfCommand : public Command {
     }
     if (tty) std::cerr << "\r\033[K";
     print_console(std::cout, report);
-    if (!json_.empty() && !write_file(json_, to_json(report))) return kExitUsage;
-    if (!csv_.empty() && !write_file(csv_, to_csv(report))) return kExitUsage;
+    if (!json_.empty() && !write_file(json_, to_json(report))) return kExitInternal;
+    if (!csv_.empty() && !write_file(csv_, to_csv(report))) return kExitInternal;
     if (!plot_.empty()) {
       std::string error;
-      if (!write_plot(report, plot_, error)) return usage(error);
+      if (!write_plot(report, plot_, error)) {
+        std::cerr << "backplane perf: " << error << "\n";
+        return kExitInternal;
+      }
       std::cout << "Roofline chart written to " << plot_ << "\n";
     }
     for (const Row& r : report.rows)
-      if (r.dut.status == "error" || r.dut.status == "crashed") return kExitFailed;
+      for (const Side* side : {&r.dut, &r.ref})
+        if (side->status == "error" || side->status == "crashed") return kExitFailed;
     return kExitOk;
   }
 
@@ -229,16 +253,20 @@ class PerfCommand : public Command {
   std::string case_lines(const std::string& name, const std::function<void(const std::string&)>& emit = {}) {
     std::ostringstream os;
     os.precision(9);
-    const double dut_sync = sync_seconds(dut_device_), ref_sync = ref_ ? sync_seconds(ref_device_) : 0;
+    const double dut_sync = sync_seconds(dut_device_);
     if (name == "@setup") {
       os << "sync\t" << dut_sync << "\n";
       try {
         const Ceilings c = measure_ceilings(dut_device_, dtype_, timing_, dut_sync);
         os << "ceilings\t" << c.copy_gbs << "\t" << c.matmul_gflops << "\t" << c.matmul_shape << "\n";
+      } catch (const std::exception& e) {
+        os << "dut\terror\t" << one_line(e.what()) << "\n";
+      }
+      try {
         const Overhead o = dispatch_overhead(dut_device_, timing_, dut_sync);
         os << "overhead\t" << o.core_seconds << "\t" << o.direct_seconds << "\n";
       } catch (const std::exception& e) {
-        os << "dut\terror\t" << one_line(e.what()) << "\n";
+        os << "overhead_error\t" << one_line(e.what()) << "\n";
       }
       return os.str();
     }
@@ -246,7 +274,8 @@ class PerfCommand : public Command {
       if (c.name == name) {
         std::string lines = measure_line("dut", c, *dut_, dut_device_, dtype_, timing_, dut_sync);
         if (emit) emit(lines);
-        if (ref_) {
+        if (ref_) {  // after the backend under test's line: a crash from here on is the other's
+          const double ref_sync = sync_seconds(ref_device_);
           const std::string ref_line = measure_line("ref", c, *ref_, ref_device_, dtype_, timing_, ref_sync);
           if (emit) emit(ref_line);
           lines += ref_line;
@@ -276,7 +305,7 @@ class PerfCommand : public Command {
       try {
         return case_lines(name);
       } catch (const std::exception& e) {
-        return std::string("dut\terror\t") + e.what() + "\n";
+        return "dut\terror\t" + one_line(e.what()) + "\n";
       }
     }
     std::vector<std::string> cmd = {"/proc/self/exe", "perf", "--backend", flags.backend, "--compare-to",
@@ -287,14 +316,14 @@ class PerfCommand : public Command {
     cmd.insert(cmd.end(), {"--min-time", t.str()});
     for (const auto& p : flags.plugin_paths) cmd.insert(cmd.end(), {"--plugin-path", p});
     for (const auto& o : flags.options) cmd.insert(cmd.end(), {"--backend-option", o});
-    cmd.insert(cmd.end(), {"--reference", reference_backend(), "--result-fd", std::to_string(kResultFd),
+    cmd.insert(cmd.end(), {"--fallback", flags.fallback, "--reference", reference_backend(), "--result-fd", std::to_string(kResultFd),
                            "--run-case", name});
     const ChildOutcome child = run_child(cmd, timeout_s_, kResultFd);
     std::string why;
     if (!child.started)
       why = child.error;
     else if (child.timed_out)
-      why = "timed out after " + std::to_string(int(timeout_s_)) + " s (--timeout)";
+      why = "timed out after " + format_number(timeout_s_) + " s (--timeout)";
     else if (child.signal != 0)
       why = "killed by " + signal_name(child.signal);
     else if (child.exit_status != 0 || child.report.empty())
@@ -302,6 +331,8 @@ class PerfCommand : public Command {
     if (why.empty()) return child.report;
     // The backend under test reports first: with its line there, the other one died.
     const bool dut_done = child.report.rfind("dut\t", 0) == 0;
+    const bool ref_done = child.report.find("\nref\t") != std::string::npos;
+    if (dut_done && (ref_done || compare_to_ == "none")) return child.report;  // died after its report
     return child.report + (dut_done ? "ref" : "dut") + "\tcrashed\t" + one_line(why) + "\n";
   }
 

@@ -56,15 +56,18 @@ struct Timing {
   double spread = 0;   // interquartile range of the repetitions / median
   int repetitions = 0;
   int64_t calls = 0;  // calls per repetition
+  bool device_clock = false;  // timed by the device's clock (events), not the host's
 };
 
 // The median cost of synchronising `device` when it is idle.
 double sync_seconds(Device device);
 
-// Times `run` on `device`: one warm-up call, then repetitions of n calls and
-// one synchronisation (n grown until a repetition takes a millisecond or
-// more) until min_seconds have passed and at least 5 repetitions ran.
-// `sync_s` is taken off each repetition, so the figure is the calls' own.
+// Times `run` on `device`: one warm-up call, then repetitions of n calls (n
+// grown until a repetition takes a millisecond or more) until min_seconds
+// have passed and at least 5 repetitions ran. A repetition is timed by the
+// device's clock between two events around the calls when the backend has
+// one (ABI 2.4's event_elapsed), else by the host's clock around the calls
+// and one synchronisation, less `sync_s` (the synchronisation's own cost).
 Timing measure(Device device, const std::function<void()>& run, const TimingOptions& o, double sync_s);
 
 // The device's own limits, measured now: the bandwidth of a device-to-device

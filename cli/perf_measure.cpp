@@ -34,13 +34,29 @@ double quantile(const std::vector<double>& v, double q) {
   return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
 }
 
-// Seconds of n calls and the synchronisation after them.
-double repetition(Device device, const std::function<void()>& run, int64_t n) {
-  const auto t0 = Clock::now();
-  for (int64_t i = 0; i < n; ++i) run();
-  synchronize(device);
-  return since(t0);
-}
+// Seconds of n calls: by the device's clock between two events around them
+// when the backend has one (ABI 2.4), else by the host's around the calls
+// and the synchronisation after them (less `sync_s`, its own cost).
+struct Repeater {
+  Device device;
+  const std::function<void()>& run;
+  double sync_s;
+  bool events = PluginLoader::instance().by_id(device.backend)->has_event_timing();
+  Event start{device}, end{device};
+
+  double operator()(int64_t n) {
+    if (events) {
+      start.record();
+      for (int64_t i = 0; i < n; ++i) run();
+      end.record();
+      return *end.elapsed_since(start);
+    }
+    const auto t0 = Clock::now();
+    for (int64_t i = 0; i < n; ++i) run();
+    synchronize(device);
+    return std::max(since(t0) - sync_s, 0.0);
+  }
+};
 
 }  // namespace
 
@@ -56,13 +72,14 @@ double sync_seconds(Device device) {
 }
 
 Timing measure(Device device, const std::function<void()>& run, const TimingOptions& o, double sync_s) {
-  repetition(device, run, 1);  // warm-up: allocations, primitive caches, first-call set-up
+  Repeater repetition{device, run, sync_s};
+  repetition(1);  // warm-up: allocations, primitive caches, first-call set-up
   // Calls per repetition: enough for a millisecond (or a tenth of the budget).
   const double target = std::min(1e-3 + 10 * sync_s, std::max(o.min_seconds / 10, 1e-4));
   int64_t n = 1;
   const auto start = Clock::now();
   for (;;) {
-    const double t = repetition(device, run, n);
+    const double t = repetition(n);
     if (t >= target || n >= (int64_t{1} << 24) || since(start) > o.max_seconds / 4) break;
     n *= std::clamp<int64_t>(static_cast<int64_t>(target / std::max(t, 1e-9) * 1.2), 2, 100);
   }
@@ -71,9 +88,10 @@ Timing measure(Device device, const std::function<void()>& run, const TimingOpti
   // At least 5 repetitions, or 3 when they are slow (past max_seconds).
   while ((per_call.size() < 3 || ((per_call.size() < 5 || since(t0) < o.min_seconds) && since(t0) < o.max_seconds)) &&
          per_call.size() < 2000)
-    per_call.push_back(std::max(repetition(device, run, n) - sync_s, 0.0) / static_cast<double>(n));
+    per_call.push_back(repetition(n) / static_cast<double>(n));
   std::sort(per_call.begin(), per_call.end());
   Timing r;
+  r.device_clock = repetition.events;
   r.seconds = quantile(per_call, 0.5);
   r.spread = r.seconds > 0 ? (quantile(per_call, 0.75) - quantile(per_call, 0.25)) / r.seconds : 0;
   r.repetitions = static_cast<int>(per_call.size());
@@ -104,10 +122,12 @@ Ceilings measure_ceilings(Device device, DType dtype, const TimingOptions& o, do
 }
 
 Overhead dispatch_overhead(Device device, const TimingOptions& o, double sync_s) {
+  Overhead r;
+  for (Op op : {Op::Fill, Op::Mul})
+    if (!KernelRegistry::instance().lookup(op, device.backend, DType::Float32).fn)
+      throw NotImplementedError("the backend has no float32 " + std::string(op_name(op)) + " kernel");
   const TensorOptions f32 = TensorOptions(DType::Float32).device(device);
   Tensor a = full({4}, 1.5, f32), b = full({4}, 2, f32), out = empty({4}, f32);
-  Overhead r;
-  if (!KernelRegistry::instance().lookup(Op::Mul, device.backend, DType::Float32).fn) return r;
   r.core_seconds = measure(device, [&] { (void)mul(a, b); }, o, sync_s).seconds;
   // 64 kernel calls per run: the descriptors are made once per run.
   constexpr int64_t kBatch = 64;

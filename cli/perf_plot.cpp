@@ -39,6 +39,10 @@ std::string quoted(const std::string& s) {
 
 bool write_plot(Report& report, const std::string& png, std::string& error) {
   derive(report);
+  if (!(report.ceilings.copy_gbs > 0)) {
+    error = "no roofline chart: the device's copy bandwidth was not measured";
+    return false;
+  }
   const std::string gnuplot = gnuplot_path();
   if (gnuplot.empty()) {
     error = "--plot needs gnuplot, which is not on PATH (Debian: apt-get install gnuplot-nox)";

@@ -45,6 +45,7 @@ void parse_side(const std::vector<std::string>& f, Side& s) {
   s.bytes = num(f, 6);
   s.flops = num(f, 7);
   s.path = f.size() > 8 ? f[8] : "";
+  s.device_clock = f.size() > 9 && f[9] == "device";
 }
 
 // "812 ns", "3.41 us", "12.5 ms", "1.20 s": three significant digits.
@@ -117,6 +118,8 @@ void parse_setup(const std::string& lines, Report& report) {
       report.overhead.direct_seconds = num(f, 2);
     } else if (f[0] == "dut") {
       report.setup_error = f.size() > 2 ? f[1] + ": " + f[2] : f[1];
+    } else if (f[0] == "overhead_error") {
+      report.overhead_error = f.size() > 1 ? f[1] : "";
     }
   }
 }
@@ -157,9 +160,13 @@ void print_console(std::ostream& os, Report& report) {
   os << "  ceilings: device-to-device copy " << fixed(report.ceilings.copy_gbs, 1) << " GB/s";
   if (report.ceilings.matmul_gflops > 0)
     os << ", matmul " << fixed(report.ceilings.matmul_gflops, 1) << " GFLOP/s (" << report.ceilings.matmul_shape << ")";
-  os << "\n  synchronising the idle device: " << format_time(report.sync_seconds)
-     << " (taken off every figure below)\n";
+  bool device_clock = false;
+  for (const Row& r : report.rows) device_clock = device_clock || r.dut.device_clock;
+  os << "\n  timed by " << (device_clock ? "the device's clock between two events (ABI 2.4)" : "the host's clock")
+     << "; synchronising the idle device takes " << format_time(report.sync_seconds)
+     << (device_clock ? "" : " (taken off every figure below)") << "\n";
   const Overhead& o = report.overhead;
+  if (!report.overhead_error.empty()) os << "  the framework's share was not measured: " << report.overhead_error << "\n";
   if (o.core_seconds > 0)
     os << "  a 4-element mul: " << format_time(o.core_seconds) << " through the core, " << format_time(o.direct_seconds)
        << " calling the kernel through the ABI alone: the framework's share is "
@@ -207,7 +214,8 @@ std::string to_json(Report& report) {
     o << "{\"status\": " << json_quote(s.status);
     if (s.status == "ok")
       o << ", \"seconds\": " << s.seconds << ", \"spread\": " << s.spread << ", \"repetitions\": " << s.repetitions
-        << ", \"calls_per_repetition\": " << s.calls << ", \"path\": " << json_quote(s.path);
+        << ", \"calls_per_repetition\": " << s.calls << ", \"path\": " << json_quote(s.path)
+        << ", \"clock\": " << (s.device_clock ? "\"device\"" : "\"host\"");
     else
       o << ", \"message\": " << json_quote(s.message);
     return o.str() + "}";
@@ -227,8 +235,13 @@ std::string to_json(Report& report) {
        << ", \"bytes\": " << r->dut.bytes << ", \"flops\": " << r->dut.flops << ", \"throughput\": " << r->throughput
        << ", \"throughput_unit\": " << (r->c->bound == Bound::Compute ? "\"GFLOP/s\"" : "\"GB/s\"")
        << ", \"roofline_percent\": " << r->roofline << ", \"intensity\": " << r->intensity
-       << ", \"ratio\": " << (r->ratio > 0 ? std::to_string(r->ratio) : "null") << ",\n     \"backend\": " << side(r->dut)
-       << ", \"compare_to\": " << side(r->ref) << "}";
+       << ", \"ratio\": ";
+    if (r->ratio > 0)
+      os << r->ratio;
+    else
+      os << "null";
+    os << ",\n     \"backend\": " << side(r->dut)
+       << ", \"compare_to\": " << (report.compare_to.empty() ? std::string("null") : side(r->ref)) << "}";
     first = false;
   }
   os << "\n  ]\n}\n";

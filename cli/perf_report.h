@@ -18,6 +18,7 @@ struct Side {
   int repetitions = 0;
   long long calls = 0;
   std::string path;  // "kernel", "composite" or "" (see perf::path_of)
+  bool device_clock = false;  // timed between two events by the device's clock
 };
 
 struct Row {
@@ -35,7 +36,8 @@ struct Report {
   double sync_seconds = 0;
   Ceilings ceilings;
   Overhead overhead;
-  std::string setup_error;  // why the ceilings could not be measured, if so
+  std::string setup_error;     // why the ceilings could not be measured, if so
+  std::string overhead_error;  // why the framework's share could not be, if so
   std::vector<Row> rows;
 };
 

@@ -103,3 +103,46 @@ TEST(Streams, CopiesBetweenPluginsThroughPageLockedBuffersKeepEveryValue) {
 }
 
 }  // namespace
+
+namespace {
+
+// Event::elapsed_since (ABI 2.4's event_elapsed): the device's clock
+// between two marks. sim's clock is its queue's thread: a 50 ms sim::delay
+// between the marks is inside the interval, whatever the host did.
+TEST(Streams, EventsTimeTheWorkBetweenThemByTheDevicesClock) {
+  const bp::Device d = sim();
+  ASSERT_TRUE(bp::PluginLoader::instance().load("sim").has_event_timing());
+  const bp::Tensor x = bp::full({16}, 1.0, bp::TensorOptions(bp::DType::Float32).device(d));
+  bp::Event start(d), end(d);
+  start.record();
+  const bp::Tensor late = bp::call_op("sim::delay", {x}, {int64_t{50000}})[0];
+  end.record();
+  const std::optional<double> s = end.elapsed_since(start);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_GE(*s, 0.05);
+  EXPECT_TRUE(end.query());  // elapsed_since waited for the mark
+  // Nothing between two marks: no delay item can be inside.
+  bp::Event a(d), b(d);
+  a.record();
+  b.record();
+  EXPECT_GE(*b.elapsed_since(a), 0.0);
+}
+
+TEST(Streams, AHostBackendHasNoClockOfItsOwn) {
+  bp::Backend& cpu = bp::PluginLoader::instance().load("cpu_onednn");
+  EXPECT_FALSE(cpu.has_event_timing());
+  const bp::Device d{static_cast<int16_t>(cpu.id()), 0};
+  bp::Event a(d), b(d);
+  a.record();
+  b.record();
+  EXPECT_FALSE(b.elapsed_since(a).has_value());
+}
+
+TEST(Streams, AnEventNeverRecordedCannotBeTimed) {
+  const bp::Device d = sim();
+  bp::Event recorded(d), never(d);
+  recorded.record();
+  EXPECT_THROW((void)recorded.elapsed_since(never), bp::ValueError);
+}
+
+}  // namespace

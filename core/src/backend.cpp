@@ -7,6 +7,7 @@
 #include <backplane/error.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <optional>
 
@@ -394,6 +395,26 @@ bool Backend::event_query(int device, bp_event event) const {
   detail::check_status(st, "event_query", name_, err);
   raise_pending_error();
   return true;
+}
+
+bool Backend::has_event_timing() const {
+  return BP_HAS_FIELD(api_, bp_plugin, event_elapsed) && api_->event_elapsed != nullptr;
+}
+
+double Backend::event_elapsed_ms(int device, bp_event start, bp_event end) const {
+  if (!has_event_timing())
+    throw NotImplementedError("[event_elapsed] backend '" + name_ + "' does not time events");
+  detail::ErrorBuffer err;
+  double ms = 0;
+  const bp_status st = detail::guarded(
+      err.get(), [&] { return api_->event_elapsed(api_->ctx, device, start, end, &ms, err.get()); });
+  if (st == BP_STATUS_NOT_READY)
+    throw Error("[event_elapsed] backend '" + name_ + "': an event's mark is not reached yet");
+  detail::check_status(st, "event_elapsed", name_, err);
+  if (!(ms >= 0) || !std::isfinite(ms))
+    throw Error("[event_elapsed] backend '" + name_ + "' gave " + std::to_string(ms) +
+                " ms between two marks: a time must be finite and not negative");
+  return ms;
 }
 
 std::optional<bool> Backend::stream_query(int device, bp_stream stream) const {

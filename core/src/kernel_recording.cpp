@@ -67,7 +67,11 @@ void call_kernel_directly(Op op, const std::vector<Tensor>& inputs, const Tensor
     throw NotImplementedError("[debug] backend '" + backend->name() + "' has no " + std::string(op_name(op)) +
                               " kernel for " + std::string(name(out.dtype())));
   std::vector<bp_tensor> in;
-  for (const Tensor& t : inputs) in.push_back(detail::describe(t, backend->dl_device_type()));
+  for (const Tensor& t : inputs) {
+    BP_CHECK(t.device() == device && t.dtype() == out.dtype() && t.sizes().equals(out.sizes()),
+             "[debug::call_kernel_directly] every input must have the output's device, dtype and shape");
+    in.push_back(detail::describe(t, backend->dl_device_type()));
+  }
   const bp_tensor o = detail::describe(out, backend->dl_device_type());
   bp_attrs attrs{};
   attrs.struct_size = sizeof attrs;
@@ -75,7 +79,8 @@ void call_kernel_directly(Op op, const std::vector<Tensor>& inputs, const Tensor
                                                 std::span<const bp_tensor>(&o, 1), attrs);
   detail::ErrorBuffer err;
   for (int64_t i = 0; i < calls; ++i)
-    if (const bp_status st = k.fn(k.ctx, &call, err.get()); st != BP_STATUS_OK)
+    if (const bp_status st = detail::call_plugin_kernel(k.fn, k.ctx, call, err.get(), device.backend);
+        st != BP_STATUS_OK)
       detail::raise_status(st, op_name(op), backend->name(), err.message("(the kernel gave no message)"));
 }
 

@@ -118,6 +118,15 @@ bool Event::query() const { return backend_->event_query(device_.index, event_);
 
 void Event::synchronize() const { backend_->event_synchronize(device_.index, event_); }
 
+std::optional<double> Event::elapsed_since(const Event& start) const {
+  BP_CHECK(start.device_ == device_, "[Event::elapsed_since] the events are of devices ", start.device_,
+           " and ", device_);
+  if (!backend_->has_event_timing()) return std::nullopt;
+  start.synchronize();
+  synchronize();
+  return backend_->event_elapsed_ms(device_.index, start.event_, event_) / 1e3;
+}
+
 void synchronize(Device device) { detail::acquire_backend(device)->synchronize(device.index); }
 
 void synchronize() { synchronize(default_device()); }

@@ -174,6 +174,8 @@ void wait_event(int device, bp_stream stream, bp_event event);
 // DeviceError for a failure of the stream's work before the mark.
 bool query_event(int device, bp_event event);
 void synchronize_event(int device, bp_event event);
+// cudaEventElapsedTime between two events' marks (ms); nullopt while pending.
+std::optional<double> elapsed_event(int device, bp_event start, bp_event end);
 
 // Error records (errors.cu). Device records are kept per device and reused;
 // host records are page-locked, so that a copy into them stays asynchronous.

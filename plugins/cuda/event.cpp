@@ -1,8 +1,9 @@
-// Events: a cudaEvent_t (timing disabled) plus a page-locked copy of the
+// Events: a cudaEvent_t (with timing, for event_elapsed: ABI 2.4) plus a page-locked copy of the
 // error record of the stream it marks, taken in stream order just before the
 // mark. Once the event has completed the copy is final, so event_query and
 // event_synchronize report a failure of the work before the mark without
 // waiting for anything after it.
+#include <optional>
 #include <vector>
 
 #include "cuda_backend.h"
@@ -96,10 +97,10 @@ bp_event create_event(int device) {
   auto e = std::make_unique<Event>();
   e->device = device;
   e->snapshot = take_host_record();
-  const cudaError_t err = cudaEventCreateWithFlags(&e->handle, cudaEventDisableTiming);
+  const cudaError_t err = cudaEventCreateWithFlags(&e->handle, cudaEventDefault);
   if (err != cudaSuccess) {
     give_host_record(e->snapshot);
-    throw_cuda_error("cudaEventCreateWithFlags(&e->handle, cudaEventDisableTiming)", err);
+    throw_cuda_error("cudaEventCreateWithFlags(&e->handle, cudaEventDefault)", err);
   }
   return reinterpret_cast<bp_event>(e.release());
 }
@@ -159,6 +160,20 @@ bool query_event(int device, bp_event event) {
   BP_CUDA_SYNC_CHECK(q);
   report(e);
   return true;
+}
+
+std::optional<double> elapsed_event(int device, bp_event start, bp_event end) {
+  Event& a = event_of(device, start);
+  Event& b = event_of(device, end);
+  set_device(device);
+  float ms = 0;
+  const cudaError_t err = cudaEventElapsedTime(&ms, a.handle, b.handle);
+  if (err == cudaErrorNotReady) {
+    forget_not_ready();
+    return std::nullopt;
+  }
+  BP_CUDA_CHECK(err);
+  return static_cast<double>(ms);
 }
 
 void synchronize_event(int device, bp_event event) {

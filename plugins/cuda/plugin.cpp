@@ -218,6 +218,11 @@ class CudaPlugin final : public bp::sdk::Plugin {
     OpScope scope("event_synchronize");
     synchronize_event(device, event);
   }
+  bool has_event_timing() const override { return true; }
+  std::optional<double> event_elapsed(int32_t device, bp_event start, bp_event end) override {
+    OpScope scope("event_elapsed");
+    return elapsed_event(device, start, end);
+  }
   void synchronize(int32_t device) override {
     OpScope scope("synchronize");
     synchronize_device(device);

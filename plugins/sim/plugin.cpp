@@ -73,11 +73,18 @@ void delay_kernel(const bp::sdk::KernelCall& c) {
 struct Stream {
   std::shared_ptr<Queue> queue;
 };
-// An event: the mark it last recorded.
+// An event: the mark it last recorded, and the device's clock when the
+// queue reached it (a stamp enqueued by the record; -1 until then).
 struct Event {
   std::mutex mu;
   Mark mark;
+  std::shared_ptr<std::atomic<int64_t>> stamp_ns;
 };
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 }  // namespace
 
@@ -240,9 +247,19 @@ class SimPlugin final : public bp::sdk::Plugin {
   void event_record(int32_t, bp_event event, bp_stream stream) override {
     auto* e = reinterpret_cast<Event*>(event);
     std::shared_ptr<Queue> q = queue_ptr(stream);
-    const uint64_t position = q->enqueued();
+    auto stamp = std::make_shared<std::atomic<int64_t>>(-1);
+    const uint64_t position = q->push([stamp] { stamp->store(now_ns()); });
     std::lock_guard lock(e->mu);
     e->mark = Mark{std::move(q), position};
+    e->stamp_ns = std::move(stamp);
+  }
+  // The device's clock is its queues' threads': the time between the
+  // moments they reached the two marks.
+  bool has_event_timing() const override { return true; }
+  std::optional<double> event_elapsed(int32_t, bp_event start, bp_event end) override {
+    const int64_t a = stamp_of(start), b = stamp_of(end);
+    if (a < 0 || b < 0) return std::nullopt;
+    return static_cast<double>(b - a) / 1e6;
   }
   void stream_wait_event(int32_t, bp_stream stream, bp_event event) override {
     const Mark m = mark_of(event);
@@ -299,6 +316,12 @@ class SimPlugin final : public bp::sdk::Plugin {
   Queue& queue(bp_stream s) { return s ? *reinterpret_cast<Stream*>(s)->queue : *default_; }
   std::shared_ptr<Queue> queue_ptr(bp_stream s) {
     return s ? reinterpret_cast<Stream*>(s)->queue : default_;
+  }
+  static int64_t stamp_of(bp_event event) {
+    auto* e = reinterpret_cast<Event*>(event);
+    std::lock_guard lock(e->mu);
+    if (!e->stamp_ns) throw bp::sdk::InvalidArgument("[event_elapsed] an event that was never recorded");
+    return e->stamp_ns->load();
   }
   static Mark mark_of(bp_event event) {
     auto* e = reinterpret_cast<Event*>(event);

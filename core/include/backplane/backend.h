@@ -137,6 +137,11 @@ class Backend : public RefCounted {
   // stream_query (ABI 2.1, optional).
   std::optional<bool> stream_query(int device, bp_stream stream) const;
   void event_synchronize(int device, bp_event event) const;
+  // Whether the plugin times events with the device's own clock
+  // (event_elapsed, ABI 2.4, optional).
+  bool has_event_timing() const;
+  // The device time between two reached marks, in milliseconds.
+  double event_elapsed_ms(int device, bp_event start, bp_event end) const;
   // Waits for every stream of `device`; frees what waited for them.
   void synchronize(int device) const;
   // Frees deferred memory whose streams are done; with `wait`, waits for all.

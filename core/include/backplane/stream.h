@@ -12,6 +12,8 @@
 #include <backplane/intrusive_ptr.h>
 #include <backplane/plugin.h>
 
+#include <optional>
+
 namespace bp {
 
 class Backend;
@@ -78,6 +80,12 @@ class Event {
   bool query() const;
   // Waits for the mark; a failure of the work before it raises DeviceError.
   void synchronize() const;
+  // The device's own time from `start`'s mark to this one's, in seconds,
+  // after waiting for this mark (`start` recorded before it, on the same
+  // device); nullopt when the backend has no clock of its own (ABI 2.4's
+  // event_elapsed: a device whose work runs before each call returns, where
+  // the host's clock is the device's).
+  std::optional<double> elapsed_since(const Event& start) const;
 
  private:
   IntrusivePtr<Backend> backend_;

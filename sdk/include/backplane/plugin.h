@@ -46,7 +46,7 @@ extern "C" {
 #endif
 
 #define BP_ABI_MAJOR 2
-#define BP_ABI_MINOR 3
+#define BP_ABI_MINOR 4
 
 #define BP_PLUGIN_ENTRY_SYMBOL "bp_plugin_init"
 
@@ -618,6 +618,16 @@ typedef struct bp_plugin {
    * queries that, which on a device whose event record is itself
    * asynchronous can say NOT_READY for a stream already idle. */
   bp_status (*stream_query)(void* ctx, int32_t device, bp_stream stream, bp_error* error);
+
+  /* The device's own time between the marks of two events of `device`, in
+   * milliseconds (since 2.4; optional: NULL for a device without a clock
+   * of its own, whose work runs before each call returns). OK with *ms set
+   * once both marks are reached, NOT_READY before; `start` is recorded
+   * before `end`, on the same stream or ordered before it. Events made by
+   * event_create must be able to time: what `backplane perf` uses to time
+   * asynchronous work without the host's clock. */
+  bp_status (*event_elapsed)(void* ctx, int32_t device, bp_event start, bp_event end, double* ms,
+                             bp_error* error);
 } bp_plugin;
 
 /*

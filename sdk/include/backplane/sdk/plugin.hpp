@@ -18,9 +18,11 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <exception>
 #include <initializer_list>
 #include <new>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -381,6 +383,16 @@ class Plugin {
     (void)event;
   }
   virtual void synchronize(int32_t device) { (void)device; }
+  // The device time between two events' marks in milliseconds, or nullopt
+  // while either is pending (event_elapsed, ABI 2.4); only called when
+  // has_event_timing() says the device has a clock of its own.
+  virtual bool has_event_timing() const { return false; }
+  virtual std::optional<double> event_elapsed(int32_t device, bp_event start, bp_event end) {
+    (void)device;
+    (void)start;
+    (void)end;
+    throw Unsupported("this plugin does not time events");
+  }
   virtual void memory_stats(int32_t device, bp_memory_stats& stats) {
     (void)device;
     (void)stats;
@@ -428,6 +440,7 @@ class Plugin {
     table_.host_free = has_host_alloc() ? &host_free_c : nullptr;
     table_.destroy = &destroy_c;
     table_.memory_stats = &memory_stats_c;
+    table_.event_elapsed = has_event_timing() ? &event_elapsed_c : nullptr;
     tolerances_ = tolerances();
     table_.tolerances = tolerances_.empty() ? nullptr : tolerances_.data();
     table_.num_tolerances = static_cast<int32_t>(tolerances_.size());
@@ -545,6 +558,15 @@ class Plugin {
   }
   static bp_status event_synchronize_c(void* ctx, int32_t d, bp_event ev, bp_error* e) noexcept {
     return guarded(e, [&] { self(ctx)->event_synchronize(d, ev); });
+  }
+  static bp_status event_elapsed_c(void* ctx, int32_t d, bp_event a, bp_event b, double* ms,
+                                   bp_error* e) noexcept {
+    std::optional<double> t;
+    const bp_status st = guarded(e, [&] { t = self(ctx)->event_elapsed(d, a, b); });
+    if (st != BP_STATUS_OK) return st;
+    if (!t) return BP_STATUS_NOT_READY;
+    *ms = *t;
+    return BP_STATUS_OK;
   }
   static bp_status synchronize_c(void* ctx, int32_t d, bp_error* e) noexcept {
     return guarded(e, [&] { self(ctx)->synchronize(d); });
