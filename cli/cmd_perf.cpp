@@ -36,7 +36,7 @@ const char* kDetails =
     "after a warm-up call in repetitions of n calls, until --min-time has passed; the\n"
     "median and the interquartile spread are shown. A repetition is timed by the device's\n"
     "own clock between two events around the calls when the backend has one (ABI 2.4's\n"
-    "event_elapsed: cuda, sim), else by the host's clock around the calls and one\n"
+    "event_elapsed: cuda, opencl, sim), else by the host's clock around the calls and one\n"
     "synchronisation, whose own cost (measured on the idle device) is taken off and\n"
     "reported apart. Every figure is set against:\n"
     "  - the same case on --compare-to (default: the reference backend), as a speed ratio\n"
@@ -176,6 +176,14 @@ class PerfCommand : public Command {
         const std::string why = cannot_run(*c, *dut, *dtype), path = path_of(*c, *dut, *dtype);
         std::cout << c->name << (why.empty() ? "" : "  (unsupported: " + why + ")")
                   << (path.empty() ? "" : "  [" + path + "]") << "\n";
+      }
+      const std::vector<Op> missing = ops_without_a_case();
+      if (missing.empty()) {
+        std::cout << "(the cases reach every primitive op of ABI " << BP_ABI_MAJOR << "." << BP_ABI_MINOR << ")\n";
+      } else {
+        std::cout << "(no case reaches:";
+        for (Op op : missing) std::cout << " " << op_name(op);
+        std::cout << ")\n";
       }
       return kExitOk;
     }

@@ -39,6 +39,8 @@ struct Case {
 };
 
 const std::vector<Case>& cases();
+// The primitive ops (bp_op) no case reaches: none, which a test holds to.
+std::vector<Op> ops_without_a_case();
 
 // Why `backend` cannot run `c` at `dtype` ("no matmul kernel for int32"), or "".
 std::string cannot_run(const Case& c, const Backend& backend, DType dtype);

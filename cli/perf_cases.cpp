@@ -83,7 +83,21 @@ std::vector<Case> make_cases() {
   b.elementwise("mul", Op::Mul, 2, kMemory, false, [](const V& a) { return mul(a[0], a[1]); });
   b.elementwise("div", Op::Div, 2, kMemory, true, [](const V& a) { return div(a[0], a[1]); });
   b.elementwise("maximum", Op::Maximum, 2, kMemory, false, [](const V& a) { return maximum(a[0], a[1]); });
+  b.elementwise("sub", Op::Sub, 2, kMemory, false, [](const V& a) { return sub(a[0], a[1]); });
+  b.elementwise("minimum", Op::Minimum, 2, kMemory, false, [](const V& a) { return minimum(a[0], a[1]); });
+  b.elementwise("pow", Op::Pow, 2, kMemory, false, [](const V& a) { return pow(a[0], a[1]); });
   b.elementwise("lt", Op::Lt, 2, kMemory, false, [](const V& a) { return lt(a[0], a[1]); }, 1.0);
+  b.elementwise("le", Op::Le, 2, kMemory, false, [](const V& a) { return le(a[0], a[1]); }, 1.0);
+  b.elementwise("gt", Op::Gt, 2, kMemory, false, [](const V& a) { return gt(a[0], a[1]); }, 1.0);
+  b.elementwise("ge", Op::Ge, 2, kMemory, false, [](const V& a) { return ge(a[0], a[1]); }, 1.0);
+  b.elementwise("eq", Op::Eq, 2, kMemory, false, [](const V& a) { return eq(a[0], a[1]); }, 1.0);
+  b.elementwise("ne", Op::Ne, 2, kMemory, false, [](const V& a) { return ne(a[0], a[1]); }, 1.0);
+  b.elementwise("logical_and", Op::LogicalAnd, 2, kMemory, false,
+                [](const V& a) { return logical_and(a[0], a[1]); }, 1.0);
+  b.elementwise("logical_or", Op::LogicalOr, 2, kMemory, false,
+                [](const V& a) { return logical_or(a[0], a[1]); }, 1.0);
+  b.elementwise("logical_not", Op::LogicalNot, 1, kMemory, false, [](const V& a) { return logical_not(a[0]); },
+                1.0);
   for (int64_t n : {kCache, kMemory})
     b.add("add/transposed/" + size_label(n), "add", Bound::Memory, {Op::Add}, false, [=](Device d, DType t) {
       const int64_t s = side_of(n);
@@ -133,6 +147,18 @@ std::vector<Case> make_cases() {
     Tensor x = input({side, side}, d, t);
     return Workload{[x] { (void)argmax(x, 1); }, kMemory * es(t) + side * 8.0, double(kMemory)};
   });
+  b.add("argmin/rows/16M", "argmin", Bound::Memory, {Op::Argmin}, false, [=](Device d, DType t) {
+    Tensor x = input({side, side}, d, t);
+    return Workload{[x] { (void)argmin(x, 1); }, kMemory * es(t) + side * 8.0, double(kMemory)};
+  });
+  b.add("min/all/16M", "min", Bound::Memory, {Op::Min}, false, [](Device d, DType t) {
+    Tensor x = input({kMemory}, d, t);
+    return Workload{[x] { (void)min(x); }, kMemory * es(t), double(kMemory)};
+  });
+  b.add("prod/rows/16M", "prod", Bound::Memory, {Op::Prod}, false, [=](Device d, DType t) {
+    Tensor x = input({side, side}, d, t);
+    return Workload{[x] { (void)prod(x, 1); }, (kMemory + side) * es(t), double(kMemory)};
+  });
   for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{256, 1024}, {side, side}}) {
     const std::string size = size_label(rows * cols);
     b.add("softmax/rows/" + size, "softmax", Bound::Memory, {Op::Softmax}, true, [=](Device d, DType t) {
@@ -151,6 +177,25 @@ std::vector<Case> make_cases() {
     for (int64_t i = 0; i < picked; ++i) idx[static_cast<std::size_t>(i)] = (i * 40503) % rows;  // scattered
     Tensor x = input({rows, cols}, d, t), index = from_vector(idx, {picked}, on(d, DType::Int64));
     return Workload{[x, index] { (void)index_select(x, 0, index); }, 2.0 * picked * cols * es(t) + picked * 8.0, 0};
+  });
+  // A quarter of each row of a 4096 x 4096 matrix, picked (gather) or written
+  // (scatter, into a copy of it) at scattered columns.
+  const auto columns = [side](Device d) {
+    const int64_t picked = side / 4;
+    std::vector<int64_t> idx(static_cast<std::size_t>(side * picked));
+    for (int64_t r = 0; r < side; ++r)
+      for (int64_t j = 0; j < picked; ++j) idx[static_cast<std::size_t>(r * picked + j)] = (j * 4 + r) % side;
+    return from_vector(idx, {side, picked}, on(d, DType::Int64));
+  };
+  b.add("gather/columns/16M", "gather", Bound::Memory, {Op::Gather}, false, [=](Device d, DType t) {
+    Tensor x = input({side, side}, d, t), index = columns(d);
+    const double n = static_cast<double>(index.numel());
+    return Workload{[x, index] { (void)gather(x, 1, index); }, n * (8 + 2 * es(t)), 0};
+  });
+  b.add("scatter/columns/16M", "scatter", Bound::Memory, {Op::Scatter, Op::Copy}, false, [=](Device d, DType t) {
+    Tensor x = input({side, side}, d, t), index = columns(d), src = input({side, side / 4}, d, t);
+    const double n = static_cast<double>(index.numel());
+    return Workload{[x, index, src] { (void)scatter(x, 1, index, src); }, 2.0 * kMemory * es(t) + n * (8 + es(t)), 0};
   });
   // --- matmul ---------------------------------------------------------------------
   struct Mm {
@@ -205,6 +250,17 @@ std::vector<Case> make_cases() {
 const std::vector<Case>& cases() {
   static const std::vector<Case> c = make_cases();
   return c;
+}
+
+std::vector<Op> ops_without_a_case() {
+  std::vector<bool> seen(kNumOps, false);
+  for (const Case& c : cases())
+    for (Op op : c.needs) seen[static_cast<std::size_t>(op)] = true;
+  seen[static_cast<std::size_t>(Op::Fill)] = true;  // every case's inputs, and fill/*
+  std::vector<Op> missing;
+  for (int op = 0; op < kNumOps; ++op)
+    if (!seen[static_cast<std::size_t>(op)]) missing.push_back(static_cast<Op>(op));
+  return missing;
 }
 
 std::string cannot_run(const Case& c, const Backend& backend, DType dtype) {

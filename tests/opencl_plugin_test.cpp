@@ -7,7 +7,9 @@
 
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <thread>
 
 #include "opencl_backend.h"
 
@@ -243,6 +245,37 @@ TEST(OpenclEvents, AnEventOutlivesItsStream) {
   EXPECT_TRUE(query_event(e));
   EXPECT_NO_THROW(synchronize_event(e));
   destroy_event(e);
+}
+
+}  // namespace
+}  // namespace bp::opencl
+
+namespace bp::opencl {
+namespace {
+
+// ABI 2.4's event_elapsed: the markers' profiling timestamps. Work between
+// two events (a host-side wait the queue must honour) is inside the
+// interval; before both marks are reached there is no answer.
+TEST(OpenclEvents, TwoEventsTimeTheWorkBetweenThemByTheDevicesClock) {
+  Stream& s = resolve(0, nullptr);
+  synchronize_stream(s);
+  bp_event a = create_event(0), b = create_event(0);
+  cl_int err = CL_SUCCESS;
+  cl_event gate = clCreateUserEvent(device(0).context, &err);
+  ASSERT_EQ(err, CL_SUCCESS);
+  record_event(0, a, nullptr);
+  ASSERT_EQ(clEnqueueBarrierWithWaitList(s.queue, 1, &gate, nullptr), CL_SUCCESS);
+  record_event(0, b, nullptr);
+  EXPECT_FALSE(elapsed_events(a, b).has_value()) << "timed before the second mark was reached";
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  ASSERT_EQ(clSetUserEventStatus(gate, CL_COMPLETE), CL_SUCCESS);
+  synchronize_event(b);
+  const std::optional<double> ms = elapsed_events(a, b);
+  ASSERT_TRUE(ms.has_value());
+  EXPECT_GE(*ms, 25.0);  // the barrier held the queue for the 30 ms the host slept
+  clReleaseEvent(gate);
+  destroy_event(a);
+  destroy_event(b);
 }
 
 }  // namespace

@@ -157,6 +157,9 @@ void synchronize_device(int32_t device);
 bp_event create_event(int32_t device);
 void destroy_event(bp_event event);
 void record_event(int32_t device, bp_event event, bp_stream stream);
+// The device time (ms) between two events' markers (their profiling end
+// times); nullopt while either is pending.
+std::optional<double> elapsed_events(bp_event start, bp_event end);
 void wait_event(int32_t device, bp_stream stream, bp_event event);
 bool query_event(bp_event event);
 void synchronize_event(bp_event event);

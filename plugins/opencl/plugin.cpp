@@ -165,6 +165,11 @@ class OpenclPlugin final : public bp::sdk::Plugin {
     OpScope scope("event_synchronize");
     synchronize_event(event);
   }
+  bool has_event_timing() const override { return true; }
+  std::optional<double> event_elapsed(int32_t, bp_event start, bp_event end) override {
+    OpScope scope("event_elapsed");
+    return elapsed_events(start, end);
+  }
   void synchronize(int32_t index) override {
     OpScope scope("synchronize");
     synchronize_device(index);

@@ -83,7 +83,9 @@ std::unique_ptr<Stream> new_stream(int32_t index) {
   s->device = index;
   s->id = g_next_stream_id++;
   cl_int err = CL_SUCCESS;
-  s->queue = clCreateCommandQueue(d.context, d.id, 0, &err);
+  // Profiling on: an event's marker carries the device's timestamps
+  // (event_elapsed, ABI 2.4).
+  s->queue = clCreateCommandQueue(d.context, d.id, CL_QUEUE_PROFILING_ENABLE, &err);
   BP_CL_CHECK(err);
   s->errors = make_record(d);
   enqueue_clear(*s, 0);
@@ -346,6 +348,24 @@ bool query_event(bp_event event) {
   if (status != CL_COMPLETE) return false;
   check_snapshot(t);
   return true;
+}
+
+std::optional<double> elapsed_events(bp_event start, bp_event end) {
+  Taken a, b;
+  take(start, a);
+  take(end, b);
+  if (a.marker == nullptr || b.marker == nullptr)
+    throw bp::sdk::InvalidArgument("[event_elapsed] an event that was never recorded");
+  cl_ulong t[2] = {0, 0};
+  for (int k = 0; k < 2; ++k) {
+    cl_event m = k == 0 ? a.marker : b.marker;
+    cl_int status = CL_QUEUED;
+    BP_CL_CHECK(clGetEventInfo(m, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr));
+    if (status < 0) throw_cl_error("the event's work", status);
+    if (status != CL_COMPLETE) return std::nullopt;
+    BP_CL_CHECK(clGetEventProfilingInfo(m, CL_PROFILING_COMMAND_END, sizeof t[k], &t[k], nullptr));
+  }
+  return (static_cast<double>(t[1]) - static_cast<double>(t[0])) / 1e6;
 }
 
 void synchronize_event(bp_event event) {
