@@ -24,6 +24,7 @@ set(CPACK_DEBIAN_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME backplane)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_SUGGESTS "gnuplot-nox")  # backplane perf --plot
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME backplane-dev)
 # The CMake package finds Boost.Program_options (options.h is public), and a
 # plugin is built with CMake and a C++20 compiler.
