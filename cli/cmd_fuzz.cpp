@@ -84,10 +84,7 @@ void install_crash_handler() {
 // Loads a backend; prints why not and returns the exit code when it cannot.
 // Loads a backend and picks its device, or says why not on stderr.
 int load(const std::string& spec, const char* role, Backend*& out, Device& device) {
-  std::string why;
-  const int code = load_device(spec, "fuzz", role, out, device, why);
-  if (code != kExitOk) std::cerr << why << "\n";
-  return code;
+  return load_device_or_say(spec, "fuzz", role, out, device);
 }
 
 class FuzzCommand : public Command {
@@ -192,11 +189,7 @@ class FuzzCommand : public Command {
   }
 
  private:
-  static int usage(const std::string& message) {
-    std::cerr << (message.rfind("[fuzz]", 0) == 0 ? "" : "[fuzz] ") << message
-              << "\nRun 'backplane fuzz --help' for usage.\n";
-    return kExitUsage;
-  }
+  static int usage(const std::string& message) { return usage_error_of("fuzz", message); }
 
   std::optional<double> seconds_;
   std::optional<uint64_t> cases_, seed_, case_;

@@ -207,13 +207,14 @@ class PerfCommand : public Command {
       report.rows.push_back(run_one(*selected[i], flags));
     }
     if (tty) std::cerr << "\r\033[K";
+    derive(report);
     print_console(std::cout, report);
     if (!json_.empty() && !write_file(json_, to_json(report))) return kExitInternal;
     if (!csv_.empty() && !write_file(csv_, to_csv(report))) return kExitInternal;
     if (!plot_.empty()) {
       std::string error;
       if (!write_plot(report, plot_, error)) {
-        std::cerr << "backplane perf: " << error << "\n";
+        std::cerr << "[perf] " << error << "\n";
         return kExitInternal;
       }
       std::cout << "Roofline chart written to " << plot_ << "\n";
@@ -225,15 +226,9 @@ class PerfCommand : public Command {
   }
 
  private:
-  static int usage(const std::string& message) {
-    std::cerr << "backplane perf: " << message << "\n";
-    return kExitUsage;
-  }
+  static int usage(const std::string& message) { return usage_error_of("perf", message); }
   static int load(const std::string& spec, const char* role, Backend*& out, Device& device) {
-    std::string why;
-    const int code = load_device(spec, "perf", role, out, device, why);
-    if (code != kExitOk) std::cerr << why << "\n";
-    return code;
+    return load_device_or_say(spec, "perf", role, out, device);
   }
   bool matches(const std::string& name) const {
     if (filters_.empty()) return true;
@@ -246,7 +241,7 @@ class PerfCommand : public Command {
     f << text;
     f.close();
     if (!f) {
-      std::cerr << "backplane perf: cannot write the report to '" << path << "'\n";
+      std::cerr << "[perf] cannot write the report to '" << path << "'\n";
       return false;
     }
     std::cout << "Report written to " << path << "\n";

@@ -6,6 +6,7 @@
 #include <backplane/options.h>
 
 #include <boost/program_options.hpp>
+#include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,6 +46,15 @@ class Command {
   // Runs with the global flags already applied (plugin folders registered).
   virtual int run(const BackendFlags& flags) = 0;
 };
+
+// A subcommand's usage error: "[CMD] message" (unless it starts so) and
+// where the usage is, on stderr; returns kExitUsage.
+inline int usage_error_of(const std::string& command, const std::string& message) {
+  const std::string tag = "[" + command + "]";
+  std::cerr << (message.rfind(tag, 0) == 0 ? "" : tag + " ") << message << "\nRun 'backplane " << command
+            << " --help' for usage.\n";
+  return kExitUsage;
+}
 
 std::unique_ptr<Command> make_devices_command();
 std::unique_ptr<Command> make_conformance_command();

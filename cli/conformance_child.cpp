@@ -18,6 +18,14 @@ namespace {
 
 }  // namespace
 
+int load_device_or_say(const std::string& spec, const char* command, const char* role, Backend*& out,
+                       Device& device) {
+  std::string why;
+  const int code = load_device(spec, command, role, out, device, why);
+  if (code != kExitOk) std::cerr << why << "\n";
+  return code;
+}
+
 int load_device(const std::string& spec, const char* command, const char* role, Backend*& out,
                 Device& device, std::string& why) {
   DeviceSpec parsed;

@@ -23,6 +23,10 @@ struct BackendPair {
 int load_device(const std::string& spec, const char* command, const char* role, Backend*& out,
                 Device& device, std::string& why);
 
+// load_device, printing why on stderr when it fails.
+int load_device_or_say(const std::string& spec, const char* command, const char* role, Backend*& out,
+                       Device& device);
+
 // Loads both backends. When one cannot be loaded or has no device, prints
 // why on stderr and returns kExitUsage or kExitNoDevice; else kExitOk.
 int load_backends(const std::string& backend, const std::string& compare_to, BackendPair& out);

@@ -37,8 +37,7 @@ std::string quoted(const std::string& s) {
 
 }  // namespace
 
-bool write_plot(Report& report, const std::string& png, std::string& error) {
-  derive(report);
+bool write_plot(const Report& report, const std::string& png, std::string& error) {
   if (!(report.ceilings.copy_gbs > 0)) {
     error = "no roofline chart: the device's copy bandwidth was not measured";
     return false;

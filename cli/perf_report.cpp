@@ -151,8 +151,7 @@ void derive(Report& report) {
   }
 }
 
-void print_console(std::ostream& os, Report& report) {
-  derive(report);
+void print_console(std::ostream& os, const Report& report) {
   const bool cmp = !report.compare_to.empty();
   os << "perf of " << report.backend << ":" << report.device.index << " (" << name(report.dtype) << ")"
      << (cmp ? ", against " + report.compare_to : std::string()) << "\n";
@@ -203,8 +202,7 @@ void print_console(std::ostream& os, Report& report) {
   os << "\n" << report.backend << ": " << ok << " of " << report.rows.size() << " cases measured\n";
 }
 
-std::string to_json(Report& report) {
-  derive(report);
+std::string to_json(const Report& report) {
   using conformance::json_quote;
   std::ostringstream os;
   os.precision(9);
@@ -248,8 +246,7 @@ std::string to_json(Report& report) {
   return os.str();
 }
 
-std::string to_csv(Report& report) {
-  derive(report);
+std::string to_csv(const Report& report) {
   std::ostringstream os;
   os.precision(9);
   os << "case,op,bound,status,seconds,spread,throughput,unit,roofline_percent,intensity,path,compare_status,"

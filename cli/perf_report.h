@@ -44,16 +44,17 @@ struct Report {
 void parse_setup(const std::string& lines, Report& report);
 Row parse_row(const Case& c, const std::string& lines);
 
-// Derives throughput, roofline, ratio for each row (after the setup is known).
+// Derives throughput, roofline, ratio for each row (after the setup is
+// known); the outputs below show a report derived once.
 void derive(Report& report);
 
-void print_console(std::ostream& os, Report& report);
-std::string to_json(Report& report);
-std::string to_csv(Report& report);
+void print_console(std::ostream& os, const Report& report);
+std::string to_json(const Report& report);
+std::string to_csv(const Report& report);
 
 // perf_plot.cpp: gnuplot's path on PATH ("" when missing), and the roofline
 // chart as a PNG at `png` (false, with `error` saying why, when it fails).
 std::string gnuplot_path();
-bool write_plot(Report& report, const std::string& png, std::string& error);
+bool write_plot(const Report& report, const std::string& png, std::string& error);
 
 }  // namespace bp::cli::perf

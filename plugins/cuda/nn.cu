@@ -91,6 +91,24 @@ __device__ void border_position(const ConvPadArgs& p, int64_t j, int64_t& oh, in
   }
 }
 
+// Thread i's weight tap (o, ci, kh, kw) of the O x C/groups x KH x KW weights.
+struct Tap {
+  int64_t o, ci, kh, kw;
+};
+__device__ Tap tap_of(const bp::sdk::check::Conv2dArgs& a, int64_t i) {
+  const int64_t cg = a.c / a.groups;
+  return {i / (a.kw * a.kh * cg), (i / (a.kw * a.kh)) % cg, (i / a.kw) % a.kh, i % a.kw};
+}
+// Thread i's border output (n, o, oh, ow) of the N x O planes.
+struct Border {
+  int64_t n, o, oh, ow;
+};
+__device__ Border border_of(const ConvPadArgs& p, int64_t i) {
+  Border b{i / (p.border * p.a.o), (i / p.border) % p.a.o, 0, 0};
+  border_position(p, i % p.border, b.oh, b.ow);
+  return b;
+}
+
 __device__ bool on_padding(const bp::sdk::check::Conv2dArgs& a, int64_t oh, int64_t ow, int64_t kh, int64_t kw) {
   const int64_t h = oh * a.sh - a.ph + kh * a.dh, w = ow * a.sw - a.pw + kw * a.dw;
   return h < 0 || h >= a.in_h || w < 0 || w >= a.in_w;
@@ -101,11 +119,11 @@ __device__ bool on_padding(const bp::sdk::check::Conv2dArgs& a, int64_t oh, int6
 template <class T>
 __global__ void __launch_bounds__(kBlock) weight_flags_kernel(ConvPadArgs p, const T* w, unsigned char* flags) {
   const auto& a = p.a;
-  const int64_t cg = a.c / a.groups, i = static_cast<int64_t>(blockIdx.x) * kBlock + threadIdx.x;
-  if (i >= a.o * cg * a.kh * a.kw) return;
-  const int64_t kw = i % a.kw, kh = (i / a.kw) % a.kh, ci = (i / (a.kw * a.kh)) % cg, o = i / (a.kw * a.kh * cg);
-  if (isfinite(w[o * p.rs[0] + ci * p.rs[1] + kh * p.rs[2] + kw * p.rs[3]])) return;
-  flags[(o * a.kh + kh) * a.kw + kw] = 1;
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kBlock + threadIdx.x;
+  if (i >= a.o * (a.c / a.groups) * a.kh * a.kw) return;
+  const Tap t = tap_of(a, i);
+  if (isfinite(w[t.o * p.rs[0] + t.ci * p.rs[1] + t.kh * p.rs[2] + t.kw * p.rs[3]])) return;
+  flags[(t.o * a.kh + t.kh) * a.kw + t.kw] = 1;
   flags[a.o * a.kh * a.kw] = 1;
 }
 
@@ -116,13 +134,11 @@ __global__ void __launch_bounds__(kBlock) out_nan_kernel(ConvPadArgs p, T* out, 
   if (!flags[a.o * a.kh * a.kw]) return;
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kBlock + threadIdx.x;
   if (i >= a.n * a.o * p.border) return;
-  const int64_t o = (i / p.border) % a.o, n = i / (p.border * a.o);
-  int64_t oh, ow;
-  border_position(p, i % p.border, oh, ow);
+  const Border b = border_of(p, i);
   for (int64_t kh = 0; kh < a.kh; ++kh)
     for (int64_t kw = 0; kw < a.kw; ++kw)
-      if (flags[(o * a.kh + kh) * a.kw + kw] && on_padding(a, oh, ow, kh, kw)) {
-        out[n * p.ws[0] + o * p.ws[1] + oh * p.ws[2] + ow * p.ws[3]] = NAN;
+      if (flags[(b.o * a.kh + kh) * a.kw + kw] && on_padding(a, b.oh, b.ow, kh, kw)) {
+        out[b.n * p.ws[0] + b.o * p.ws[1] + b.oh * p.ws[2] + b.ow * p.ws[3]] = NAN;
         return;
       }
 }
@@ -134,13 +150,11 @@ __global__ void __launch_bounds__(kBlock) grad_flags_kernel(ConvPadArgs p, const
   const auto& a = p.a;
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kBlock + threadIdx.x;
   if (i >= a.n * a.o * p.border) return;
-  const int64_t o = (i / p.border) % a.o, n = i / (p.border * a.o);
-  int64_t oh, ow;
-  border_position(p, i % p.border, oh, ow);
-  if (isfinite(g[n * p.rs[0] + o * p.rs[1] + oh * p.rs[2] + ow * p.rs[3]])) return;
+  const Border b = border_of(p, i);
+  if (isfinite(g[b.n * p.rs[0] + b.o * p.rs[1] + b.oh * p.rs[2] + b.ow * p.rs[3]])) return;
   for (int64_t kh = 0; kh < a.kh; ++kh)
     for (int64_t kw = 0; kw < a.kw; ++kw)
-      if (on_padding(a, oh, ow, kh, kw)) flags[(o * a.kh + kh) * a.kw + kw] = 1;
+      if (on_padding(a, b.oh, b.ow, kh, kw)) flags[(b.o * a.kh + kh) * a.kw + kw] = 1;
   flags[a.o * a.kh * a.kw] = 1;
 }
 
@@ -148,10 +162,10 @@ template <class T>
 __global__ void __launch_bounds__(kBlock) grad_weight_nan_kernel(ConvPadArgs p, T* gw, const unsigned char* flags) {
   const auto& a = p.a;
   if (!flags[a.o * a.kh * a.kw]) return;
-  const int64_t cg = a.c / a.groups, i = static_cast<int64_t>(blockIdx.x) * kBlock + threadIdx.x;
-  if (i >= a.o * cg * a.kh * a.kw) return;
-  const int64_t kw = i % a.kw, kh = (i / a.kw) % a.kh, ci = (i / (a.kw * a.kh)) % cg, o = i / (a.kw * a.kh * cg);
-  if (flags[(o * a.kh + kh) * a.kw + kw]) gw[o * p.ws[0] + ci * p.ws[1] + kh * p.ws[2] + kw * p.ws[3]] = NAN;
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kBlock + threadIdx.x;
+  if (i >= a.o * (a.c / a.groups) * a.kh * a.kw) return;
+  const Tap t = tap_of(a, i);
+  if (flags[(t.o * a.kh + t.kh) * a.kw + t.kw]) gw[t.o * p.ws[0] + t.ci * p.ws[1] + t.kh * p.ws[2] + t.kw * p.ws[3]] = NAN;
 }
 
 // ceil(num / den) for den > 0, 0 for num <= 0.

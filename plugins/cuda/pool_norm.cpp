@@ -37,18 +37,20 @@ struct PoolDesc {
 // The call's pooling geometry, when cuDNN's average pooling computes it as
 // PyTorch: floor mode (cuDNN pads both sides alike; with floor mode every
 // window lies inside the padded input, so both count the same divisor).
+// The checked geometry of an average pooling call cuDNN can take: floor
+// mode, the operand `in` and the result dense.
 bp::sdk::check::Pool2dArgs avg_geometry(const KernelCall& c, const char* op) {
   require_cudnn();
   const bp::sdk::check::Pool2dArgs p = bp::sdk::check::pool2d(c, op);
   if (p.ceil_mode) BP_UNSUPPORTED("cuDNN pools in floor mode only; the composite runs");
+  if (!bp::sdk::is_dense(c.input(0)) || !bp::sdk::is_dense(c.output(0)))
+    BP_UNSUPPORTED("cuDNN takes operands without stride 0 or overlap; the composite runs");
   return p;
 }
 
 void avg_pool2d_kernel(const KernelCall& c) {
   const auto p = avg_geometry(c, "core::avg_pool2d");
   const TensorRef x = c.input(0), out = c.output(0);
-  if (!bp::sdk::is_dense(x) || !bp::sdk::is_dense(out))
-    BP_UNSUPPORTED("cuDNN takes operands without stride 0 or overlap; the composite runs");
   const cudnnDataType_t type = data_type(x.dtype());
   Stream& s = prepare(c);
   const cudnnHandle_t h = handle_for(s);
@@ -64,8 +66,6 @@ void avg_pool2d_kernel(const KernelCall& c) {
 void avg_pool2d_backward_kernel(const KernelCall& c) {
   const auto p = avg_geometry(c, "core::avg_pool2d_backward");
   const TensorRef g = c.input(0), gx = c.output(0);
-  if (!bp::sdk::is_dense(g) || !bp::sdk::is_dense(gx))
-    BP_UNSUPPORTED("cuDNN takes operands without stride 0 or overlap; the composite runs");
   const cudnnDataType_t type = data_type(g.dtype());
   Stream& s = prepare(c);
   const cudnnHandle_t h = handle_for(s);
