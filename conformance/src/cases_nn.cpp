@@ -99,6 +99,7 @@ OpCaseSpec norm_case(const char* name, std::function<Outputs(const std::vector<T
             std::vector<int64_t> x = image(r, layout, c, 2, 4);
             if (layout == Layout::Empty) x[0] = 2, x[2] = 0;  // no batch statistics without a batch
             s.inputs = {{x}, {{c}}, {{c}}, {{c}, std::nullopt, Domain::Positive, true}};
+            s.inputs[0].varied = true;
             s.terms = 64;
             return s;
           },

@@ -243,7 +243,7 @@ BuiltInput build_input(const Context& ctx, Rng& rng, const InputSpec& spec, DTyp
   Recipe recipe;
   std::vector<int64_t> pre_expand = shape;
   if (layout == Layout::Strided) {
-    recipe = random_recipe(rng, shape, !spec.writable && !spec.values);
+    recipe = random_recipe(rng, shape, !spec.writable && !spec.varied && !spec.values);
     for (std::size_t d = 0; d < shape.size(); ++d)
       if (recipe.expanded[d]) pre_expand[d] = 1;
   }
