@@ -35,6 +35,16 @@ void tiny_add_backplane(benchmark::State& state) {
   }
 }
 
+// `a + 2.0`: the scalar is an attribute of the kernel call where the backend
+// takes one (ABI 2.5's BP_KERNEL_SCALAR_OPERAND), else a filled 0-d tensor.
+void tiny_add_scalar_backplane(benchmark::State& state) {
+  Tensor a = ones({1});
+  for (auto _ : state) {
+    Tensor c = add(a, 2.0);
+    benchmark::DoNotOptimize(c.impl());
+  }
+}
+
 void add_16M_backplane(benchmark::State& state) {
   Tensor a = full({kLargeElems}, 1.0), b = full({kLargeElems}, 2.0);
   Tensor out = empty({kLargeElems});
@@ -164,6 +174,7 @@ void mlp_step_backplane(benchmark::State& state) {
 
 void register_benchmarks() {
   benchmark::RegisterBenchmark("tiny_add/backplane", tiny_add_backplane);
+  benchmark::RegisterBenchmark("tiny_add_scalar/backplane", tiny_add_scalar_backplane);
   // Wall-clock rates: the work runs on several threads, and the CPU time of
   // the calling thread alone would overstate the bandwidth.
   benchmark::RegisterBenchmark("add_16M/backplane", add_16M_backplane)->UseRealTime();
@@ -305,6 +316,8 @@ int main(int argc, char** argv) {
 
   std::printf("\nRatios from this run (time per iteration, wall clock):\n");
   print_ratio(reporter, "tiny_add backplane/libtorch", "tiny_add/backplane", "tiny_add/libtorch",
+              false);
+  print_ratio(reporter, "tiny a + 2.0 / a + b", "tiny_add_scalar/backplane", "tiny_add/backplane",
               false);
   print_ratio(reporter, "add_16M backplane/plain_loop", "add_16M/backplane", "add_16M/plain_loop",
               true);

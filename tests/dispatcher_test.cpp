@@ -7,6 +7,7 @@
 
 #include "test_util.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <new>
@@ -66,6 +67,7 @@ bool contains(const std::string& s, const std::string& part) {
 struct Probe {
   int calls = 0;
   bp_kernel_call last{};
+  double scalar1 = 0;  // the last call's scalars[1], when it had one
   bp_status result = BP_STATUS_OK;
   const char* message = nullptr;
 };
@@ -74,6 +76,7 @@ bp_status probe_kernel(void* ctx, const bp_kernel_call* call, bp_error* error) {
   auto* p = static_cast<Probe*>(ctx);
   ++p->calls;
   p->last = *call;
+  if (call->attrs->num_scalars > 1) p->scalar1 = call->attrs->scalars[1].value.f;
   if (p->message != nullptr) std::snprintf(error->message, error->capacity, "%s", p->message);
   return p->result;
 }
@@ -235,6 +238,53 @@ TEST_F(CallKernelTest, AllocatesNothing) {
   EXPECT_EQ(probe.calls, 101);
 }
 
+// --- the scalar form (BP_KERNEL_SCALAR_OPERAND) -------------------------------
+
+class ScalarFormTest : public KernelRegistryTest {
+ protected:
+  void register_probe(uint32_t flags) {
+    bp_kernel_registration r = registration(Op::Mul, BP_DTYPE_BIT(BP_DTYPE_FLOAT32), &probe);
+    r.flags = flags;
+    registry.add(kSpareBackend, r, "t");
+  }
+  bool call() {
+    bp_attrs attrs = no_attrs();
+    attrs.num_scalars = 2;
+    attrs.scalars[0] = bp::Scalar(1).to_abi();
+    attrs.scalars[1] = bp::Scalar(2.5).to_abi();
+    const bp_tensor in{}, out{};
+    return bp::call_kernel_scalar_form(Op::Mul, DType::Float32, device, in, out, attrs);
+  }
+  Probe probe;
+  bp::Device device{static_cast<int16_t>(kSpareBackend), 0};
+};
+
+TEST_F(ScalarFormTest, OnlyAKernelFlaggedForItIsCalledInIt) {
+  register_probe(0);
+  EXPECT_FALSE(call());
+  EXPECT_EQ(probe.calls, 0);
+}
+
+TEST_F(ScalarFormTest, TheCallHasOneInputAndTheScalarInSlotOne) {
+  register_probe(BP_KERNEL_SCALAR_OPERAND);
+  EXPECT_TRUE(call());
+  ASSERT_EQ(probe.calls, 1);
+  EXPECT_EQ(probe.last.op, BP_OP_MUL);
+  EXPECT_EQ(probe.last.num_inputs, 1);
+  EXPECT_EQ(probe.last.num_outputs, 1);
+  EXPECT_EQ(probe.scalar1, 2.5);
+}
+
+TEST_F(ScalarFormTest, ADeclinedCallIsTheCallersAndAFailureThrows) {
+  register_probe(BP_KERNEL_SCALAR_OPERAND);
+  probe.result = BP_STATUS_UNSUPPORTED;
+  EXPECT_FALSE(call());  // the caller makes the operand a tensor and calls again
+  probe.result = BP_STATUS_INVALID_ARGUMENT;
+  probe.message = "the kernel's own words";
+  const std::string m = message_of<bp::ValueError>([&] { call(); });
+  EXPECT_TRUE(contains(m, "[mul]") && contains(m, "the kernel's own words")) << m;
+}
+
 // --- missing kernels, with real backends -------------------------------------
 
 TEST(MissingKernel, NamesOpDtypeBackendAndThatNoneHasIt) {
@@ -314,4 +364,28 @@ TEST(KernelRecording, RecordsEachKernelOnceWhileItLivesOnItsThreadOnly) {
   const auto later = after.kernels();
   ASSERT_FALSE(later.empty());
   EXPECT_EQ(later.back(), (K{backend, "neg", "float32"}));
+}
+
+// A scalar operand on the default backend is an attribute of the kernel call
+// (cpu_onednn takes the scalar form): no fill of a 0-d tensor, in or out of
+// place. (Backward fills its seed gradient, so it runs unrecorded.)
+TEST(KernelRecording, AScalarOperandReachesNoFill) {
+  bp::Tensor a = bp::full({4}, 1.5).requires_grad_();
+  std::vector<bp::debug::ReachedKernel> seen;
+  bp::Tensor y;
+  {
+    bp::debug::KernelRecording rec;
+    y = (a + 2.0) * 2 / 4 - 1;
+    bp::Tensor z = y.detach().clone();
+    z.add_(1).mul_(3).div_(2).sub_(0.5);
+    EXPECT_EQ(z.to_vector<float>(), (std::vector<float>(4, 2.125f)));  // (0.75 + 1) * 3 / 2 - 0.5
+    seen = rec.kernels();
+  }
+  for (const auto& k : seen) EXPECT_NE(k.op, "fill") << "a scalar became a filled tensor";
+  for (const char* op : {"add", "mul", "div", "sub"})
+    EXPECT_TRUE(std::any_of(seen.begin(), seen.end(), [&](const auto& k) { return k.op == op; }))
+        << op;
+  y.sum().backward();
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>(4, 0.75f)));  // (1.5 + 2) * 2 / 4 - 1
+  EXPECT_EQ(a.grad().to_vector<float>(), (std::vector<float>(4, 0.5f)));
 }

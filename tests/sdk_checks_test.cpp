@@ -1,10 +1,11 @@
-// The SDK's argument checks (backplane/sdk/checks.hpp) and element loops
-// (backplane/sdk/loops.hpp), called directly on hand-made descriptors: what
+// The SDK's argument checks (backplane/sdk/checks.hpp), element loops
+// (backplane/sdk/loops.hpp) and scalar-operand thunk (plugin.hpp), called directly on hand-made descriptors: what
 // each check accepts, what it derives, and the words it refuses a call with.
 #include <backplane/dispatcher.h>
 #include <backplane/sdk/checks.hpp>
 #include <backplane/sdk/loops.hpp>
 #include <backplane/sdk/nn_checks.hpp>
+#include <backplane/sdk/plugin.hpp>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -365,6 +366,65 @@ TEST(SdkLoops, WrappingArithmeticWrapsLikeTwosComplement) {
   static_assert(std::is_same_v<bp::sdk::Wrapping<bool>, bool>);
   const int32_t max = std::numeric_limits<int32_t>::max();
   EXPECT_EQ(static_cast<int32_t>(static_cast<W>(max) + W(1)), std::numeric_limits<int32_t>::min());
+}
+
+// --- scalar operands (Registrar::add_scalar_operand) ----------------------
+
+// What a kernel behind scalar_operand_thunk saw of its last call.
+struct Seen {
+  int inputs = 0;
+  std::vector<int64_t> shape, strides;
+  bp_dtype dtype = BP_DTYPE_COUNT;
+  double value = 0;
+};
+Seen g_seen;
+
+void seeing_kernel(const KernelCall& c) {
+  g_seen.inputs = c.num_inputs();
+  const TensorRef b = c.input(c.num_inputs() - 1);
+  g_seen.shape.assign(b.shape(), b.shape() + b.ndim());
+  g_seen.strides.assign(b.strides(), b.strides() + b.ndim());
+  g_seen.dtype = b.dtype();
+  if (b.dtype() == BP_DTYPE_FLOAT32) g_seen.value = *b.data<float>();
+  if (b.dtype() == BP_DTYPE_INT64) g_seen.value = static_cast<double>(*b.data<int64_t>());
+}
+
+bp_status run_thunk(Call& c, bp_dtype dt) {
+  c.raw.dtype = dt;
+  char buf[256] = {0};
+  bp_error err{sizeof(bp_error), buf, sizeof(buf)};
+  return bp::sdk::scalar_operand_thunk<&seeing_kernel>(nullptr, &c.raw, &err);
+}
+
+TEST(SdkScalarOperand, AOneInputCallReachesTheKernelWithABroadcastOfTheScalar) {
+  float x[6] = {}, y[6] = {};
+  const Desc a(BP_DTYPE_FLOAT32, {2, 3}, x), out(BP_DTYPE_FLOAT32, {2, 3}, y);
+  Call one(BP_OP_MUL, {&a}, {&out}, {}, {fscalar(1), fscalar(0.1)});
+  ASSERT_EQ(run_thunk(one, BP_DTYPE_FLOAT32), BP_STATUS_OK);
+  EXPECT_EQ(g_seen.inputs, 2);
+  EXPECT_EQ(g_seen.shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(g_seen.strides, (std::vector<int64_t>{0, 0}));
+  EXPECT_EQ(g_seen.dtype, BP_DTYPE_FLOAT32);
+  EXPECT_EQ(g_seen.value, static_cast<double>(0.1f));  // converted to the dispatch dtype
+  int64_t i[6] = {}, o[6] = {};
+  const Desc ai(BP_DTYPE_INT64, {6}, i), oi(BP_DTYPE_INT64, {6}, o);
+  bp_scalar seven{};
+  seven.dtype = BP_DTYPE_INT64;
+  seven.value.i = 7;
+  Call ints(BP_OP_ADD, {&ai}, {&oi}, {}, {fscalar(1), seven});
+  ASSERT_EQ(run_thunk(ints, BP_DTYPE_INT64), BP_STATUS_OK);
+  EXPECT_EQ(g_seen.value, 7.0);
+  EXPECT_EQ(g_seen.strides, (std::vector<int64_t>{0}));
+}
+
+TEST(SdkScalarOperand, ATwoInputCallPassesThroughUnchanged) {
+  float x[6] = {}, y[6] = {}, z[6] = {};
+  const Desc a(BP_DTYPE_FLOAT32, {2, 3}, x), b(BP_DTYPE_FLOAT32, {2, 3}, y),
+      out(BP_DTYPE_FLOAT32, {2, 3}, z);
+  Call two(BP_OP_MUL, {&a, &b}, {&out}, {}, {fscalar(1)});
+  ASSERT_EQ(run_thunk(two, BP_DTYPE_FLOAT32), BP_STATUS_OK);
+  EXPECT_EQ(g_seen.inputs, 2);
+  EXPECT_EQ(g_seen.strides, (std::vector<int64_t>{3, 1}));
 }
 
 }  // namespace

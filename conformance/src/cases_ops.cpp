@@ -3,6 +3,7 @@
 // turns it into a case per dtype and layout (op_case.h). The other ops are
 // in cases_ops_more.cpp.
 #include <backplane/conformance/op_case.h>
+#include <backplane/debug.h>
 
 #include <algorithm>
 
@@ -50,6 +51,37 @@ samples::Fn writable(samples::Fn inner) {
   };
 }
 
+// A backend whose ADD..DIV kernels take the scalar form (ABI 2.5,
+// BP_KERNEL_SCALAR_OPERAND) gets `x op 2` with the scalar as an attribute:
+// its kernel runs and no FILL makes a 0-d tensor first. (op.scalar checks
+// the values of every form against the reference.)
+void scalar_form(const Context& ctx) {
+  const Op ops[] = {Op::Add, Op::Sub, Op::Mul, Op::Div};
+  const Tensor x = full({3}, 3.0, ctx.options(DType::Float32));
+  int taken = 0;
+  for (Op op : ops) {
+    if (!(KernelRegistry::instance().lookup(op, ctx.device().backend, DType::Float32).flags &
+          BP_KERNEL_SCALAR_OPERAND))
+      continue;
+    ++taken;
+    debug::KernelRecording rec;
+    const Tensor y = op == Op::Add   ? x + 2
+                     : op == Op::Sub ? x - 2
+                     : op == Op::Mul ? x * 2
+                                     : x / 2;
+    const float want = op == Op::Add ? 5.0f : op == Op::Sub ? 1.0f : op == Op::Mul ? 6.0f : 1.5f;
+    const std::vector<debug::ReachedKernel> seen = rec.kernels();
+    BP_EXPECT(std::none_of(seen.begin(), seen.end(), [](const auto& k) { return k.op == "fill"; }),
+              op_name(op), " with a scalar filled a tensor, although its kernel takes the scalar form");
+    BP_EXPECT(std::any_of(seen.begin(), seen.end(),
+                          [&](const auto& k) { return k.op == op_name(op); }),
+              op_name(op), "'s kernel was not reached");
+    BP_EXPECT(y.to_vector<float>() == std::vector<float>(3, want), op_name(op), " of 3 and 2 gave ",
+              y.to_vector<float>()[0], ", not ", want);
+  }
+  if (taken == 0) BP_SKIP("the backend's add, sub, mul and div kernels take no scalar operand");
+}
+
 }  // namespace
 
 // The ops of cases_ops_more.cpp.
@@ -65,9 +97,28 @@ void add_op_cases(Suite& suite) {
   // Integer operands are true-divided in the default float dtype.
   add_op_case(suite, {"div", {Op::Div}, kNumeric, broadcasting({Domain::Any, Domain::NonZero}),
                       [](const OpArgs& a) { return Outputs{div(a[0], a[1])}; }});
-  // A scalar operand becomes a 0-d tensor that broadcasts.
-  add_op_case(suite, {"scalar", {Op::Add, Op::Sub, Op::Mul}, kNumeric, unary(),
-                      [](const OpArgs& a) { return Outputs{a[0] + 2, a[0] - 1, a[0] * 3}; }});
+  // A scalar operand: an attribute of the kernel call where the backend's
+  // kernel takes one (BP_KERNEL_SCALAR_OPERAND), else a 0-d tensor that
+  // broadcasts; the same values either way, out of place, in place and in
+  // the gradients (which multiply and divide by the scalar).
+  add_op_case(suite, {"scalar", {Op::Add, Op::Sub, Op::Mul, Op::Div}, kNumeric, unary(),
+                      [](const OpArgs& a) {
+                        const Tensor& x = a[0];
+                        Outputs out{x + 2, x - 1, x * 3, x / 4, x + 2.5, x * 0.5};
+                        Tensor y = x.clone();
+                        y.add_(3).mul_(2).sub_(1);
+                        out.push_back(y);
+                        if (!is_floating(x.dtype())) return out;
+                        Tensor z = x.clone();
+                        z.div_(2.5);
+                        out.push_back(z);
+                        const Tensor leaf = x.detach().requires_grad_();
+                        Tensor w = leaf.clone();
+                        w.mul_(1.5).add_(1);
+                        (((leaf + 2) * 3 - 1) / 4 + w.div(0.5) * w).sum().backward();
+                        out.push_back(leaf.grad());
+                        return out;
+                      }});
   add_op_case(suite, {"relu", {Op::Relu}, kNumeric, unary(),
                       [](const OpArgs& a) { return Outputs{relu(a[0])}; }});
 
@@ -137,6 +188,7 @@ void add_op_cases(Suite& suite) {
                         self.mul_(a[1]);
                         return Outputs{self};
                       }});
+  suite.add({"scalar.form", {"DV-2"}, "op", scalar_form});
   add_more_op_cases(suite);
 }
 

@@ -146,6 +146,21 @@ void call_kernel(Op op, DType dtype, Device device, std::span<const bp_tensor> i
   }
 }
 
+bool call_kernel_scalar_form(Op op, DType dtype, Device device, const bp_tensor& input,
+                             const bp_tensor& output, const bp_attrs& attrs) {
+  const KernelEntry& k = KernelRegistry::instance().lookup(op, device.backend, dtype);
+  if (k.fn == nullptr || !(k.flags & BP_KERNEL_SCALAR_OPERAND)) return false;
+  const bp_kernel_call call = detail::make_call(static_cast<int32_t>(op), dtype, device, {&input, 1},
+                                                {&output, 1}, attrs);
+  detail::BasicErrorBuffer<512> err;
+  const bp_status st = detail::call_plugin_kernel(k.fn, k.ctx, call, err.get(), device.backend);
+  if (__builtin_expect(st == BP_STATUS_OK, 1)) return true;
+  if (st == BP_STATUS_UNSUPPORTED) return false;
+  const IntrusivePtr<Backend> b = PluginLoader::instance().acquire(device.backend);
+  detail::raise_status(st, op_name(op), b ? b->name() : "?",
+                       err.message("(the kernel gave no message)"));
+}
+
 namespace detail {
 
 void raise_status(bp_status st, std::string_view what, std::string_view backend,

@@ -260,21 +260,23 @@ void pow_kernel(const KernelCall& c) {
 }  // namespace
 
 void register_binary_kernels(Registrar& r) {
-  r.add<&binary_kernel<BinOp::add>>(
+  // Scalars as attributes (BP_KERNEL_SCALAR_OPERAND): the loops and the
+  // oneDNN primitive see a broadcast operand in host memory.
+  r.add_scalar_operand<&binary_kernel<BinOp::add>>(
       BP_OP_ADD, {BP_DTYPE_INT32, BP_DTYPE_INT64, BP_DTYPE_FLOAT32, BP_DTYPE_FLOAT64}, BP_ORIGIN);
-  r.add<&binary_kernel<BinOp::sub>>(
+  r.add_scalar_operand<&binary_kernel<BinOp::sub>>(
       BP_OP_SUB, {BP_DTYPE_INT32, BP_DTYPE_INT64, BP_DTYPE_FLOAT32, BP_DTYPE_FLOAT64}, BP_ORIGIN);
-  r.add<&binary_kernel<BinOp::mul>>(
+  r.add_scalar_operand<&binary_kernel<BinOp::mul>>(
       BP_OP_MUL,
       {BP_DTYPE_BOOL, BP_DTYPE_INT32, BP_DTYPE_INT64, BP_DTYPE_FLOAT32, BP_DTYPE_FLOAT64},
       BP_ORIGIN);
-  r.add<&binary_kernel<BinOp::div>>(BP_OP_DIV, {BP_DTYPE_FLOAT32, BP_DTYPE_FLOAT64}, BP_ORIGIN);
+  r.add_scalar_operand<&binary_kernel<BinOp::div>>(BP_OP_DIV, {BP_DTYPE_FLOAT32, BP_DTYPE_FLOAT64}, BP_ORIGIN);
   for (bp_dtype dt : {BP_DTYPE_BFLOAT16, BP_DTYPE_FLOAT16}) {
     if (!native16_binary(dt)) continue;
-    r.add<&binary16_kernel<BinOp::add>>(BP_OP_ADD, {dt}, BP_ORIGIN);
-    r.add<&binary16_kernel<BinOp::sub>>(BP_OP_SUB, {dt}, BP_ORIGIN);
-    r.add<&binary16_kernel<BinOp::mul>>(BP_OP_MUL, {dt}, BP_ORIGIN);
-    r.add<&binary16_kernel<BinOp::div>>(BP_OP_DIV, {dt}, BP_ORIGIN);
+    r.add_scalar_operand<&binary16_kernel<BinOp::add>>(BP_OP_ADD, {dt}, BP_ORIGIN);
+    r.add_scalar_operand<&binary16_kernel<BinOp::sub>>(BP_OP_SUB, {dt}, BP_ORIGIN);
+    r.add_scalar_operand<&binary16_kernel<BinOp::mul>>(BP_OP_MUL, {dt}, BP_ORIGIN);
+    r.add_scalar_operand<&binary16_kernel<BinOp::div>>(BP_OP_DIV, {dt}, BP_ORIGIN);
   }
   r.add<&minmax_kernel<true>>(BP_OP_MAXIMUM, kAllDtypes, BP_ORIGIN);
   r.add<&minmax_kernel<false>>(BP_OP_MINIMUM, kAllDtypes, BP_ORIGIN);

@@ -13,12 +13,13 @@ struct PointwiseOp {
   bp_op op;
   const char* kernel;
   int inputs;
+  const char* scalar_kernel = nullptr;  // the one-input form (BP_KERNEL_SCALAR_OPERAND)
 };
 
 constexpr PointwiseOp kOps[] = {
-    {BP_OP_FILL, "fill", 0},          {BP_OP_ADD, "add", 2},
-    {BP_OP_SUB, "sub", 2},            {BP_OP_MUL, "mul", 2},
-    {BP_OP_DIV, "div_", 2},           {BP_OP_RELU, "relu", 1},
+    {BP_OP_FILL, "fill", 0},          {BP_OP_ADD, "add", 2, "add_s"},
+    {BP_OP_SUB, "sub", 2, "sub_s"},   {BP_OP_MUL, "mul", 2, "mul_s"},
+    {BP_OP_DIV, "div_", 2, "div_s"},  {BP_OP_RELU, "relu", 1},
     {BP_OP_NEG, "neg", 1},            {BP_OP_ABS, "abs_", 1},
     {BP_OP_EXP, "exp_", 1},           {BP_OP_LOG, "log_", 1},
     {BP_OP_SQRT, "sqrt_", 1},         {BP_OP_SIGMOID, "sigmoid", 1},
@@ -32,6 +33,16 @@ constexpr PointwiseOp kOps[] = {
     {BP_OP_WHERE, "where_", 3},       {BP_OP_ERF, "erf_", 1},
 };
 
+// The 16-bit floats compute in float32 here: their scalar operand is first
+// rounded to the dtype, as FILL's store would round it into a 0-d tensor.
+bp_scalar rounded_to(bp_scalar s, bp_dtype t) {
+  if (t != BP_DTYPE_FLOAT16 && t != BP_DTYPE_BFLOAT16) return s;
+  const float f = bp::sdk::scalar_as<float>(s);
+  s.value.f = t == BP_DTYPE_FLOAT16 ? float(bp::sdk::Half(f)) : float(bp::sdk::BFloat16(f));
+  s.dtype = BP_DTYPE_FLOAT64;
+  return s;
+}
+
 const PointwiseOp& find(bp_op op) {
   for (const PointwiseOp& p : kOps)
     if (p.op == op) return p;
@@ -43,18 +54,23 @@ void pointwise(const KernelCall& c) {
   const PointwiseOp& p = find(c.op());
   const bp_dtype t = c.dtype();
   check_dtype(c.device(), t);
-  BP_CHECK(c.num_outputs() == 1 && c.num_inputs() == p.inputs,
+  const bp_attrs& a = c.attrs();
+  // The scalar form: one input fewer, the second operand in scalars[1].
+  const bool scalar_form = p.scalar_kernel && c.num_inputs() == p.inputs - 1;
+  const int inputs = scalar_form ? p.inputs - 1 : p.inputs;
+  BP_CHECK(c.num_outputs() == 1 && c.num_inputs() == inputs,
            "expected " << p.inputs << " inputs and 1 output, got " << c.num_inputs() << " and "
                        << c.num_outputs());
+  BP_CHECK(!scalar_form || a.num_scalars >= 2, "the scalar form takes the operand as scalars[1]");
   std::vector<TensorRef> ops{c.output(0)};
-  for (int i = 0; i < p.inputs; ++i) ops.push_back(c.input(i));
+  for (int i = 0; i < inputs; ++i) ops.push_back(c.input(i));
   if (ops[0].numel() == 0) return;
   Stream& s = resolve(c.device(), c.stream());
   const Geo g = coalesced(ops);
   const ProgramSpec spec = variant({"pointwise", {{"T", t}, {"B", BP_DTYPE_BOOL}}, {}}, g, ops);
-  cl_kernel k = kernel(c.device(), spec, p.kernel);
-  const bp_attrs& a = c.attrs();
+  cl_kernel k = kernel(c.device(), spec, scalar_form ? p.scalar_kernel : p.kernel);
   cl_long s0 = 0, s1 = 0, iarg = 0;
+  if (scalar_form) s1 = scalar_bits(rounded_to(a.scalars[1], t), t);
   if (c.op() == BP_OP_ADD || c.op() == BP_OP_SUB) {
     bp_scalar one{};
     one.dtype = BP_DTYPE_INT64;
@@ -71,7 +87,7 @@ void pointwise(const KernelCall& c) {
     iarg = BP_OP_POW;
   }
   const void* out = ops[0].raw().data;
-  auto in = [&](int i) { return i < p.inputs ? c.input(i).raw().data : out; };
+  auto in = [&](int i) { return i < inputs ? c.input(i).raw().data : out; };
   Args(k).mem(out).mem(in(0)).mem(in(1)).mem(in(2))
       << g << s0 << s1 << iarg << s.errors;
   launch(s, k, static_cast<std::size_t>(g.n));
@@ -123,7 +139,7 @@ void register_pointwise_kernels(Registrar& r) {
       case BP_OP_ERF: set = kFloating; break;
       default: break;
     }
-    add_kernel<pointwise>(r, p.op, set);
+    add_kernel<pointwise>(r, p.op, set, nullptr, p.scalar_kernel ? BP_KERNEL_SCALAR_OPERAND : 0u);
   }
   add_kernel<random>(r, BP_OP_RANDOM, kFloating);
 }

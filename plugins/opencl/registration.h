@@ -15,14 +15,18 @@ uint32_t dtype_mask(DtypeSet set);
 // Throws Unsupported for a dtype the call's device cannot compute.
 void check_dtype(int32_t device, bp_dtype d);
 
+// `flags`: BP_KERNEL_* beside EMULATED, e.g. BP_KERNEL_SCALAR_OPERAND for a
+// kernel that reads a scalar operand from scalars[1] itself.
 template <bp::sdk::KernelFn Fn>
-void add_kernel(Registrar& r, bp_op op, DtypeSet set, const char* origin = nullptr) {
+void add_kernel(Registrar& r, bp_op op, DtypeSet set, const char* origin = nullptr,
+                uint32_t flags = 0) {
   const uint32_t mask = dtype_mask(set);
   const uint32_t narrow = BP_DTYPE_BIT(BP_DTYPE_FLOAT16) | BP_DTYPE_BIT(BP_DTYPE_BFLOAT16);
   if (mask & ~narrow)
-    r.add_raw(op, mask & ~narrow, &bp::sdk::kernel_thunk<Fn>, nullptr, origin);
+    r.add_raw(op, mask & ~narrow, &bp::sdk::kernel_thunk<Fn>, nullptr, origin, flags);
   if (mask & narrow)
-    r.add_raw(op, mask & narrow, &bp::sdk::kernel_thunk<Fn>, nullptr, origin, BP_KERNEL_EMULATED);
+    r.add_raw(op, mask & narrow, &bp::sdk::kernel_thunk<Fn>, nullptr, origin,
+              flags | BP_KERNEL_EMULATED);
 }
 
 }  // namespace bp::opencl

@@ -5,6 +5,8 @@
 # their size: an array's stride cannot change within a major. The fake plugin
 # future_minor.cpp is compiled against <out> and loaded by the current core.
 function(backplane_future_abi_header in out)
+  # Configure again when the header changes (a new minor, a new field).
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${in}")
   file(READ "${in}" text)
   if(NOT text MATCHES "#define BP_ABI_MAJOR ([0-9]+)")
     message(FATAL_ERROR "future_abi: no BP_ABI_MAJOR in ${in}")

@@ -97,4 +97,12 @@ class KernelRegistry {
 void call_kernel(Op op, DType dtype, Device device, std::span<const bp_tensor> inputs,
                  std::span<const bp_tensor> outputs, const bp_attrs& attrs);
 
+// The scalar form of a binary op (BP_KERNEL_SCALAR_OPERAND): one input, the
+// second operand in attrs.scalars[1]. False, having written nothing, when
+// the backend's kernel does not take the form or declines the call: the
+// caller then makes the operand a tensor. Throws as call_kernel does when
+// the kernel fails.
+bool call_kernel_scalar_form(Op op, DType dtype, Device device, const bp_tensor& input,
+                             const bp_tensor& output, const bp_attrs& attrs);
+
 }  // namespace bp

@@ -161,6 +161,54 @@ Tensor& binary_(Op op, const char* name, Tensor& self, const Tensor& other, cons
   return self;
 }
 
+// `a op s` for ADD, SUB, MUL and DIV: the scalar is an attribute of the
+// kernel call where the backend takes one (run_with_scalar), and a constant
+// of the gradient: a's is g, g * s or g / s; nothing is saved.
+void record_scalar(Op op, const Tensor& a, const Scalar& s, const Tensor& out) {
+  const DType da = a.dtype();
+  const char* name = op == Op::Add   ? "AddBackward0"
+                     : op == Op::Sub ? "SubBackward0"
+                     : op == Op::Mul ? "MulBackward0"
+                                     : "DivBackward0";
+  auto node = autograd::make_node(name, {&a}, [=](autograd::FunctionNode&, std::vector<Tensor>& g) {
+    Tensor r = g[0];
+    if (r.defined()) {
+      if (op == Op::Mul) r = r.mul(s);
+      if (op == Op::Div) r = r.div(s);
+      if (r.dtype() != da) r = r.to(da);
+    }
+    return std::vector<Tensor>{r};
+  });
+  autograd::set_history(out, node.get());
+}
+
+Tensor binary_scalar(Op op, const Tensor& a, const Scalar& s) {
+  const DType dt = compute_type(op, bp::result_type(a.dtype(), s));
+  Tensor out = detail::make_empty(a.sizes(), dt, a);
+  Tensor ha;
+  detail::run_with_scalar(op, out, cast_to(a, dt, ha), s, alpha_attrs(1));
+  if (__builtin_expect(autograd::needs_grad({&a}), 0)) record_scalar(op, a, s, out);
+  return out;
+}
+
+Tensor& binary_scalar_(Op op, const char* name, Tensor& self, const Scalar& s) {
+  const DType dt = compute_type(op, bp::result_type(self.dtype(), s));
+  // A result of another dtype: the tensor path refuses it (IP-5) or casts.
+  if (dt != self.dtype()) return binary_(op, name, self, detail::wrap_scalar(self, s), 1);
+  detail::check_inplace(name, self, {}, dt);
+  const auto apply = [&] { detail::run_with_scalar(op, self, self, s, alpha_attrs(1)); };
+  // Its gradient needs neither old nor new values: written in place.
+  if (autograd::record_inplace_direct(name, self, {}, apply,
+                                      [&](Tensor& t) { record_scalar(op, t, s, t); }))
+    return self;
+  if (autograd::record_inplace(name, self, {},
+                               [&](const Tensor& old) { return binary_scalar(op, old, s); }))
+    return self;
+  apply();
+  self.impl()->version->bump();
+  return self;
+}
+
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
@@ -171,10 +219,10 @@ Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
 }
 Tensor mul(const Tensor& a, const Tensor& b) { return binary(Op::Mul, a, b, 1); }
 Tensor div(const Tensor& a, const Tensor& b) { return binary(Op::Div, a, b, 1); }
-Tensor add(const Tensor& a, const Scalar& b) { return add(a, detail::wrap_scalar(a, b)); }
-Tensor sub(const Tensor& a, const Scalar& b) { return sub(a, detail::wrap_scalar(a, b)); }
-Tensor mul(const Tensor& a, const Scalar& b) { return mul(a, detail::wrap_scalar(a, b)); }
-Tensor div(const Tensor& a, const Scalar& b) { return div(a, detail::wrap_scalar(a, b)); }
+Tensor add(const Tensor& a, const Scalar& b) { return binary_scalar(Op::Add, a, b); }
+Tensor sub(const Tensor& a, const Scalar& b) { return binary_scalar(Op::Sub, a, b); }
+Tensor mul(const Tensor& a, const Scalar& b) { return binary_scalar(Op::Mul, a, b); }
+Tensor div(const Tensor& a, const Scalar& b) { return binary_scalar(Op::Div, a, b); }
 Tensor maximum(const Tensor& a, const Tensor& b) { return binary(Op::Maximum, a, b, 1); }
 Tensor minimum(const Tensor& a, const Tensor& b) { return binary(Op::Minimum, a, b, 1); }
 Tensor pow(const Tensor& a, const Tensor& e) { return binary(Op::Pow, a, e, 1); }
@@ -215,10 +263,10 @@ Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) {
 }
 Tensor& Tensor::mul_(const Tensor& o) { return binary_(Op::Mul, "mul_", *this, o, 1); }
 Tensor& Tensor::div_(const Tensor& o) { return binary_(Op::Div, "div_", *this, o, 1); }
-Tensor& Tensor::add_(const Scalar& o) { return add_(detail::wrap_scalar(*this, o)); }
-Tensor& Tensor::sub_(const Scalar& o) { return sub_(detail::wrap_scalar(*this, o)); }
-Tensor& Tensor::mul_(const Scalar& o) { return mul_(detail::wrap_scalar(*this, o)); }
-Tensor& Tensor::div_(const Scalar& o) { return div_(detail::wrap_scalar(*this, o)); }
+Tensor& Tensor::add_(const Scalar& o) { return binary_scalar_(Op::Add, "add_", *this, o); }
+Tensor& Tensor::sub_(const Scalar& o) { return binary_scalar_(Op::Sub, "sub_", *this, o); }
+Tensor& Tensor::mul_(const Scalar& o) { return binary_scalar_(Op::Mul, "mul_", *this, o); }
+Tensor& Tensor::div_(const Scalar& o) { return binary_scalar_(Op::Div, "div_", *this, o); }
 Tensor& Tensor::pow_(const Scalar& e) {
   return binary_(Op::Pow, "pow_", *this, detail::wrap_scalar(*this, e), 1);
 }

@@ -23,6 +23,20 @@ Tensor wrap_scalar(const Tensor& t, const Scalar& s) {
   return full_on({}, s, bp::result_type(t.dtype(), s), t);
 }
 
+void run_with_scalar(Op op, const Tensor& out, const Tensor& in, const Scalar& s,
+                     const bp_attrs& attrs) {
+  if (out.numel() == 0) return;
+  const int32_t dl = backend_of(out).dl_device_type();
+  bp_attrs with = attrs;
+  if (with.num_scalars < 1) with.scalars[0] = Scalar(1).to_abi();
+  with.num_scalars = 2;
+  with.scalars[1] = s.to_abi();
+  const bp_tensor i = describe(in, dl), o = describe(out, dl);
+  if (call_kernel_scalar_form(op, out.dtype(), out.device(), i, o, with)) return;
+  const Tensor operand = full_on({}, s, out.dtype(), out);
+  run_elementwise(op, out, {&in, &operand}, attrs);
+}
+
 DimVector broadcast_all(const char* op, std::initializer_list<const Tensor*> operands) {
   auto it = operands.begin();
   DimVector shape((*it)->sizes());

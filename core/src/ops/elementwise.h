@@ -22,6 +22,13 @@ Tensor wrap_scalar(const Tensor& t, const Scalar& s);
 void run_elementwise(Op op, const Tensor& out, std::initializer_list<const Tensor*> inputs,
                      const bp_attrs& attrs, int dispatch_input = 0);
 
+// `out = in op s` for ADD, SUB, MUL or DIV (attrs: the op's own, alpha for
+// ADD and SUB), `in` of out's shape and dtype. The scalar travels as an
+// attribute where the backend's kernel takes one (BP_KERNEL_SCALAR_OPERAND),
+// else as a 0-d tensor of out's dtype.
+void run_with_scalar(Op op, const Tensor& out, const Tensor& in, const Scalar& s,
+                     const bp_attrs& attrs);
+
 // The broadcast shape of all operands (fast path when they already agree).
 DimVector broadcast_all(const char* op, std::initializer_list<const Tensor*> operands);
 

@@ -40,9 +40,22 @@ __kernel void fill(POINTWISE_ARGS) {
     B_STORE(o + p[0], (expr));          \
   }
 
+// The scalar form (BP_KERNEL_SCALAR_OPERAND): y is the attribute s1, already
+// of T's values (rounded to it on the host), not a second buffer.
+#define BINARY_SCALAR(name, expr)       \
+  __kernel void name(POINTWISE_ARGS) {  \
+    BEGIN(2)                            \
+    const T_C x = T_LOAD(a + p[1]);     \
+    const T_C y = (T_C)T_SCALAR(s1);    \
+    T_STORE(o + p[0], (expr));          \
+  }
+
 BINARY(add, WRAP_ADD(x, y, (T_C)T_SCALAR(s0)))
 BINARY(sub, WRAP_SUB(x, y, (T_C)T_SCALAR(s0)))
 BINARY(mul, WRAP_MUL(x, y))
+BINARY_SCALAR(add_s, WRAP_ADD(x, y, (T_C)T_SCALAR(s0)))
+BINARY_SCALAR(sub_s, WRAP_SUB(x, y, (T_C)T_SCALAR(s0)))
+BINARY_SCALAR(mul_s, WRAP_MUL(x, y))
 BINARY(maximum, NAN_MAX(T, x, y))
 BINARY(minimum, NAN_MIN(T, x, y))
 UNARY(relu, x < (T_C)0 ? (T_C)0 : x)
@@ -87,6 +100,7 @@ __kernel void clamp_(POINTWISE_ARGS) {
 
 #if T_IS_FLOAT
 BINARY(div_, x / y)
+BINARY_SCALAR(div_s, x / y)
 BINARY(pow_, pow(x, y))
 UNARY(exp_, exp(x))
 UNARY(log_, log(x))

@@ -173,10 +173,12 @@ void register_elementwise_kernels(Registrar& r) {
   using bp::sdk::kAllDtypes, bp::sdk::kFloatDtypes, bp::sdk::kNumericDtypes;
   r.add<&fill_kernel>(BP_OP_FILL, kAllDtypes, BP_ORIGIN);
   r.add<&copy_kernel>(BP_OP_COPY, kAllDtypes, BP_ORIGIN);
-  r.add<&binary_kernel<BP_OP_ADD>>(BP_OP_ADD, kNumericDtypes, BP_ORIGIN);
-  r.add<&binary_kernel<BP_OP_SUB>>(BP_OP_SUB, kNumericDtypes, BP_ORIGIN);
-  r.add<&binary_kernel<BP_OP_MUL>>(BP_OP_MUL, kAllDtypes, BP_ORIGIN);
-  r.add<&binary_kernel<BP_OP_DIV>>(BP_OP_DIV, kFloatDtypes, BP_ORIGIN);
+  // Scalars as attributes: the queued copy of the call keeps scalars[1],
+  // and the SDK's thunk makes it a broadcast operand when the call runs.
+  r.add_scalar_operand<&binary_kernel<BP_OP_ADD>>(BP_OP_ADD, kNumericDtypes, BP_ORIGIN);
+  r.add_scalar_operand<&binary_kernel<BP_OP_SUB>>(BP_OP_SUB, kNumericDtypes, BP_ORIGIN);
+  r.add_scalar_operand<&binary_kernel<BP_OP_MUL>>(BP_OP_MUL, kAllDtypes, BP_ORIGIN);
+  r.add_scalar_operand<&binary_kernel<BP_OP_DIV>>(BP_OP_DIV, kFloatDtypes, BP_ORIGIN);
   r.add<&binary_kernel<BP_OP_MAXIMUM>>(BP_OP_MAXIMUM, kAllDtypes, BP_ORIGIN);
   r.add<&binary_kernel<BP_OP_MINIMUM>>(BP_OP_MINIMUM, kAllDtypes, BP_ORIGIN);
   r.add<&binary_kernel<BP_OP_POW>>(BP_OP_POW, kNumericDtypes, BP_ORIGIN);

@@ -46,7 +46,7 @@ extern "C" {
 #endif
 
 #define BP_ABI_MAJOR 2
-#define BP_ABI_MINOR 4
+#define BP_ABI_MINOR 5
 
 #define BP_PLUGIN_ENTRY_SYMBOL "bp_plugin_init"
 
@@ -297,6 +297,18 @@ typedef bp_status (*bp_kernel_fn)(void* kernel_ctx, const bp_kernel_call* call,
 /* bp_kernel_registration.flags */
 #define BP_KERNEL_EMULATED 1u /* computes in a wider dtype and rounds (e.g. float16
                                  through float32): the capability table says so */
+/* (since 2.5) An ADD, SUB, MUL or DIV kernel that also takes its second
+ * operand as an attribute: a tensor-scalar op (`x + 2.0`, `g.mul(lr)`) then
+ * calls it with one input, the scalar in scalars[1] (scalars[0] keeps its
+ * meaning: alpha for ADD and SUB, 1 when not given). The kernel converts
+ * scalars[1] to the dispatch dtype as FILL converts its value and computes
+ * exactly what it would with a broadcast operand of that value: no device
+ * tensor, fill or allocation per scalar. A core before 2.5 ignores the flag
+ * and never calls the one-input form. A kernel may still decline the form
+ * (UNSUPPORTED); the core then makes the operand a tensor and calls again.
+ * bp::sdk::Registrar::add_scalar_operand registers a host-memory kernel
+ * with it, unchanged (sdk/plugin.hpp). */
+#define BP_KERNEL_SCALAR_OPERAND 2u
 
 typedef struct bp_kernel_registration {
   size_t struct_size;

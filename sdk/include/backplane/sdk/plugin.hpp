@@ -88,6 +88,57 @@ bp_status kernel_thunk(void*, const bp_kernel_call* call, bp_error* error) noexc
   return guarded(error, [&] { Fn(KernelCall(*call)); });
 }
 
+// The one-input form of a BP_KERNEL_SCALAR_OPERAND call made again with two
+// inputs: the second is a broadcast (every stride 0, the output's shape) of
+// the scalar, converted to the dispatch dtype and held here, in host memory.
+class ScalarOperandCall {
+ public:
+  explicit ScalarOperandCall(const bp_kernel_call& c) : call_(c) {
+    const bp_tensor& out = c.outputs[0];
+    const auto dt = static_cast<bp_dtype>(c.dtype);
+    const bp_scalar& s = c.attrs->scalars[1];
+    visit_any_dtype(dt, [&](auto tag) {
+      using T = decltype(tag);
+      static_assert(sizeof(T) <= sizeof(value_));
+      T v;
+      // The narrow floats through float32, as their emulated FILL does.
+      if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
+        v = T(scalar_as<float>(s));
+      else
+        v = scalar_as<T>(s);
+      std::memcpy(value_, &v, sizeof v);
+    });
+    inputs_[0] = c.inputs[0];
+    inputs_[1] = bp_tensor{value_, out.device, out.ndim, to_dl(dt), out.shape, zeros_, 0};
+    call_.inputs = inputs_;
+    call_.num_inputs = 2;
+  }
+  ScalarOperandCall(const ScalarOperandCall&) = delete;
+  ScalarOperandCall& operator=(const ScalarOperandCall&) = delete;
+  const bp_kernel_call& call() const { return call_; }
+
+ private:
+  alignas(16) unsigned char value_[16] = {};
+  int64_t zeros_[BP_MAX_DIMS] = {};
+  bp_tensor inputs_[2] = {};
+  bp_kernel_call call_;
+};
+
+// The entry of a kernel registered with Registrar::add_scalar_operand: a
+// one-input call (the scalar form) reaches Fn as two inputs, so a kernel
+// that reads its operands in host memory takes scalars unchanged.
+template <KernelFn Fn>
+bp_status scalar_operand_thunk(void*, const bp_kernel_call* call, bp_error* error) noexcept {
+  return guarded(error, [&] {
+    if (call->num_inputs != 1 || call->num_outputs != 1 || call->attrs->num_scalars < 2) {
+      Fn(KernelCall(*call));
+      return;
+    }
+    const ScalarOperandCall two(*call);
+    Fn(KernelCall(two.call()));
+  });
+}
+
 // Wraps the core's registrar.
 class Registrar {
  public:
@@ -112,6 +163,18 @@ class Registrar {
   bool has_named_ops() const {
     return BP_HAS_FIELD(&r_, bp_registrar, register_named_kernel) &&
            r_.register_named_kernel != nullptr;
+  }
+
+  // Registers Fn, an ADD, SUB, MUL or DIV kernel that reads its operands in
+  // host memory (at once, or later from a copy of the call on a queue of
+  // the plugin's own), as also taking its second operand as an attribute
+  // (BP_KERNEL_SCALAR_OPERAND): `x + 2.0` then costs no device tensor and
+  // no fill, and Fn sees the scalar as a broadcast operand (scalar_operand_thunk).
+  template <KernelFn Fn>
+  void add_scalar_operand(bp_op op, std::initializer_list<bp_dtype> dtypes,
+                          const char* origin = nullptr) {
+    add_raw(op, mask_of(dtypes), &scalar_operand_thunk<Fn>, nullptr, origin,
+            BP_KERNEL_SCALAR_OPERAND);
   }
 
   // Registers a C kernel directly.
