@@ -43,6 +43,15 @@ struct ArithFn {
   }
 };
 
+// The scalar form of ADD..DIV (BP_KERNEL_SCALAR_OPERAND): the second operand
+// is the call's scalars[1], passed to the kernel by value in its argument.
+template <class T>
+struct ArithScalarFn {
+  ArithFn<T> f;
+  T y;
+  __device__ T operator()(T a) const { return f(a, y); }
+};
+
 template <class T>
 struct CompareFn {
   int kind;
@@ -106,8 +115,11 @@ struct GuardedIntPowFn {
 };
 
 void arith_kernel(const KernelCall& c) {
-  check::elementwise(c, 2, false);
-  const TensorRef out = c.output(0), a = c.input(0), b = c.input(1);
+  const bool scalar_form = c.num_inputs() == 1 && c.op() >= BP_OP_ADD && c.op() <= BP_OP_DIV;
+  check::elementwise(c, scalar_form ? 1 : 2, false);
+  BP_SDK_CHECK(!scalar_form || c.attrs().num_scalars >= 2, op_name(c.op()),
+               "the scalar form takes the operand as scalars[1]");
+  const TensorRef out = c.output(0), a = c.input(0), b = c.input(scalar_form ? 0 : 1);
   const int kind = c.op() == BP_OP_ADD       ? kAdd
                    : c.op() == BP_OP_SUB     ? kSub
                    : c.op() == BP_OP_MUL     ? kMul
@@ -122,6 +134,11 @@ void arith_kernel(const KernelCall& c) {
     T alpha = T(1);
     if ((kind == kAdd || kind == kSub) && c.attrs().num_scalars > 0)
       alpha = bp::sdk::scalar_as<T>(c.scalar(0));
+    if (scalar_form) {
+      launch_elementwise<T, T>(s, out, {&a.raw(), nullptr, nullptr},
+                               ArithScalarFn<T>{{kind, alpha}, bp::sdk::scalar_as<T>(c.scalar(1))});
+      return;
+    }
     if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
       if (kind == kPow) {
         // Checked on the device before computing, in stream order (no host
@@ -178,10 +195,11 @@ void where_kernel(const KernelCall& c) {
 
 void register_binary_kernels(Registrar& r) {
   const uint32_t with_bool = kAllDtypes;
-  add_kernel<&arith_kernel>(r, BP_OP_ADD, kNumericDtypes, BP_ORIGIN);
-  add_kernel<&arith_kernel>(r, BP_OP_SUB, kNumericDtypes, BP_ORIGIN);
-  add_kernel<&arith_kernel>(r, BP_OP_MUL, with_bool, BP_ORIGIN);
-  add_kernel<&arith_kernel>(r, BP_OP_DIV, kFloatDtypes, BP_ORIGIN);
+  // Scalars as attributes (ABI 2.5): `x + 2.0` launches one kernel.
+  add_kernel<&arith_kernel>(r, BP_OP_ADD, kNumericDtypes, BP_ORIGIN, BP_KERNEL_SCALAR_OPERAND);
+  add_kernel<&arith_kernel>(r, BP_OP_SUB, kNumericDtypes, BP_ORIGIN, BP_KERNEL_SCALAR_OPERAND);
+  add_kernel<&arith_kernel>(r, BP_OP_MUL, with_bool, BP_ORIGIN, BP_KERNEL_SCALAR_OPERAND);
+  add_kernel<&arith_kernel>(r, BP_OP_DIV, kFloatDtypes, BP_ORIGIN, BP_KERNEL_SCALAR_OPERAND);
   add_kernel<&arith_kernel>(r, BP_OP_MAXIMUM, with_bool, BP_ORIGIN);
   add_kernel<&arith_kernel>(r, BP_OP_MINIMUM, with_bool, BP_ORIGIN);
   add_kernel<&arith_kernel>(r, BP_OP_POW, kNumericDtypes, BP_ORIGIN);

@@ -302,8 +302,9 @@ bp_status kernel_entry(void*, const bp_kernel_call* call, bp_error* error) noexc
 }
 
 template <bp::sdk::KernelFn Fn>
-void add_kernel(Registrar& r, bp_op op, uint32_t dtype_mask, const char* origin) {
-  r.add_raw(op, dtype_mask, &kernel_entry<Fn>, nullptr, origin);
+void add_kernel(Registrar& r, bp_op op, uint32_t dtype_mask, const char* origin,
+                uint32_t flags = 0) {
+  r.add_raw(op, dtype_mask, &kernel_entry<Fn>, nullptr, origin, flags);
 }
 
 void register_copy_kernels(Registrar& r);
