@@ -285,6 +285,14 @@ TEST_F(ScalarFormTest, ADeclinedCallIsTheCallersAndAFailureThrows) {
   EXPECT_TRUE(contains(m, "[mul]") && contains(m, "the kernel's own words")) << m;
 }
 
+TEST(ScalarForm, AFlagBitSetBeforeTheAbiDefinedItIsCleared) {
+  bp::Backend& b =
+      bp::PluginLoader::instance().load(BACKPLANE_TEST_PLUGIN_DIR "/libbackplane_old_minor.so");
+  const bp::KernelEntry& k = bp::KernelRegistry::instance().lookup(Op::Add, b.id(), DType::Float32);
+  ASSERT_NE(k.fn, nullptr);
+  EXPECT_EQ(k.flags & BP_KERNEL_SCALAR_OPERAND, 0u);
+}
+
 // --- missing kernels, with real backends -------------------------------------
 
 TEST(MissingKernel, NamesOpDtypeBackendAndThatNoneHasIt) {

@@ -387,6 +387,7 @@ void seeing_kernel(const KernelCall& c) {
   g_seen.dtype = b.dtype();
   if (b.dtype() == BP_DTYPE_FLOAT32) g_seen.value = *b.data<float>();
   if (b.dtype() == BP_DTYPE_INT64) g_seen.value = static_cast<double>(*b.data<int64_t>());
+  if (b.dtype() == BP_DTYPE_FLOAT16) g_seen.value = float(*b.data<bp::sdk::Half>());
 }
 
 bp_status run_thunk(Call& c, bp_dtype dt) {
@@ -415,6 +416,12 @@ TEST(SdkScalarOperand, AOneInputCallReachesTheKernelWithABroadcastOfTheScalar) {
   ASSERT_EQ(run_thunk(ints, BP_DTYPE_INT64), BP_STATUS_OK);
   EXPECT_EQ(g_seen.value, 7.0);
   EXPECT_EQ(g_seen.strides, (std::vector<int64_t>{0}));
+  // float16: rounded to the dtype (0.1 is 0.0999755859375 in float16).
+  uint16_t h[6] = {}, ho[6] = {};
+  const Desc ah(BP_DTYPE_FLOAT16, {6}, h), oh(BP_DTYPE_FLOAT16, {6}, ho);
+  Call halves(BP_OP_MUL, {&ah}, {&oh}, {}, {fscalar(1), fscalar(0.1)});
+  ASSERT_EQ(run_thunk(halves, BP_DTYPE_FLOAT16), BP_STATUS_OK);
+  EXPECT_EQ(g_seen.value, 0.0999755859375);
 }
 
 TEST(SdkScalarOperand, ATwoInputCallPassesThroughUnchanged) {

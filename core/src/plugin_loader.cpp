@@ -56,6 +56,7 @@ constexpr std::size_t kMinPluginSize = offsetof(bp_plugin, options);
 struct RegistrarState {
   int backend = -1;
   std::string plugin_name;
+  uint32_t abi_minor = 0;  // the plugin's: flags it could not know are cleared
 };
 
 // One registration from the plugin: checks the struct, builds the origin
@@ -88,6 +89,9 @@ bp_status register_kernel_c(void* ctx, const bp_kernel_registration* reg,
                          bp_kernel_registration full{};
                          std::memcpy(&full, &r, std::min(sizeof(full), r.struct_size));
                          if (!BP_HAS_FIELD(&r, bp_kernel_registration, flags)) full.flags = 0;
+                         // A bit a plugin set before 2.5 defined it is not the promise
+                         // to take the one-input form.
+                         if (st.abi_minor < 5) full.flags &= ~BP_KERNEL_SCALAR_OPERAND;
                          KernelRegistry::instance().add(st.backend, full, std::move(o));
                        });
 }
@@ -436,7 +440,7 @@ Backend& PluginLoader::load_file(const std::string& path_in, const BackendOption
   // slot names nothing (int16 Device ids wrap after 1024 generations).
   generation_[slot] = static_cast<uint16_t>((generation_[slot] + 1) % 1024);
   const int id = slot + kMaxBackends * generation_[slot];
-  RegistrarState state{id, label};
+  RegistrarState state{id, label, api->abi_minor};
   bp_registrar registrar{sizeof(bp_registrar), &state, &register_kernel_c,
                          &register_named_kernel_c};
   detail::ErrorBuffer reg_err;

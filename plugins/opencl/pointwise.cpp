@@ -59,8 +59,8 @@ void pointwise(const KernelCall& c) {
   const bool scalar_form = p.scalar_kernel && c.num_inputs() == p.inputs - 1;
   const int inputs = scalar_form ? p.inputs - 1 : p.inputs;
   BP_CHECK(c.num_outputs() == 1 && c.num_inputs() == inputs,
-           "expected " << p.inputs << " inputs and 1 output, got " << c.num_inputs() << " and "
-                       << c.num_outputs());
+           "expected " << p.inputs << (p.scalar_kernel ? " inputs (or 1 and a scalar)" : " inputs")
+                       << " and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
   BP_CHECK(!scalar_form || a.num_scalars >= 2, "the scalar form takes the operand as scalars[1]");
   std::vector<TensorRef> ops{c.output(0)};
   for (int i = 0; i < inputs; ++i) ops.push_back(c.input(i));

@@ -13,7 +13,10 @@ class OldMinorPlugin final : public bp::sdk::Plugin {
   const char* name() const override { return "old_minor"; }
   void register_kernels(bp::sdk::Registrar& r) override {
     bp::fake::register_basic(r);
-    r.add<&bp::fake::add_f32>(BP_OP_ADD, {BP_DTYPE_FLOAT32}, BP_ORIGIN);
+    // Flag bit 2 means nothing to a 2.0 plugin; the core must not read it
+    // as 2.5's BP_KERNEL_SCALAR_OPERAND (this kernel takes two inputs only).
+    r.add_raw(BP_OP_ADD, BP_DTYPE_BIT(BP_DTYPE_FLOAT32), &bp::sdk::kernel_thunk<&bp::fake::add_f32>,
+              nullptr, BP_ORIGIN, 2u);
   }
 
   // The SDK's table cut to its 2.0 size. Past it, garbage: a core that read
