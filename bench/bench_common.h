@@ -33,9 +33,12 @@ inline constexpr int64_t kWidth = 256;
 inline constexpr int64_t kConvN = 32, kConvC = 64, kConvO = 192, kConvHW = 56;
 inline constexpr int64_t kConvFlops = 2 * kConvN * kConvO * kConvHW * kConvHW * kConvC * 9;
 inline constexpr int64_t kBlockN = 8, kBlockC = 64;
+// Sparse x dense: a kSparseRows-square sparse matrix by kSparseRows x kSparseCols.
+inline constexpr int64_t kSparseRows = 4096, kSparseCols = 256;
 // Registers them (bench_nn.cpp).
 void register_nn_benchmarks();
 void register_matmul_benchmarks();  // bench_matmul.cpp
+void register_sparse_benchmarks();  // bench_sparse.cpp
 
 // Registers the */<backend> device benchmarks when the selected backend is not
 // the default CPU one; returns its name (empty when none).

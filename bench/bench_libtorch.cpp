@@ -113,9 +113,29 @@ void norm_pool_libtorch(benchmark::State& state) {
   }
 }
 
+// ATen's sparse x dense product on a coalesced COO matrix of `density`.
+void sparse_mm_libtorch(benchmark::State& state, double density) {
+  at::NoGradGuard no_grad;
+  at::manual_seed(0);
+  const auto nnz = static_cast<int64_t>(density * static_cast<double>(kSparseRows * kSparseRows));
+  const at::Tensor idx = at::randint(0, kSparseRows, {2, nnz}, at::kLong);
+  const at::Tensor s = at::sparse_coo_tensor(idx, at::randn({nnz}), {kSparseRows, kSparseRows}).coalesce();
+  const at::Tensor d = at::randn({kSparseRows, kSparseCols});
+  for (auto _ : state) {
+    at::Tensor c = at::mm(s, d);
+    benchmark::DoNotOptimize(c.unsafeGetTensorImpl());
+  }
+}
+
 }  // namespace
 
 void register_libtorch_benchmarks() {
+  benchmark::RegisterBenchmark("sparse_mm_1pct/libtorch", sparse_mm_libtorch, 0.01)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("sparse_mm_0.1pct/libtorch", sparse_mm_libtorch, 0.001)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
   for (auto [name, fn] : {std::pair{"conv2d_fwd/libtorch", &conv_fwd_libtorch},
                           std::pair{"conv2d_fwd_bwd/libtorch", &conv_fwd_bwd_libtorch},
                           std::pair{"resnet_block/libtorch", &resnet_block_libtorch},

@@ -191,6 +191,7 @@ void register_benchmarks() {
   benchmark::RegisterBenchmark("mlp_step/backplane", mlp_step_backplane)->UseRealTime();
   register_nn_benchmarks();
   register_matmul_benchmarks();
+  register_sparse_benchmarks();
 #ifdef BACKPLANE_BENCH_WITH_LIBTORCH
   register_libtorch_benchmarks();
 #endif
@@ -337,7 +338,19 @@ int main(int argc, char** argv) {
                          2.0 * 64 * 64 * 64);
   bp::bench::print_speed(reporter, "matmul n=256 vs oneDNN direct", "matmul_256/backplane", "matmul_256/onednn",
                          2.0 * 256 * 256 * 256);
+  print_ratio(reporter, "sparse_mm 1% / dense matmul", "sparse_mm_1pct/backplane",
+              "sparse_mm_dense/backplane", false);
+  print_ratio(reporter, "sparse_mm 0.1% / dense matmul", "sparse_mm_0.1pct/backplane",
+              "sparse_mm_dense/backplane", false);
+  print_ratio(reporter, "sparse_mm 1% composite/kernel", "sparse_mm_1pct/composite",
+              "sparse_mm_1pct/backplane", false);
+  print_ratio(reporter, "sparse_mm 0.1% composite/kernel", "sparse_mm_0.1pct/composite",
+              "sparse_mm_0.1pct/backplane", false);
 #ifdef BACKPLANE_BENCH_WITH_LIBTORCH
+  print_ratio(reporter, "sparse_mm 1% backplane/libtorch", "sparse_mm_1pct/backplane",
+              "sparse_mm_1pct/libtorch", false);
+  print_ratio(reporter, "sparse_mm 0.1% backplane/libtorch", "sparse_mm_0.1pct/backplane",
+              "sparse_mm_0.1pct/libtorch", false);
   print_ratio(reporter, "add_16M backplane/libtorch", "add_16M/backplane", "add_16M/libtorch",
               true);
 #endif

@@ -185,7 +185,7 @@ TEST(Loader, APluginWithOnlyTheRequiredEntriesLoadsAndWorks) {
 // appends a field to every struct) loads and runs on this core, and stays
 // inside the core's structs: it sees this core's bp_host without the new
 // field, and writes no byte past the struct_size of the props and stats the
-// core hands it.
+// core hands it; an override of a core op it does not know is ignored.
 TEST(Loader, FutureMinorLoadsRunsAndWritesOnlyWhatTheCoreOwns) {
   bp::Backend& b = loader().load(fake("future_minor"));
   EXPECT_EQ(b.abi_minor(), static_cast<uint32_t>(BP_ABI_MINOR + 1));
@@ -228,6 +228,8 @@ TEST(Loader, FutureMinorLoadsRunsAndWritesOnlyWhatTheCoreOwns) {
   bp::Tensor z = bp::add(x, bp::full({3}, 0.5, on_it), 2);
   EXPECT_EQ(z.to_vector<float>(), (std::vector<float>{2, 3, 4}));
   EXPECT_EQ(z.to_string(), "tensor([2., 3., 4.], device='future_minor:0')");
+  // Its override of a core op this core does not know was ignored, not refused.
+  for (const bp::NamedOpInfo& op : bp::named_ops()) EXPECT_NE(op.name, "core::future_fused");
 }
 
 TEST(Loader, CurrentMinorReportsMemoryStats) {

@@ -4,6 +4,7 @@
 // override agrees with the composite on random inputs of several layouts.
 // Their gradients are checked with the other gradchecks (AG-10).
 #include <backplane/conformance.h>
+#include <backplane/sparse/coo.h>
 
 #include <cmath>
 
@@ -171,6 +172,25 @@ void overrides_match_composite(const Context& ctx) {
       const Tensor x = random({2, 3, 5});
       const Tensor w = random({3, 5}), b = random({3, 5});
       agree("layer_norm over two dims", [&] { return layer_norm(x, {3, 5}, w, b, 0.01); });
+    }
+    if (has_override("core::sparse_mm", probe)) {
+      // Random coordinates in a 37 x 29, duplicates included (the core
+      // coalesces before the kernel), some rows empty; a dense of 29 x m.
+      for (int64_t m : {1, 16, 67}) {
+        const int64_t nnz = 150;
+        std::vector<int64_t> idx(2 * nnz);
+        for (int64_t j = 0; j < nnz; ++j) {
+          idx[static_cast<std::size_t>(j)] = static_cast<int64_t>(rng.uniform(0, 30));
+          idx[static_cast<std::size_t>(nnz + j)] = static_cast<int64_t>(rng.uniform(0, 29));
+        }
+        const SparseTensor s =
+            sparse_coo_tensor(from_vector(idx, {2, nnz}, ctx.options(DType::Int64)), random({nnz}), {37, 29});
+        const Tensor dense = random({29, m});
+        agree("sparse_mm", [&] { return mm(s, dense); });
+        agree("sparse_mm of a transposed dense", [&] { return mm(s, dense.t().contiguous().t()); });
+      }
+      const SparseTensor none = sparse_coo_tensor(zeros({2, 0}, ctx.options(DType::Int64)), random({0}), {5, 4});
+      agree("sparse_mm with no stored element", [&] { return mm(none, random({4, 3})); });
     }
   }
   if (checked == 0) BP_SKIP("the backend overrides no composite op");

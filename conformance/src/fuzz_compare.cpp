@@ -81,6 +81,7 @@ std::optional<Op> primitive(OpKind k) {
     case K::LogSoftmax:
       return Op::LogSoftmax;
     case K::Matmul:
+    case K::SparseMm:
     case K::Conv2d:  // a matmul of its windows, on the composite path
       return Op::Matmul;
     case K::AvgPool2d:

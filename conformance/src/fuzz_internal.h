@@ -12,6 +12,7 @@
 
 #include <backplane/conformance/fuzz.h>
 #include <backplane/nn_ops.h>
+#include <backplane/sparse/coo.h>
 
 #include <array>
 #include <optional>
@@ -139,6 +140,7 @@ enum class OpKind : uint8_t {
   Softmax,
   LogSoftmax,
   Matmul,
+  SparseMm,  // mm(to_sparse(primary), other): a 2-D primary, the sparse COO path (SP-1)
   // CNN layers on an NCHW primary (conv2d's weight is the other operand)
   Conv2d,
   MaxPool2d,

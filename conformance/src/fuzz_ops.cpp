@@ -61,6 +61,9 @@ const OpInfo kOps[kNumOpKinds] = {
     {K::Softmax, "softmax", C::Reduce, kFloat, true},
     {K::LogSoftmax, "log_softmax", C::Reduce, kFloat, true},
     {K::Matmul, "matmul", C::Matmul, kFloat, true},
+    // Not in grad chains: to_sparse drops exact zeros, whose gradient
+    // matmul's finite differences would still see.
+    {K::SparseMm, "mm(to_sparse)", C::Matmul, kFloat, false},
     {K::Conv2d, "conv2d", C::Nn, kFloat, true},
     {K::MaxPool2d, "max_pool2d", C::Nn, kFloat, false},  // ties make it non-smooth
     {K::AvgPool2d, "avg_pool2d", C::Nn, kFloat, true},
@@ -369,12 +372,12 @@ ResolvedOp resolve_op(const OpStep& step, const PrimaryInfo& p) {
       break;
     }
     case C::Matmul: {
-      if (r == 0) return skip();
+      if (r == 0 || (op.kind == K::SparseMm && r != 2)) return skip();
       Operand spec = operand(0);
       if (spec.source != Source::Fresh) spec.source = Source::Fresh;
       const int64_t k = sizes.back(), cols = g.chance(0.08) ? 0 : g.uniform_int(1, 4);
       std::vector<int64_t> shape;
-      const int mode = static_cast<int>(g.uniform_int(0, 3));
+      const int mode = op.kind == K::SparseMm ? 1 : static_cast<int>(g.uniform_int(0, 3));
       if (mode == 0) {
         shape = {k};
       } else if (mode == 1 || r == 1) {

@@ -104,6 +104,8 @@ std::vector<Tensor> run_op(const ResolvedOp& op, Tensor& t, const std::vector<Te
       return {log_softmax(t, op.dim)};
     case K::Matmul:
       return {matmul(t, o[0])};
+    case K::SparseMm:
+      return {mm(to_sparse(t), o[0])};
     case K::Conv2d:
       return {conv2d(t, o[0], Tensor(), op.dims[1], op.dims[2], 1, op.dims[3])};
     case K::MaxPool2d:
@@ -222,7 +224,10 @@ std::string op_cpp(const ResolvedOp& op, const std::string& t, const std::vector
       }
       break;
     case C::Matmul:
-      os << "auto " << out << " = bp::matmul(" << t << ", " << o[0] << ");";
+      if (op.kind == K::SparseMm)
+        os << "auto " << out << " = bp::mm(bp::to_sparse(" << t << "), " << o[0] << ");";
+      else
+        os << "auto " << out << " = bp::matmul(" << t << ", " << o[0] << ");";
       break;
     case C::Nn:
       if (op.kind == K::BatchNorm)

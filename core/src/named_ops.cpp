@@ -436,6 +436,9 @@ const std::vector<CompositeOverride>& overridable_composites() {
        "and bias always given; runs with or without a gradient recorded"},
       {"core::batch_norm_inference", BP_SCHEMA_CORE_BATCH_NORM_INFERENCE,
        "batch_norm with the running statistics; weight and bias always given"},
+      {"core::sparse_mm", BP_SCHEMA_CORE_SPARSE_MM,
+       "a coalesced sparse COO matrix (values [nnz], int64 indices [2, nnz] sorted by row then column) times "
+       "a dense [k, m], into a caller-allocated [rows, m]"},
       {"core::batch_norm_backward", BP_SCHEMA_CORE_BATCH_NORM_BACKWARD,
        "training batch_norm's gradients for x (output_mask bit 0), weight (bit 1) and bias (bit 2) from the "
        "batch's mean and biased variance; an output whose bit is clear is left unwritten"},

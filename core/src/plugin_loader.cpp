@@ -2,6 +2,7 @@
 #include <backplane/backend.h>
 #include <backplane/dispatcher.h>
 #include <backplane/error.h>
+#include <backplane/named_ops.h>
 
 #include <algorithm>
 #include <boost/dll/runtime_symbol_info.hpp>
@@ -105,6 +106,15 @@ bp_status register_named_kernel_c(void* ctx, const bp_named_kernel_registration*
                  "[register_named_kernel] the name is not NUL-terminated within 256 bytes");
         BP_CHECK(detail::bounded_string(r.schema, 4096).has_value(),
                  "[register_named_kernel] the schema is not NUL-terminated within 4096 bytes");
+        // An override this core does not know, from a plugin of a later
+        // minor: ignored, and the composite runs (a refusal would make
+        // every newer plugin unloadable here).
+        if (st.abi_minor > BP_ABI_MINOR && std::string_view(r.name).starts_with("core::")) {
+          const auto& known = overridable_composites();
+          if (std::none_of(known.begin(), known.end(),
+                           [&](const CompositeOverride& c) { return r.name == std::string_view(c.name); }))
+            return;
+        }
         detail::register_named_kernel(st.backend, st.plugin_name, r, std::move(o));
       });
 }

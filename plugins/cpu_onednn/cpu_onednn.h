@@ -432,6 +432,7 @@ void register_index_kernels(Registrar& r);
 void register_random_kernels(Registrar& r);
 void register_conv_kernels(Registrar& r);  // conv.cpp: core::conv2d, core::conv2d_backward
 void register_norm_kernels(Registrar& r);  // norm.cpp: core::layer_norm, core::batch_norm*
+void register_sparse_kernels(Registrar& r);  // sparse.cpp: core::sparse_mm
 void register_pool_kernels(Registrar& r);  // pool.cpp: core::max_pool2d, core::avg_pool2d*
 
 }  // namespace bp::cpu

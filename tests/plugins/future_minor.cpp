@@ -24,6 +24,10 @@ bp_status future_entry(void*, bp_error*) {
   std::abort();
 }
 
+void future_override(const bp::sdk::KernelCall&) {
+  std::abort();
+}
+
 // The add kernel checks that no call hands it the future fields.
 void add_checking_call(const bp::sdk::KernelCall& call) {
   if (BP_HAS_FIELD(&call.raw(), bp_kernel_call, future_call_field))
@@ -51,6 +55,10 @@ class FutureMinorPlugin final : public bp::sdk::Plugin {
   }
   void register_kernels(bp::sdk::Registrar& r) override {
     bp::fake::register_basic(r);
+    // An override the future minor would add: this core must load the
+    // plugin, ignore the name and never call the kernel.
+    r.add_named<&future_override>("core::future_fused", "(Tensor x) -> Tensor", {BP_DTYPE_FLOAT32},
+                                  BP_ORIGIN);
     r.add<&add_checking_call>(BP_OP_ADD, {BP_DTYPE_FLOAT32}, BP_ORIGIN);
   }
   const bp_plugin* future_table() {

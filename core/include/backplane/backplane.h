@@ -13,6 +13,7 @@
 #include <backplane/ops.h>
 #include <backplane/options.h>
 #include <backplane/shape.h>
+#include <backplane/sparse/coo.h>
 #include <backplane/stream.h>
 #include <backplane/tensor.h>
 

@@ -149,6 +149,10 @@ Tensor shown_part(const Tensor& t, std::vector<std::vector<int64_t>>& pos) {
   return s;
 }
 
+}  // namespace
+
+namespace detail {
+
 bool is_default_device(Device d) {
   try {
     return d == default_device();
@@ -157,16 +161,23 @@ bool is_default_device(Device d) {
   }
 }
 
-}  // namespace
+std::string print_elements(const Tensor& t, int indent) {
+  NoGradGuard no_grad;
+  std::vector<std::vector<int64_t>> pos;
+  const Tensor shown = shown_part(t, pos);
+  std::vector<double> vals = shown.to_vector<double>();
+  Formatter f(t.dtype(), vals);
+  if (t.dim() == 0) return f.raw(vals[0]);
+  Printer p{vals, shown.impl()->sizes, contiguous_strides(shown.sizes()), f, pos};
+  return p.tensor(0, 0, indent);
+}
+
+}  // namespace detail
 
 std::string Tensor::to_string() const {
   if (!defined()) return "tensor(undefined)";
   const std::string prefix = "tensor(";
   const int indent = static_cast<int>(prefix.size());
-  NoGradGuard no_grad;
-  std::vector<std::vector<int64_t>> pos;
-  const Tensor shown = shown_part(*this, pos);
-  std::vector<double> vals = shown.to_vector<double>();
   std::ostringstream os;
   os << prefix;
   if (numel() == 0) {
@@ -177,15 +188,9 @@ std::string Tensor::to_string() const {
       os << (dim() == 1 ? ",)" : ")");
     }
   } else {
-    Formatter f(dtype(), vals);
-    if (dim() == 0) {
-      os << f.raw(vals[0]);
-    } else {
-      Printer p{vals, shown.impl()->sizes, contiguous_strides(shown.sizes()), f, pos};
-      os << p.tensor(0, 0, indent);
-    }
+    os << detail::print_elements(*this, indent);
   }
-  if (!is_default_device(device())) os << ", device='" << bp::to_string(device()) << "'";
+  if (!detail::is_default_device(device())) os << ", device='" << bp::to_string(device()) << "'";
   // As PyTorch: every dtype but the defaults (float32, int64) and bool says itself.
   if (dtype() != DType::Float32 && dtype() != DType::Int64 && dtype() != DType::Bool)
     os << ", dtype=" << dtype();

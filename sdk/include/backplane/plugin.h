@@ -46,7 +46,7 @@ extern "C" {
 #endif
 
 #define BP_ABI_MAJOR 2
-#define BP_ABI_MINOR 5
+#define BP_ABI_MINOR 6
 
 #define BP_PLUGIN_ENTRY_SYMBOL "bp_plugin_init"
 
@@ -345,10 +345,13 @@ typedef struct bp_kernel_registration {
  * override of one of the core's composite ops (bp::overridable_composites()
  * lists them with their contracts; the BP_SCHEMA_CORE_* strings below give
  * their schemas). The core runs such a kernel in place of the composite:
- * silu, gelu, layer_norm and batch_norm_inference when no gradient is being
- * recorded; the others (conv2d, the pools, training batch_norm, and their
+ * silu, gelu, layer_norm, batch_norm_inference and sparse_mm (since 2.6)
+ * when no gradient is being recorded; the others (conv2d, the pools, training batch_norm, and their
  * backward halves) whether or not one is, their gradients being defined by
- * the core. When a kernel declines a call, the composite runs.
+ * the core. When a kernel declines a call, the composite runs. A core older
+ * than an override refuses its name: register it only when
+ * bp_host.abi_minor is at least the minor that added it. A core newer than
+ * 2.5 ignores an override of a later minor than its own (the composite runs).
  */
 #define BP_SCHEMA_CORE_SILU "(Tensor x) -> Tensor"
 #define BP_SCHEMA_CORE_GELU "(Tensor x, int tanh_approximation) -> Tensor"
@@ -373,6 +376,10 @@ typedef struct bp_kernel_registration {
   "(Tensor x, Tensor weight, Tensor bias, float eps) -> (Tensor, Tensor, Tensor)"
 #define BP_SCHEMA_CORE_BATCH_NORM_INFERENCE \
   "(Tensor x, Tensor weight, Tensor bias, Tensor running_mean, Tensor running_var, float eps) -> Tensor"
+/* (since 2.6) A sparse COO matrix [rows, k] (no dense dims) times a dense
+ * [k, m]: `values` [nnz], `indices` int64 [2, nnz] sorted by row then column
+ * with no duplicate (coalesced), into a caller-allocated [rows, m]. */
+#define BP_SCHEMA_CORE_SPARSE_MM "(Tensor values, Tensor indices, Tensor dense) -> Tensor"
 #define BP_SCHEMA_CORE_BATCH_NORM_BACKWARD                                                  \
   "(Tensor grad_out, Tensor x, Tensor weight, Tensor mean, Tensor var, float eps, int output_mask) " \
   "-> (Tensor, Tensor, Tensor)"

@@ -1,0 +1,272 @@
+// Sparse COO tensors (SP-1) on the device under test, against PyTorch 1.13
+// (sparse_fixtures.inc, written by conformance/fixtures/sparse_reference.py,
+// which says how the example is made): construction and its checks,
+// coalesce, to_dense / to_sparse, zero_, sums, sparse + sparse, dense +
+// sparse, mm / addmm and their gradients, and the printed form. The
+// numeric cases run in float32 and float64; the fixture is float64.
+#include <backplane/conformance.h>
+#include <backplane/sparse/coo.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "case_checks.h"
+
+namespace bp::conformance {
+
+namespace {
+
+constexpr const char* kCategory = "sparse";
+constexpr int64_t kNnz = 12;
+
+struct Fixture {
+  const char* name;
+  std::vector<std::vector<double>> tensors;
+  const char* text;
+};
+
+const std::vector<Fixture>& fixtures() {
+  static const std::vector<Fixture> f = {
+#include "sparse_fixtures.inc"
+  };
+  return f;
+}
+
+const Fixture& fixture(const std::string& name) {
+  for (const Fixture& f : fixtures())
+    if (name == f.name) return f;
+  throw InternalError("no sparse fixture named " + name);
+}
+
+const std::vector<double>& part(const std::string& name, std::size_t i) {
+  return fixture(name).tensors.at(i);
+}
+
+// 1.5 sin(0.37 i + phase), row-major in `shape`: as the script makes them.
+Tensor vals(const Context& ctx, DType dt, std::vector<int64_t> shape, double phase) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  std::vector<double> v(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = 1.5 * std::sin(0.37 * static_cast<double>(i) + phase);
+  return from_vector(v, IntArrayRef(shape), ctx.options(DType::Float64)).to(dt);
+}
+
+// The script's 5 x 6 example: element j at ((7j + 3) mod 5, (11j + 1) mod 6).
+SparseTensor example(const Context& ctx, DType dt) {
+  std::vector<int64_t> idx(2 * kNnz);
+  for (int64_t j = 0; j < kNnz; ++j) {
+    idx[static_cast<std::size_t>(j)] = (7 * j + 3) % 5;
+    idx[static_cast<std::size_t>(kNnz + j)] = (11 * j + 1) % 6;
+  }
+  return sparse_coo_tensor(from_vector(idx, {2, kNnz}, ctx.options(DType::Int64)),
+                           vals(ctx, dt, {kNnz}, 0.0), {5, 6});
+}
+
+double tol(DType dt) { return dt == DType::Float64 ? 1e-12 : 2e-5; }
+
+void expect_near(const Tensor& t, const std::vector<double>& want, DType dt, const char* what) {
+  expect_close(t, want, tol(dt), tol(dt), what, __FILE__, __LINE__);
+}
+
+void expect_indices(const Tensor& t, const std::vector<double>& want) {
+  BP_EXPECT_EQ(t.dtype(), DType::Int64);
+  BP_EXPECT_VALUES(t, want);
+}
+
+// --- numeric cases, per dtype ---------------------------------------------
+
+void coalesce_case(const Context& ctx, DType dt) {
+  const SparseTensor s = example(ctx, dt);
+  BP_EXPECT(!s.is_coalesced(), "a constructed tensor is uncoalesced");
+  const SparseTensor c = s.coalesce();
+  BP_EXPECT(c.is_coalesced());
+  BP_EXPECT_EQ(c.device(), ctx.device());
+  expect_indices(c.indices(), part("coalesce", 0));
+  expect_near(c.values(), part("coalesce", 1), dt, "coalesce().values()");
+  BP_EXPECT_EQ(s.nnz(), kNnz, "coalesce must leave its input unchanged");
+  expect_near(s.to_dense(), part("to_dense", 0), dt, "to_dense()");
+}
+
+void mm_case(const Context& ctx, DType dt) {
+  const SparseTensor s = example(ctx, dt);
+  const Tensor d = vals(ctx, dt, {6, 4}, 0.5);
+  expect_near(mm(s, d), part("mm", 0), dt, "mm(S, D)");
+  expect_near(addmm(vals(ctx, dt, {5, 4}, 1.0), s, d, 0.5, -2.0), part("addmm", 0), dt,
+              "addmm(C, S, D, beta=0.5, alpha=-2)");
+}
+
+void mm_grad_case(const Context& ctx, DType dt) {
+  SparseTensor s = example(ctx, dt);
+  s.requires_grad_();
+  Tensor d = vals(ctx, dt, {6, 4}, 0.5).requires_grad_();
+  (mm(s, d) * vals(ctx, dt, {5, 4}, 2.0)).sum().backward();
+  expect_near(d.grad(), part("mm.grad", 0), dt, "D.grad");
+  const SparseTensor g = s.grad();
+  BP_EXPECT(g.defined(), "the sparse operand has no gradient");
+  expect_indices(g.coalesce().indices(), part("mm.grad", 1));
+  expect_near(g.coalesce().values(), part("mm.grad", 2), dt, "S.grad values");
+}
+
+void to_dense_grad_case(const Context& ctx, DType dt) {
+  SparseTensor s = example(ctx, dt);
+  s.requires_grad_();
+  (s.to_dense() * vals(ctx, dt, {5, 6}, 0.8)).sum().backward();
+  const SparseTensor g = s.grad().coalesce();
+  expect_indices(g.indices(), part("to_dense.grad", 0));
+  expect_near(g.values(), part("to_dense.grad", 1), dt, "S.grad values");
+}
+
+void add_case(const Context& ctx, DType dt) {
+  const SparseTensor s = example(ctx, dt);
+  const Tensor base = vals(ctx, dt, {5, 6}, 1.3);
+  expect_near(base + s, part("dense_add", 0), dt, "dense + sparse");
+  Tensor inplace = base.clone();
+  const uint32_t before = inplace.version();
+  add_(inplace, s, -0.5);
+  BP_EXPECT(inplace.version() > before, "dense.add_(sparse) must bump the version");
+  expect_near(inplace, part("dense_add_", 0), dt, "dense.add_(sparse, alpha=-0.5)");
+  const SparseTensor c = s.coalesce();
+  const SparseTensor twice = c + c * 2;
+  BP_EXPECT(twice.is_coalesced(), "the sum of coalesced tensors is coalesced");
+  expect_indices(twice.indices(), part("sparse_add", 0));
+  expect_near(twice.values(), part("sparse_add", 1), dt, "(c + 2c).values()");
+}
+
+void sum_case(const Context& ctx, DType dt) {
+  const SparseTensor s = example(ctx, dt);
+  expect_near(sparse::sum(s), part("sum", 0), dt, "sparse.sum(S)");
+  const sparse::SumResult r0 = sparse::sum(s, {0});
+  BP_EXPECT(r0.is_sparse(), "a sum over dim 0 keeps a sparse dim");
+  expect_indices(r0.sparse().indices(), part("sum.dim0", 0));
+  expect_near(r0.sparse().values(), part("sum.dim0", 1), dt, "sparse.sum(S, 0)");
+  expect_near(sparse::sum(s, {0, 1}).dense(), part("sum.dim01", 0), dt, "sparse.sum(S, (0, 1))");
+  const SparseTensor t = s.t();
+  BP_EXPECT(!t.is_coalesced());
+  expect_indices(t.coalesce().indices(), part("t", 0));
+  expect_near(t.coalesce().values(), part("t", 1), dt, "S.t()");
+}
+
+void to_sparse_case(const Context& ctx, DType dt) {
+  const Tensor dense = from_vector(std::vector<double>{0, 1.5, 0, 0, 0, 0, -2, 0, 3}, {3, 3},
+                                   ctx.options(DType::Float64))
+                           .to(dt);
+  const SparseTensor s = to_sparse(dense);
+  BP_EXPECT(s.is_coalesced());
+  expect_indices(s.indices(), part("to_sparse", 0));
+  expect_near(s.values(), part("to_sparse", 1), dt, "to_sparse().values()");
+  expect_near(s.to_dense(), dense.to(DType::Float64).to_vector<double>(), dt, "round trip");
+}
+
+// --- the rest ----------------------------------------------------------------
+
+// Construction on the device: metadata, and bad indices refused with inputs unchanged.
+void construction(const Context& ctx) {
+  const Tensor values = from_vector(std::vector<float>{1, 2}, {2}, ctx.options(DType::Float32));
+  const SparseTensor s = sparse_coo_tensor(from_vector(std::vector<int64_t>{0, 1}, {1, 2}, ctx.options(DType::Int64)),
+                                           values, {3});
+  BP_EXPECT_EQ(s.sparse_dim(), 1);
+  BP_EXPECT_EQ(s.dense_dim(), 0);
+  BP_EXPECT_EQ(s.nnz(), 2);
+  BP_EXPECT_EQ(s.device(), ctx.device());
+  BP_EXPECT(s._values().is_same(values), "the values are stored as given, not copied");
+  BP_EXPECT_MENTIONS(BP_ERROR_MESSAGE(ValueError, s.values()), "uncoalesced", ".coalesce()");
+  const Tensor bad = from_vector(std::vector<int64_t>{0, 5}, {1, 2}, ctx.options(DType::Int64));
+  BP_EXPECT_MENTIONS(BP_ERROR_MESSAGE(IndexError, sparse_coo_tensor(bad, values, {3})),
+                     "size is inconsistent with indices: for dim 0, size is 3 but found index 5");
+  const Tensor neg = from_vector(std::vector<int64_t>{0, -1}, {1, 2}, ctx.options(DType::Int64));
+  BP_EXPECT_MENTIONS(BP_ERROR_MESSAGE(IndexError, sparse_coo_tensor(neg, values, {3})),
+                     "found negative index -1 for dim 0");
+  BP_EXPECT_VALUES(values, {1, 2});
+  // Hybrid: a dense trailing dim.
+  const SparseTensor h = sparse_coo_tensor(from_vector(std::vector<int64_t>{0, 2}, {1, 2}, ctx.options(DType::Int64)),
+                                           from_vector(std::vector<float>{1, 2, 3, 4}, {2, 2}, ctx.options(DType::Float32)),
+                                           {3, 2});
+  BP_EXPECT_EQ(h.dense_dim(), 1);
+  BP_EXPECT_VALUES(h.to_dense(), {1, 2, 0, 0, 3, 4});
+}
+
+// The issue users meet first: zero_() clears every value and keeps the size.
+void zero_case(const Context& ctx) {
+  SparseTensor s = sparse_coo_tensor(from_vector(std::vector<int64_t>{0, 1}, {1, 2}, ctx.options(DType::Int64)),
+                                     from_vector(std::vector<float>{1, 2}, {2}, ctx.options(DType::Float32)), {2});
+  const SparseTensor alias = s;
+  s.zero_();
+  BP_EXPECT_EQ(alias.nnz(), 0, "zero_() must empty every handle of the tensor");
+  BP_EXPECT_EQ(alias.size(0), 2);
+  BP_EXPECT(alias.is_coalesced());
+  BP_EXPECT_EQ(alias.device(), ctx.device());
+  BP_EXPECT_VALUES(alias.to_dense(), {0, 0});
+}
+
+// Scalars, clone, detach, and a move to the reference device and back.
+void copies_case(const Context& ctx) {
+  SparseTensor s = example(ctx, DType::Float32);
+  BP_EXPECT_VALUES((s * 2)._values() - s._values() * 2, std::vector<double>(kNnz, 0.0));
+  BP_EXPECT(!(s * 2).is_coalesced() && (s.coalesce() / 2).is_coalesced(),
+            "a scalar op keeps the coalesced flag");
+  const SparseTensor c = s.clone();
+  BP_EXPECT(!c._values().shares_storage(s._values()), "clone() copies the values");
+  s.requires_grad_();
+  BP_EXPECT(!s.detach().requires_grad());
+  BP_EXPECT(s.detach()._values().shares_storage(s._values()), "detach() shares the values");
+  const SparseTensor there = s.detach().to(ctx.reference_device());
+  BP_EXPECT_EQ(there.device(), ctx.reference_device());
+  expect_close(there.to(ctx.device()).to_dense(), part("to_dense", 0), 2e-5, 2e-5, "round trip",
+               __FILE__, __LINE__);
+}
+
+// PyTorch's printed form; on a device that is not the default one the
+// device is named first, as PyTorch names a CUDA device.
+void print_case(const Context& ctx) {
+  const Tensor i = from_vector(std::vector<int64_t>{1, 0, 1, 0, 2, 0}, {2, 3}, ctx.options(DType::Int64));
+  const Tensor v = from_vector(std::vector<float>{1, 2, 3}, {3}, ctx.options(DType::Float32));
+  SparseTensor zeroed = sparse_coo_tensor(i, v, {2, 3});
+  zeroed.zero_();
+  const struct {
+    const char* name;
+    SparseTensor t;
+  } shown[] = {
+      {"print.uncoalesced", sparse_coo_tensor(i, v, {2, 3})},
+      {"print.zeroed", zeroed},
+      {"print.hybrid",
+       sparse_coo_tensor(from_vector(std::vector<int64_t>{0, 1}, {1, 2}, ctx.options(DType::Int64)),
+                         from_vector(std::vector<float>{1, 2, 3, 4}, {2, 2}, ctx.options(DType::Float32)), {3, 2})},
+      {"print.int64",
+       sparse_coo_tensor(from_vector(std::vector<int64_t>{0, 1, 0}, {1, 3}, ctx.options(DType::Int64)),
+                         from_vector(std::vector<int64_t>{1, 2, 3}, {3}, ctx.options(DType::Int64)), {2})},
+      {"print.coalesced", example(ctx, DType::Float32).coalesce()},
+  };
+  std::string device_part;
+  if (ctx.device() != default_device()) device_part = "device='" + to_string(ctx.device()) + "', ";
+  for (const auto& s : shown) {
+    std::string want = fixture(s.name).text;
+    const std::size_t at = want.rfind("size=(");
+    want.insert(at, device_part);
+    BP_EXPECT_EQ(s.t.to_string(), want, "for ", s.name);
+  }
+}
+
+}  // namespace
+
+void add_sparse_cases(Suite& suite) {
+  const std::vector<std::string> ids = {"SP-1"};
+  suite.add({"sparse.construction", ids, kCategory, construction});
+  suite.add({"sparse.zero_", ids, kCategory, zero_case});
+  suite.add({"sparse.copies", ids, kCategory, copies_case});
+  suite.add({"sparse.print", ids, kCategory, print_case});
+  const struct {
+    const char* name;
+    void (*fn)(const Context&, DType);
+  } numeric[] = {{"coalesce", coalesce_case}, {"mm", mm_case},   {"mm.grad", mm_grad_case},
+                 {"to_dense.grad", to_dense_grad_case}, {"add", add_case}, {"sum", sum_case},
+                 {"to_sparse", to_sparse_case}};
+  for (const auto& n : numeric)
+    for (DType dt : {DType::Float32, DType::Float64}) {
+      auto fn = n.fn;
+      suite.add({std::string("sparse.") + n.name + "." + std::string(name(dt)), ids, kCategory,
+                 [fn, dt](const Context& ctx) { fn(ctx, dt); }});
+    }
+}
+
+}  // namespace bp::conformance
