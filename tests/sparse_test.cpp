@@ -103,7 +103,7 @@ TEST(SparseCoo, ToDenseSumsDuplicates) {
 }
 
 TEST(SparseCoo, ZeroEmptiesEveryCopyAndKeepsTheSize) {
-  // The example: sparse_coo_tensor([[0, 1]], [1., 2.], (2,)).zero_().
+  // sparse_coo_tensor([[0, 1]], [1., 2.], (2,)).zero_(), as PyTorch users write it.
   SparseTensor s = bp::sparse_coo_tensor(bp::tensor({{0, 1}}), bp::tensor({1.f, 2.f}), {2});
   const SparseTensor alias = s;
   s.zero_();
@@ -274,6 +274,45 @@ TEST(SparseCoo, ToDenseBackwardGivesASparseGradient) {
   const SparseTensor g = s.grad();
   EXPECT_EQ(g.indices().to_vector<int64_t>(), (I{0, 1, 2, 0}));
   EXPECT_EQ(g.values().to_vector<double>(), (V{2, 3}));
+}
+
+TEST(SparseCoo, TheValuesShareMemoryNotAutogradState) {
+  const Tensor v = bp::tensor({1.f, 2.f});
+  SparseTensor s = bp::sparse_coo_tensor(bp::tensor({{0, 1}}), v, {2});
+  s.requires_grad_();
+  EXPECT_FALSE(v.requires_grad());
+  EXPECT_TRUE(s._values().shares_storage(v));
+  // A leaf that requires grad cannot be emptied in place while recording.
+  EXPECT_THROW(s.zero_(), bp::AutogradError);
+  EXPECT_EQ(s.nnz(), 2);
+  {
+    bp::NoGradGuard no_grad;
+    s.zero_();
+  }
+  EXPECT_EQ(s.nnz(), 0);
+  EXPECT_TRUE(s.requires_grad());
+}
+
+TEST(SparseCoo, TransposeIsACopyAndAlphaMustFitTheDtype) {
+  const SparseTensor s = example();
+  SparseTensor t = s.t();
+  t.mul_(10);
+  EXPECT_EQ(s._values().to_vector<double>(), (V{1, 2, 3}));
+  const SparseTensor one = bp::sparse_coo_tensor(bp::tensor({{0, 2}}), bp::tensor({1.f, 2.f}), {3});
+  EXPECT_EQ(one.t().to_dense().to_vector<double>(), (V{1, 0, 2}));
+  const SparseTensor ints = bp::sparse_coo_tensor(bp::tensor({{0, 1}}), bp::tensor({1, 2}), {2});
+  EXPECT_THROW(ints.add(ints, 2.5), bp::TypeError);
+  Tensor d = bp::zeros({2}, bp::TensorOptions(DType::Int64));
+  EXPECT_THROW(bp::add_(d, ints, 0.5), bp::TypeError);
+  EXPECT_EQ(d.to_vector<int64_t>(), (I{0, 0}));
+  EXPECT_EQ(ints.add(ints, 3).to_dense().to_vector<int64_t>(), (I{4, 8}));
+}
+
+TEST(SparseCoo, HugeSizesAreRefusedBeforeTheyOverflow) {
+  const SparseTensor s = bp::sparse_coo_tensor(bp::tensor({{0}, {0}}), bp::tensor({1.f}),
+                                               {int64_t{1} << 40, int64_t{1} << 40});
+  EXPECT_EQ(s.coalesce().nnz(), 1);  // sorting needs no linear index
+  EXPECT_THROW(s.to_dense(), bp::ValueError);
 }
 
 TEST(SparseCoo, CloneDetachAndTo) {

@@ -25,7 +25,9 @@ SparseTensor make(Tensor indices, Tensor values, DimVector sizes, bool coalesced
 
 int64_t prod(IntArrayRef sizes, std::size_t n) {
   int64_t p = 1;
-  for (std::size_t i = 0; i < n; ++i) p *= sizes[i];
+  for (std::size_t i = 0; i < n; ++i)
+    BP_CHECK(!__builtin_mul_overflow(p, sizes[i], &p), "[sparse] the sparse sizes ",
+             shape_str(sizes), " hold more than 2^63 elements: no dense form or linear index");
   return p;
 }
 
@@ -40,6 +42,7 @@ std::string shape_str(IntArrayRef sizes) {
 Tensor linear_index(const Tensor& indices, IntArrayRef sparse_sizes) {
   const int64_t sd = indices.size(0);
   const int64_t nnz = indices.size(1);
+  (void)prod(sparse_sizes, static_cast<std::size_t>(sd));  // refuses an overflowing product
   if (sd == 0) return zeros({nnz}, TensorOptions(DType::Int64).device(indices.device()));
   NoGradGuard no_grad;
   Tensor lin = indices.select(0, sd - 1).contiguous();
@@ -110,7 +113,11 @@ SparseTensor checked(const Tensor& indices, const Tensor& values, IntArrayRef si
                      ", size is ", size[static_cast<std::size_t>(d)], " but found index ", *hi);
     }
   }
+  // The values' memory is shared, as PyTorch shares it; their autograd
+  // state is not: flagging the sparse tensor must not flag the caller's
+  // tensor. Values that already require grad stay in their graph.
   Tensor v = dtype && *dtype != values.dtype() ? values.to(*dtype) : values;
+  if (!v.requires_grad()) v = v.detach();
   return make(indices, std::move(v), DimVector(size), false);
 }
 
@@ -132,7 +139,10 @@ SparseTensor sparse_coo_tensor(const Tensor& indices, const Tensor& values) {
     h = host_indices(indices);
     for (int64_t d = 0; d < sd; ++d) {
       const auto row = h.begin() + d * nnz;
-      size[static_cast<std::size_t>(d)] = std::max<int64_t>(*std::max_element(row, row + nnz) + 1, 0);
+      const int64_t hi = *std::max_element(row, row + nnz);
+      BP_CHECK_INDEX(hi < std::numeric_limits<int64_t>::max(), "[sparse_coo_tensor] index ", hi,
+                     " for dim ", d, " leaves no size to infer");
+      size[static_cast<std::size_t>(d)] = std::max<int64_t>(hi + 1, 0);
     }
   }
   for (int64_t d = 1; d < values.dim(); ++d) size[static_cast<std::size_t>(sd + d - 1)] = values.size(d);
@@ -290,6 +300,9 @@ SparseTensor to_sparse(const Tensor& dense, std::optional<int64_t> sparse_dim) {
 SparseTensor& SparseTensor::zero_() {
   Impl& s = impl();
   const bool leaf_grad = s.values.requires_grad() && s.values.is_leaf();
+  BP_CHECK_T(AutogradError, !(leaf_grad && GradMode::is_enabled()),
+             "[zero_] a leaf Variable that requires grad is being used in an in-place operation "
+             "(the sparse tensor's values); use a no-grad guard");
   DimVector vshape(s.values.sizes());
   vshape[0] = 0;
   s.indices = zeros({s.sparse_dim, 0}, TensorOptions(DType::Int64).device(device()));

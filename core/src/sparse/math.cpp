@@ -27,6 +27,12 @@ Tensor cat0(const Tensor& a, const Tensor& b) {
   return out;
 }
 
+// As PyTorch: a floating alpha with an integral result is refused, not truncated.
+void check_alpha(const char* op, DType result, const Scalar& alpha) {
+  BP_CHECK_TYPE(!(is_integral(result) || result == DType::Bool) || !alpha.is_floating(), "[", op,
+                "] For integral input tensors, argument alpha must not be a floating point number.");
+}
+
 void check_same_sizes(const char* op, IntArrayRef a, IntArrayRef b) {
   BP_CHECK(DimVector(a) == DimVector(b), "[", op, "] expected sizes of 'self' and 'other' to match, but ", shape_str(a),
            " != ", shape_str(b));
@@ -68,6 +74,7 @@ SparseTensor SparseTensor::add(const SparseTensor& other, const Scalar& alpha) c
   BP_CHECK(device() == other.device(), "[add] the tensors are on ", bp::to_string(device()),
            " and ", bp::to_string(other.device()));
   const DType out = promote_types(dtype(), other.dtype());
+  check_alpha("add", out, alpha);
   Tensor bv = b.values.to(out);
   if (!(alpha.to_double() == 1.0)) bv = bv.mul(alpha);
   Tensor indices;
@@ -82,9 +89,11 @@ SparseTensor SparseTensor::add(const SparseTensor& other, const Scalar& alpha) c
 
 SparseTensor SparseTensor::t() const {
   const Impl& s = impl();
-  BP_CHECK(s.sparse_dim == 2 && dense_dim() == 0,
-           "[t] expects a 2-D sparse tensor with no dense dims, got sparse_dim ", s.sparse_dim,
-           " and dense_dim ", dense_dim());
+  BP_CHECK(dim() <= 2 && dense_dim() == 0,
+           "[t] expects a sparse tensor of at most 2 dims with no dense dims, got sparse_dim ",
+           s.sparse_dim, " and dense_dim ", dense_dim());
+  // As PyTorch, a copy: changing the transpose in place leaves this tensor.
+  if (s.sparse_dim < 2) return clone();
   Tensor swapped;
   {
     NoGradGuard no_grad;
@@ -92,7 +101,7 @@ SparseTensor SparseTensor::t() const {
                                      TensorOptions(DType::Int64).device(device()));
     swapped = s.indices.index_select(0, order);
   }
-  return make(std::move(swapped), s.values, DimVector{s.sizes[1], s.sizes[0]}, false);
+  return make(std::move(swapped), s.values.clone(), DimVector{s.sizes[1], s.sizes[0]}, false);
 }
 
 // --- dense and sparse -------------------------------------------------------
@@ -119,6 +128,7 @@ Tensor add(const Tensor& dense, const SparseTensor& sparse, const Scalar& alpha)
   BP_CHECK(dense.device() == sparse.device(), "[add] the tensors are on ",
            to_string(dense.device()), " and ", to_string(sparse.device()));
   const DType out = promote_types(dense.dtype(), sparse.dtype());
+  check_alpha("add", out, alpha);
   const Tensor v = scaled_values(sparse, out, alpha);
   const Tensor lin = linear_index(sparse._indices(), sparse.sizes());
   return scatter_add(dense.to(out).reshape(flat_shape(sparse)), 0, expand_to_rows(lin, v), v)
@@ -132,6 +142,7 @@ Tensor& add_(Tensor& dense, const SparseTensor& sparse, const Scalar& alpha) {
   const DType out = promote_types(dense.dtype(), sparse.dtype());
   BP_CHECK_TYPE(out == dense.dtype(), "[add_] result type ", out,
                 " can't be cast to the desired output type ", dense.dtype());
+  check_alpha("add_", out, alpha);
   if (!dense.is_contiguous()) {
     dense.add_(sparse.to_dense(), alpha);
     return dense;
@@ -183,8 +194,12 @@ Tensor addmm(const Tensor& input, const SparseTensor& sparse, const Tensor& dens
              const Scalar& beta, const Scalar& alpha) {
   Tensor prod = mm(sparse, dense);
   if (alpha.to_double() != 1.0) prod = prod.mul(alpha);
-  // As PyTorch: with beta 0 the input is ignored, NaN included.
-  if (beta.to_double() == 0.0) return prod.add(zeros_like(input).expand(prod.sizes()));
+  // As PyTorch: with beta 0 the input's values are ignored, NaN included;
+  // its shape must still broadcast to the product's (expand checks, no copy).
+  if (beta.to_double() == 0.0) {
+    (void)input.expand(prod.sizes());
+    return prod;
+  }
   const Tensor in = beta.to_double() == 1.0 ? input : input.mul(beta);
   return bp::add(in, prod);
 }

@@ -15,12 +15,13 @@
 //
 // Gradients: values may require grad (requires_grad_() flags them); the
 // operations below are differentiable in values and in their dense
-// operands, and grad() gives the gradient as a SparseTensor with the
-// tensor's own indices.
+// operands, and grad() gives the gradient as a coalesced SparseTensor, one
+// element per coordinate (PyTorch's form). The values share the caller's
+// memory but not its autograd state.
 //
 // Departures from PyTorch, both on purpose: sparse + dense has no overload
 // (PyTorch raises at run time: "add(sparse, dense) is not supported"), and
-// sum over dims returns a SparseResult that says which kind it holds.
+// sum over dims returns a SumResult that says which kind it holds.
 #pragma once
 
 #include <backplane/tensor.h>
@@ -79,13 +80,15 @@ class SparseTensor {
   SparseTensor neg() const;
   // this + alpha * other; coalesced when both are.
   SparseTensor add(const SparseTensor& other, const Scalar& alpha = 1) const;
-  // The transpose of a 2-D tensor with no dense dims (uncoalesced, as PyTorch).
+  // The transpose of a tensor of at most 2 dims with no dense dims, a copy
+  // (uncoalesced, as PyTorch).
   SparseTensor t() const;
 
   // Flags the values (a leaf) as requiring grad.
   SparseTensor& requires_grad_(bool requires_grad = true);
   bool requires_grad() const;
-  // The gradient of the values, on this tensor's indices; undefined if none.
+  // The gradient, coalesced: at each coordinate the derivative by the dense
+  // element there (PyTorch's form); undefined if none.
   SparseTensor grad() const;
 
   // PyTorch's text: tensor(indices=tensor(...), values=tensor(...), size=(...), nnz=N,
