@@ -169,7 +169,10 @@ Tensor mm(const SparseTensor& sparse, const Tensor& dense) {
   // recorded; it takes the coalesced form.
   const bool recording =
       GradMode::is_enabled() && (sparse.requires_grad() || dense.requires_grad());
-  if (!recording && has_override("core::sparse_mm", empty({0}, TensorOptions(out).device(dense.device())))) {
+  // The operand already of the result's dtype tells has_override the
+  // backend and dtype: no probe tensor on every call.
+  const Tensor& probe = sparse.dtype() == out ? sparse._values() : dense;
+  if (!recording && probe.dtype() == out && has_override("core::sparse_mm", probe)) {
     const SparseTensor c = sparse.coalesce();
     Tensor result = empty({sparse.size(0), dense.size(1)}, TensorOptions(out).device(dense.device()));
     if (detail::run_kernel_override("core::sparse_mm", {c._values().to(out), c._indices(), dense.to(out)},
