@@ -87,6 +87,7 @@ Suite default_suite() {
   add_composite_cases(suite);
   add_nn_cases(suite);
   add_sparse_cases(suite);
+  add_model_cases(suite);
   add_stream_cases(suite);
   add_dtype_cases(suite);
   return suite;

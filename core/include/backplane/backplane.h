@@ -9,6 +9,7 @@
 #include <backplane/error.h>
 #include <backplane/fallback.h>
 #include <backplane/named_ops.h>
+#include <backplane/nn.h>
 #include <backplane/nn_ops.h>
 #include <backplane/ops.h>
 #include <backplane/options.h>

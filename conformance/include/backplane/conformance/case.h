@@ -137,6 +137,8 @@ void add_composite_cases(Suite& suite);
 void add_nn_cases(Suite& suite);
 // Sparse COO tensors (SP-1): cases_sparse.cpp.
 void add_sparse_cases(Suite& suite);
+// The model layer (NN-1..NN-3): cases_model.cpp, cases_optim.cpp.
+void add_model_cases(Suite& suite);
 void add_stream_cases(Suite& suite);
 void add_dtype_cases(Suite& suite);
 // Autograd and copies/detach (AG-*, CP-*): cases_autograd_*.cpp.

@@ -1,0 +1,246 @@
+// The model layer on the default backend: what the conformance category
+// `model` does not cover (containers, traversal, initialisation statistics,
+// layer modes, to() with gradients, schedulers' state, clipping by value) and
+// a small training run that must learn. Expected values are worked out by
+// hand in the comments or follow from PyTorch's definitions.
+#include <backplane/backplane.h>
+#include <backplane/nn.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+using bp::DType;
+using bp::Tensor;
+namespace nn = bp::nn;
+namespace optim = bp::optim;
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ",") + x;
+  return s;
+}
+
+// A module with a parameter, a buffer and a nested child, as in PyTorch's docs.
+struct Net : nn::Module {
+  Net() : Module("Net") {
+    w = register_parameter("w", bp::zeros({2}));
+    running = register_buffer("running", bp::ones({2}));
+    fc = register_module("fc", std::make_shared<nn::Linear>(2, 3));
+    block = register_module("block", std::make_shared<nn::Sequential>(nn::Linear(3, 3), nn::ReLU()));
+  }
+  Tensor forward(const Tensor& x) override { return (*block)((*fc)(x * w)); }
+  Tensor w, running;
+  std::shared_ptr<nn::Linear> fc;
+  std::shared_ptr<nn::Sequential> block;
+};
+
+TEST(Module, NamesNestInRegistrationOrder) {
+  auto net = std::make_shared<Net>();
+  EXPECT_EQ(joined(net->named_parameters().keys()), "w,fc.weight,fc.bias,block.0.weight,block.0.bias");
+  EXPECT_EQ(joined(net->named_parameters(/*recurse=*/false).keys()), "w");
+  EXPECT_EQ(joined(net->named_buffers().keys()), "running");
+  EXPECT_EQ(joined(net->state_dict().keys()),
+            "w,running,fc.weight,fc.bias,block.0.weight,block.0.bias");
+  std::vector<std::string> modules;
+  for (const auto& [name, m] : net->named_modules()) modules.push_back(name + ":" + m->type_name());
+  EXPECT_EQ(joined(modules), ":Net,fc:Linear,block:Sequential,block.0:Linear,block.1:ReLU");
+  EXPECT_EQ(net->children().size(), 2u);
+}
+
+TEST(Module, SharedChildIsListedOnceAndStackModulesWork) {
+  nn::Module root("Root");  // not held by a shared_ptr
+  auto shared = std::make_shared<nn::Linear>(2, 2);
+  root.register_module("a", shared);
+  root.register_module("b", shared);
+  EXPECT_EQ(root.named_modules().size(), 2u);  // root and the shared Linear, once
+  // Parameters reachable twice are listed once, under their first name (an
+  // optimiser refuses a list with repeats); state_dict() has both names.
+  EXPECT_EQ(joined(root.named_parameters().keys()), "a.weight,a.bias");
+  EXPECT_EQ(joined(root.state_dict().keys()), "a.weight,a.bias,b.weight,b.bias");
+  EXPECT_NO_THROW(optim::SGD(root.parameters(), {}));
+}
+
+TEST(Module, ApplyVisitsChildrenFirst) {
+  auto net = std::make_shared<Net>();
+  std::vector<std::string> order;
+  net->apply([&](nn::Module& m) { order.push_back(m.type_name()); });
+  EXPECT_EQ(joined(order), "Linear,Linear,ReLU,Sequential,Net");
+}
+
+TEST(Module, ForwardOfAModuleWithoutOneNamesIt) {
+  nn::ModuleList list(nn::Linear(2, 2), nn::ReLU());
+  EXPECT_EQ(list.size(), 2u);
+  EXPECT_NE(message_of([&] { list(bp::zeros({2})); }).find("[ModuleList] this module has no"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] { list[2]; }).find("out of range"), std::string::npos);
+}
+
+TEST(Module, ToConvertsGradientsAndKeepsIdentity) {
+  nn::Linear fc(3, 2);
+  Tensor w = fc.weight;
+  fc(bp::ones({1, 3})).sum().backward();
+  ASSERT_TRUE(w.grad().defined());
+  fc.to(DType::Float64);
+  EXPECT_EQ(w.dtype(), DType::Float64);
+  EXPECT_EQ(w.grad().dtype(), DType::Float64);
+  // d(sum(x W^T + b))/dW = ones, converted with the parameter.
+  EXPECT_EQ(w.grad().to_vector<double>(), std::vector<double>(6, 1.0));
+  EXPECT_NE(message_of([&] { fc.to(DType::Int32); }).find("floating dtypes only"), std::string::npos);
+}
+
+TEST(Module, SetDataRefusesATensorThatRequiresGrad) {
+  Tensor t = bp::zeros({2});
+  Tensor src = bp::ones({3}).requires_grad_();
+  EXPECT_NE(message_of([&] { nn::set_data(t, src); }).find("must not require grad"), std::string::npos);
+  nn::set_data(t, src.detach());
+  EXPECT_EQ(t.to_vector<float>(), std::vector<float>({1, 1, 1}));
+}
+
+TEST(Init, KaimingUniformBoundsAndSpread) {
+  bp::manual_seed(3);
+  nn::Linear fc(256, 512);
+  // U(-1/16, 1/16): every value inside, the variance (1/16)^2 / 3.
+  const std::vector<float> w = fc.weight.to_vector<float>();
+  double sum = 0, sq = 0;
+  for (float v : w) {
+    ASSERT_LE(std::fabs(v), 1.0 / 16);
+    sum += v;
+    sq += double(v) * v;
+  }
+  const double n = static_cast<double>(w.size());
+  EXPECT_NEAR(sum / n, 0.0, 0.002);
+  EXPECT_NEAR(sq / n, 1.0 / (16.0 * 16.0 * 3.0), 1e-4);
+  // The same seed gives the same weights.
+  bp::manual_seed(3);
+  nn::Linear again(256, 512);
+  EXPECT_TRUE(bp::equal(fc.weight, again.weight));
+  EXPECT_DOUBLE_EQ(nn::init::calculate_gain("leaky_relu", std::sqrt(5.0)), std::sqrt(1.0 / 3.0));
+  EXPECT_EQ(nn::init::calculate_fan_in_and_fan_out(bp::zeros({8, 3, 5, 5})), std::make_pair(int64_t{75}, int64_t{200}));
+}
+
+TEST(Layers, DropoutFollowsTheMode) {
+  nn::Dropout drop(0.5);
+  const Tensor x = bp::ones({1000});
+  const std::vector<float> y = drop(x).to_vector<float>();
+  int kept = 0;
+  for (float v : y) {
+    ASSERT_TRUE(v == 0.0f || v == 2.0f);  // kept values scaled by 1 / (1 - p)
+    kept += v != 0.0f;
+  }
+  EXPECT_GT(kept, 400);
+  EXPECT_LT(kept, 600);
+  drop.eval();
+  EXPECT_TRUE(bp::equal(drop(x), x));
+  EXPECT_NE(message_of([] { nn::Dropout(1.5); }).find("between 0 and 1"), std::string::npos);
+}
+
+TEST(Layers, BatchNormCumulativeAverageWithoutMomentum) {
+  nn::BatchNorm2d bn(1, {.momentum = std::nullopt, .affine = false});
+  // Batches with means 1 and 3: the running mean is their average, 2.
+  bn(bp::full({2, 1, 1, 2}, 1.0));
+  bn(bp::full({2, 1, 1, 2}, 3.0));
+  EXPECT_FLOAT_EQ(bn.running_mean.item<float>(), 2.0f);
+  EXPECT_EQ(bn.num_batches_tracked.item<int64_t>(), 2);
+  // Constant batches have variance 0: with factors 1 then 1/2, running_var is 0.
+  EXPECT_FLOAT_EQ(bn.running_var.item<float>(), 0.0f);
+  bn.eval();
+  // Eval: (x - 2) / sqrt(0 + 1e-5).
+  EXPECT_NEAR(bn(bp::full({1, 1, 1, 1}, 2.5)).item<float>(), 0.5 / std::sqrt(1e-5), 1e-1);
+  EXPECT_NE(message_of([&] { bn(bp::zeros({2, 1, 3})); }).find("expected 4D input (got 3D input)"),
+            std::string::npos);
+}
+
+TEST(Layers, EmbeddingPaddingRowIsZeroAndGetsNoGradient) {
+  nn::Embedding emb(4, 2, -1);  // padding_idx 3
+  EXPECT_EQ(emb.padding_idx, 3);
+  EXPECT_EQ(emb.weight.select(0, 3).to_vector<float>(), std::vector<float>({0, 0}));
+  const Tensor idx = bp::tensor({int64_t{3}, int64_t{1}, int64_t{3}});
+  emb(idx).sum().backward();
+  EXPECT_EQ(emb.weight.grad().to_vector<float>(), std::vector<float>({0, 0, 1, 1, 0, 0, 0, 0}));
+  EXPECT_NE(message_of([] { nn::Embedding(4, 2, 4); }).find("padding_idx must be within"),
+            std::string::npos);
+}
+
+TEST(Layers, LinearChecksItsInput) {
+  nn::Linear fc(4, 3);
+  EXPECT_NE(message_of([&] { fc(bp::zeros({2, 5})); }).find("in_features = 4"), std::string::npos);
+  EXPECT_EQ(fc(bp::zeros({7, 2, 4})).sizes().size(), 3u);  // leading dims broadcast
+}
+
+TEST(Optim, SchedulerStepsEveryGroup) {
+  Tensor a = bp::zeros({1}).requires_grad_(), b = bp::zeros({1}).requires_grad_();
+  optim::SGD sgd({optim::ParamGroup{{a}, {}}, optim::ParamGroup{{b}, {{"lr", 1.0}}}}, {.lr = 0.1});
+  optim::StepLR sched(sgd, 1, 0.5);
+  sched.step();
+  sched.step();
+  EXPECT_EQ(sched.last_epoch(), 2);
+  const std::vector<double> lrs = sched.get_last_lr();
+  EXPECT_DOUBLE_EQ(lrs[0], 0.025);
+  EXPECT_DOUBLE_EQ(lrs[1], 0.25);
+}
+
+TEST(Optim, UnknownGroupOptionIsRefused) {
+  Tensor a = bp::zeros({1}).requires_grad_();
+  EXPECT_NE(message_of([&] { optim::SGD({optim::ParamGroup{{a}, {{"betas", 1.0}}}}, {}); })
+                .find("unknown option 'betas'"),
+            std::string::npos);
+}
+
+TEST(Clip, ByValueAndNothingToClip) {
+  Tensor p = bp::zeros({3}).requires_grad_();
+  p.set_grad(bp::tensor({-3.f, 0.5f, 2.f}));
+  nn::utils::clip_grad_value_({p}, 1.0);
+  EXPECT_EQ(p.grad().to_vector<float>(), std::vector<float>({-1, 0.5, 1}));
+  Tensor q = bp::zeros({3}).requires_grad_();
+  EXPECT_EQ(nn::utils::clip_grad_norm_({q}, 1.0).item<double>(), 0.0);
+  // A norm below max_norm leaves the gradients as they are: [3, 4] has norm 5.
+  Tensor r = bp::zeros({2}).requires_grad_();
+  r.set_grad(bp::tensor({3.f, 4.f}));
+  EXPECT_FLOAT_EQ(nn::utils::clip_grad_norm_({r}, 10.0).item<float>(), 5.0f);
+  EXPECT_EQ(r.grad().to_vector<float>(), std::vector<float>({3, 4}));
+  r.set_grad(bp::tensor({NAN, 4.f}));
+  EXPECT_NE(message_of([&] { nn::utils::clip_grad_norm_({r}, 1.0, 2.0, true); }).find("non-finite"),
+            std::string::npos);
+}
+
+// A two-layer MLP learns XOR-like labels of 2-D points with Adam and a
+// cosine schedule: the loss must fall by a factor of ten.
+TEST(Training, MlpLearns) {
+  bp::manual_seed(0);
+  const Tensor x = bp::rand({256, 2}) * 2.0 - 1.0;
+  const Tensor y = bp::ne(bp::gt(x.select(1, 0), 0.0), bp::gt(x.select(1, 1), 0.0)).to(DType::Int64);
+  nn::Sequential model(nn::Linear(2, 32), nn::ReLU(), nn::Linear(32, 2));
+  optim::Adam opt(model.parameters(), {.lr = 0.05});
+  optim::CosineAnnealingLR sched(opt, 200);
+  nn::CrossEntropyLoss criterion;
+  double first = 0, last = 0;
+  for (int step = 0; step < 200; ++step) {
+    opt.zero_grad();
+    const Tensor loss = criterion(model(x), y);
+    loss.backward();
+    opt.step();
+    sched.step();
+    (step == 0 ? first : last) = loss.item<double>();
+  }
+  EXPECT_LT(last, first / 10) << "loss " << first << " -> " << last;
+  bp::NoGradGuard no_grad;
+  const double accuracy = bp::eq(model(x).argmax(1), y).to(DType::Float64).mean().item<double>();
+  EXPECT_GT(accuracy, 0.95);
+}
+
+}  // namespace
