@@ -5,7 +5,11 @@
 #include <backplane/autograd.h>
 #include <backplane/conformance.h>
 #include <backplane/nn.h>
+#include <backplane/safetensors.h>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -172,6 +176,27 @@ void convert_case(const Context& ctx) {
   BP_EXPECT(!fc->weight.grad().defined() && !fc->bias.grad().defined(), "zero_grad() sets to none");
 }
 
+// A state dict through a safetensors file and back onto the device.
+void safetensors_case(const Context& ctx) {
+  auto a = network(ctx, DType::Float32);
+  (*a)(vals(ctx.device(), DType::Float32, {2, 2, 4, 4}, 0.3, 1.5));  // running stats move
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("bp-conformance-" + std::to_string(::getpid()) + ".safetensors"))
+                               .string();
+  struct Remove {
+    std::string p;
+    ~Remove() { std::filesystem::remove(p); }
+  } remove{path};
+  safetensors::save_file(a->state_dict(), path);
+  const auto loaded = safetensors::load_file(path, ctx.device());
+  auto b = network(ctx, DType::Float32);
+  b->load_state_dict(loaded);
+  for (const auto& [name, t] : a->state_dict()) {
+    BP_EXPECT_EQ(loaded[name].device(), ctx.device());
+    BP_EXPECT(equal(b->state_dict()[name], t), name, " differs after a safetensors round trip");
+  }
+}
+
 void relu_inplace_case(const Context& ctx) {
   nn::ReLU relu(true);
   Tensor leaf = ones({3}, ctx.options()).requires_grad_();
@@ -226,6 +251,7 @@ void add_model_cases(Suite& suite) {
   suite.add({"model.module.names", {"NN-1"}, kCategory, names_case});
   suite.add({"model.module.state_dict", {"NN-1"}, kCategory, state_dict_case});
   suite.add({"model.module.to", {"NN-1"}, kCategory, convert_case});
+  suite.add({"model.module.safetensors", {"NN-1"}, kCategory, safetensors_case});
   suite.add({"model.relu_inplace", {"NN-2"}, kCategory, relu_inplace_case});
   suite.add({"model.print", {"NN-2"}, kCategory, print_case});
   for (DType dt : {DType::Float32, DType::Float64})

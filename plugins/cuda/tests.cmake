@@ -11,7 +11,8 @@ target_compile_definitions(cuda_plugin_test PRIVATE
 add_dependencies(cuda_plugin_test backplane_plugin_cuda)
 gtest_discover_tests(cuda_plugin_test
   DISCOVERY_MODE PRE_TEST
-  TEST_PREFIX "cuda_plugin_test.")
+  TEST_PREFIX "cuda_plugin_test."
+  PROPERTIES SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
 if(TARGET backplane_unit_tests)
   add_dependencies(backplane_unit_tests cuda_plugin_test)
 endif()

@@ -1,0 +1,320 @@
+// Safetensors files: the header's checks, the bytes of tensors on any
+// device, atomic saving and mapped loading.
+#include <backplane/autograd.h>
+#include <backplane/error.h>
+#include <backplane/ops.h>
+#include <backplane/safetensors.h>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "../internal.h"
+
+namespace bp::safetensors {
+
+static_assert(std::endian::native == std::endian::little,
+              "safetensors data is little-endian; this build would need to swap bytes");
+
+namespace {
+
+using json = nlohmann::json;
+constexpr uint64_t kMaxHeader = 100'000'000;  // as the Rust reader's MAX_HEADER_SIZE
+
+struct DTypeName {
+  DType dtype;
+  const char* name;
+};
+constexpr DTypeName kNames[] = {
+    {DType::Bool, "BOOL"},     {DType::UInt8, "U8"},      {DType::Int8, "I8"},
+    {DType::Int16, "I16"},     {DType::Int32, "I32"},     {DType::Int64, "I64"},
+    {DType::Float16, "F16"},   {DType::BFloat16, "BF16"}, {DType::Float32, "F32"},
+    {DType::Float64, "F64"},
+};
+
+[[noreturn]] void bad(const std::string& what, const std::string& why) {
+  detail::raise<ValueError>("[safetensors] ", what, ": ", why);
+}
+
+uint64_t read_u64_le(const std::byte* p) {
+  uint64_t v = 0;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+// numel * itemsize, or nullopt past 2^63.
+std::optional<uint64_t> byte_size(const std::vector<int64_t>& shape, DType dtype) {
+  unsigned __int128 n = itemsize(dtype);
+  for (int64_t s : shape) {
+    n *= static_cast<uint64_t>(s);
+    if (n > static_cast<unsigned __int128>(std::numeric_limits<int64_t>::max())) return std::nullopt;
+  }
+  return static_cast<uint64_t>(n);
+}
+
+// The header of a file of `total` bytes whose first bytes are `head`.
+Header parse(std::span<const std::byte> head, uint64_t total, const std::string& what) {
+  if (total < 8) bad(what, detail::concat("the file has ", total, " bytes, fewer than the 8 of the header size"));
+  const uint64_t n = read_u64_le(head.data());
+  if (n > kMaxHeader) bad(what, detail::concat("the header size is ", n, " bytes, more than the limit of ", kMaxHeader));
+  if (n > total - 8)
+    bad(what, detail::concat("the header size is ", n, " bytes but only ", total - 8,
+                             " follow it (is the file truncated?)"));
+  if (head.size() < 8 + n) bad(what, "internal: the header was not read whole");
+  const char* text = reinterpret_cast<const char*>(head.data() + 8);
+  if (n == 0 || text[0] != '{') bad(what, "the header is not a JSON object (it must begin with '{')");
+
+  std::set<std::string> seen;
+  std::string repeated;
+  json j;
+  try {
+    j = json::parse(text, text + n, [&](int depth, json::parse_event_t ev, json& parsed) {
+      if (ev == json::parse_event_t::key && depth == 1 && !seen.insert(parsed.get<std::string>()).second)
+        repeated = parsed.get<std::string>();
+      return true;
+    });
+  } catch (const json::exception& e) {
+    bad(what, std::string("the header is not valid JSON: ") + e.what());
+  }
+  if (!repeated.empty()) bad(what, "the header names '" + repeated + "' twice");
+  if (!j.is_object()) bad(what, "the header is not a JSON object");
+
+  Header h;
+  h.data_start = 8 + n;
+  const uint64_t data_size = total - h.data_start;
+  for (auto& [name, v] : j.items()) {
+    if (name == "__metadata__") {
+      if (!v.is_object()) bad(what, "__metadata__ must be an object of strings");
+      for (auto& [k, s] : v.items()) {
+        if (!s.is_string()) bad(what, "__metadata__ value of '" + k + "' is not a string");
+        h.metadata[k] = s.get<std::string>();
+      }
+      continue;
+    }
+    const std::string where = "tensor '" + name + "'";
+    if (!v.is_object()) bad(what, where + " is not an object");
+    for (const char* field : {"dtype", "shape", "data_offsets"})
+      if (!v.contains(field)) bad(what, where + " has no \"" + field + "\"");
+    if (!v["dtype"].is_string()) bad(what, where + ": \"dtype\" is not a string");
+    Entry e;
+    e.name = name;
+    const std::string dt = v["dtype"].get<std::string>();
+    const std::optional<DType> d = dtype_from_name(dt);
+    if (!d) bad(what, where + " has dtype " + dt + ", which Backplane does not have");
+    e.dtype = *d;
+    if (!v["shape"].is_array()) bad(what, where + ": \"shape\" is not an array");
+    for (auto& s : v["shape"]) {
+      if (!s.is_number_integer() || s.get<int64_t>() < 0)
+        bad(what, where + ": \"shape\" holds " + s.dump() + ", not a size >= 0");
+      e.shape.push_back(s.get<int64_t>());
+    }
+    const json& off = v["data_offsets"];
+    if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
+      bad(what, where + ": \"data_offsets\" must be two integers >= 0, got " + off.dump());
+    e.begin = off[0].get<uint64_t>();
+    e.end = off[1].get<uint64_t>();
+    if (e.begin > e.end || e.end > data_size)
+      bad(what, detail::concat(where, ": data_offsets [", e.begin, ", ", e.end,
+                               "] are not within the data part of ", data_size, " bytes"));
+    const std::optional<uint64_t> size = byte_size(e.shape, e.dtype);
+    if (!size || *size != e.end - e.begin)
+      bad(what, detail::concat(where, ": ", dt, " of shape ", IntArrayRef(e.shape), " needs ",
+                               size ? std::to_string(*size) : std::string("more than 2^63"),
+                               " bytes, data_offsets give ", e.end - e.begin));
+    h.entries.push_back(std::move(e));
+  }
+  std::stable_sort(h.entries.begin(), h.entries.end(), [](const Entry& a, const Entry& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  uint64_t at = 0;
+  for (const Entry& e : h.entries) {
+    if (e.begin < at) bad(what, detail::concat("tensor '", e.name, "' overlaps the tensor before it (at byte ", e.begin, ")"));
+    if (e.begin > at) bad(what, detail::concat("bytes ", at, " to ", e.begin, " of the data belong to no tensor"));
+    at = e.end;
+  }
+  if (at != data_size)
+    bad(what, detail::concat("the data part has ", data_size, " bytes but the tensors cover ", at));
+  return h;
+}
+
+// The bytes of a contiguous copy of t, written to `out` (numel * itemsize).
+void copy_bytes(const Tensor& t, std::byte* out) {
+  if (t.numel() == 0) return;
+  NoGradGuard no_grad;
+  const Tensor c = t.detach().contiguous();
+  Backend& b = c.impl()->storage->backend();
+  b.read_to_host(c.device().index, detail::current_stream_of(c.device()), out, c.impl()->storage->data(),
+                 c.impl()->storage->offset() + static_cast<uint64_t>(c.storage_offset()) * c.itemsize(),
+                 static_cast<uint64_t>(c.numel()) * c.itemsize());
+}
+
+nn::NamedTensors make_tensors(const Header& h, const std::byte* data, std::optional<Device> device,
+                              const std::string& what) {
+  const Device dev = device.value_or(default_device());
+  nn::NamedTensors out;
+  for (const Entry& e : h.entries) {
+    const std::byte* p = data + e.begin;
+    if (e.dtype == DType::Bool) {
+      for (uint64_t i = e.begin; i < e.end; ++i)
+        if (std::to_integer<uint8_t>(data[i]) > 1)
+          bad(what, "BOOL tensor '" + e.name + "' holds a byte other than 0 and 1");
+    }
+    out.insert(e.name, from_blob(p, e.dtype, IntArrayRef(e.shape), dev));
+  }
+  return out;
+}
+
+std::string errno_text() { return std::strerror(errno); }
+
+// A read-only mapping of a whole file.
+class Mapping {
+ public:
+  explicit Mapping(const std::string& path) {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) bad("'" + path + "'", "cannot open it: " + errno_text());
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0) bad("'" + path + "'", "cannot stat it: " + errno_text());
+    if (!S_ISREG(st.st_mode)) bad("'" + path + "'", "it is not a regular file");
+    size_ = static_cast<std::size_t>(st.st_size);
+    if (size_ == 0) return;
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
+    if (p == MAP_FAILED) bad("'" + path + "'", "cannot map it: " + errno_text());
+    data_ = static_cast<const std::byte*>(p);
+  }
+  ~Mapping() {
+    if (data_) ::munmap(const_cast<std::byte*>(data_), size_);
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  std::span<const std::byte> bytes() const { return {data_, size_}; }
+
+ private:
+  int fd_ = -1;
+  const std::byte* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+}  // namespace
+
+const char* dtype_name(DType dtype) {
+  for (const auto& n : kNames)
+    if (n.dtype == dtype) return n.name;
+  detail::raise<TypeError>("[safetensors] dtype ", dtype, " has no safetensors name");
+}
+
+std::optional<DType> dtype_from_name(const std::string& name) {
+  for (const auto& n : kNames)
+    if (name == n.name) return n.dtype;
+  return std::nullopt;
+}
+
+std::vector<std::byte> serialize(const nn::NamedTensors& tensors, const Metadata& metadata) {
+  std::vector<std::pair<std::string, Tensor>> items(tensors.begin(), tensors.end());
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    BP_CHECK(items[i].second.defined(), "[safetensors] tensor '", items[i].first, "' is undefined");
+    BP_CHECK(items[i].first != "__metadata__", "[safetensors] '__metadata__' is not a tensor name");
+    for (std::size_t k = 0; k < i; ++k)
+      BP_CHECK(!items[i].second.shares_storage(items[k].second) || items[i].second.numel() == 0,
+               "[safetensors] '", items[k].first, "' and '", items[i].first,
+               "' share memory, which a file cannot keep; save one of them, or a clone");
+  }
+  // Widest first, so every tensor starts at a multiple of its element size.
+  std::stable_sort(items.begin(), items.end(), [](const auto& a, const auto& b) {
+    return a.second.itemsize() > b.second.itemsize();
+  });
+  json header = json::object();
+  uint64_t at = 0;
+  for (const auto& [name, t] : items) {
+    const uint64_t n = static_cast<uint64_t>(t.numel()) * t.itemsize();
+    header[name] = {{"dtype", dtype_name(t.dtype())},
+                    {"shape", std::vector<int64_t>(t.sizes().begin(), t.sizes().end())},
+                    {"data_offsets", {at, at + n}}};
+    at += n;
+  }
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  std::vector<std::byte> out(8 + text.size() + at);
+  const uint64_t n = text.size();
+  std::memcpy(out.data(), &n, 8);
+  std::memcpy(out.data() + 8, text.data(), text.size());
+  std::byte* data = out.data() + 8 + text.size();
+  for (const auto& [name, t] : items) {
+    const uint64_t begin = header[name]["data_offsets"][0].get<uint64_t>();
+    copy_bytes(t, data + begin);
+  }
+  return out;
+}
+
+Header parse_header(std::span<const std::byte> bytes, const std::string& what) {
+  return parse(bytes, bytes.size(), what);
+}
+
+nn::NamedTensors deserialize(std::span<const std::byte> bytes, std::optional<Device> device,
+                             const std::string& what) {
+  const Header h = parse(bytes, bytes.size(), what);
+  return make_tensors(h, bytes.data() + h.data_start, device, what);
+}
+
+void save_file(const nn::NamedTensors& tensors, const std::string& path, const Metadata& metadata) {
+  const std::vector<std::byte> bytes = serialize(tensors, metadata);
+  std::string tmp = path + ".XXXXXX";
+  const int fd = ::mkstemp(tmp.data());
+  if (fd < 0) bad("'" + path + "'", "cannot create a file beside it: " + errno_text());
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      const std::string why = errno_text();
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      bad("'" + path + "'", "cannot write it: " + why);
+    }
+    done += static_cast<std::size_t>(w);
+  }
+  ::fchmod(fd, 0644);
+  const bool synced = ::fsync(fd) == 0;
+  ::close(fd);
+  if (!synced || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = errno_text();
+    ::unlink(tmp.c_str());
+    bad("'" + path + "'", "cannot write it: " + why);
+  }
+}
+
+nn::NamedTensors load_file(const std::string& path, std::optional<Device> device) {
+  const Mapping m(path);
+  const std::string what = "'" + path + "'";
+  const Header h = parse(m.bytes(), m.bytes().size(), what);
+  return make_tensors(h, m.bytes().data() + h.data_start, device, what);
+}
+
+Header read_header(const std::string& path) {
+  const Mapping m(path);  // only the header's pages are touched
+  return parse(m.bytes(), m.bytes().size(), "'" + path + "'");
+}
+
+}  // namespace bp::safetensors
+
+namespace bp::nn {
+
+void save(const Module& module, const std::string& path, const safetensors::Metadata& metadata) {
+  safetensors::save_file(module.state_dict(), path, metadata);
+}
+
+LoadResult load(Module& module, const std::string& path, bool strict) {
+  return module.load_state_dict(safetensors::load_file(path), strict);
+}
+
+}  // namespace bp::nn
