@@ -103,6 +103,35 @@ TEST(Module, ToConvertsGradientsAndKeepsIdentity) {
   EXPECT_NE(message_of([&] { fc.to(DType::Int32); }).find("floating dtypes only"), std::string::npos);
 }
 
+TEST(Module, ContainersTakeModulesByMove) {
+  nn::Sequential inner(nn::Linear(2, 2), nn::ReLU());
+  nn::Sequential outer(std::move(inner), nn::Linear(2, 1));
+  EXPECT_EQ(joined(outer.named_parameters().keys()), "0.0.weight,0.0.bias,1.weight,1.bias");
+  EXPECT_EQ(outer(bp::ones({3, 2})).size(1), 1);
+}
+
+TEST(Module, SetDataKeepsVersionAndIsNoView) {
+  Tensor buf = bp::arange(6, DType::Float32);
+  buf.add_(1);
+  const uint32_t version = buf.version();
+  nn::set_data(buf, buf.narrow(0, 0, 3));
+  EXPECT_FALSE(buf.is_view());
+  EXPECT_EQ(buf.version(), version);
+  EXPECT_EQ(buf.to_vector<float>(), std::vector<float>({1, 2, 3}));
+  buf.add_(1);
+  EXPECT_EQ(buf.version(), version + 1);
+}
+
+TEST(Module, PrintsFloatsAndSizesAsPython) {
+  EXPECT_EQ(nn::BatchNorm2d(3, {.eps = 1e-4, .momentum = 0.01}).extra_repr(),
+            "3, eps=0.0001, momentum=0.01, affine=True, track_running_stats=True");
+  EXPECT_EQ(nn::Dropout(1e-5).extra_repr(), "p=1e-05, inplace=False");
+  EXPECT_EQ(nn::LayerNorm({4}, 1e20).extra_repr(), "(4,), eps=1e+20, elementwise_affine=True");
+  EXPECT_EQ(nn::Dropout(0.125).extra_repr(), "p=0.125, inplace=False");
+  EXPECT_EQ(nn::MaxPool2d(bp::Size2{2, 2}).extra_repr(),
+            "kernel_size=(2, 2), stride=(2, 2), padding=0, dilation=1, ceil_mode=False");
+}
+
 TEST(Module, SetDataRefusesATensorThatRequiresGrad) {
   Tensor t = bp::zeros({2});
   Tensor src = bp::ones({3}).requires_grad_();
@@ -192,6 +221,27 @@ TEST(Optim, SchedulerStepsEveryGroup) {
   const std::vector<double> lrs = sched.get_last_lr();
   EXPECT_DOUBLE_EQ(lrs[0], 0.025);
   EXPECT_DOUBLE_EQ(lrs[1], 0.25);
+}
+
+TEST(Optim, AdamWDecaysByDefaultAdamDoesNot) {
+  Tensor a = bp::zeros({1}).requires_grad_();
+  EXPECT_EQ(optim::AdamW({a}, {.lr = 0.1}).param_groups()[0]["weight_decay"], 1e-2);
+  EXPECT_EQ(optim::Adam({a}, {.lr = 0.1}).param_groups()[0]["weight_decay"], 0.0);
+  EXPECT_EQ(optim::AdamW({a}, {.weight_decay = 0.0}).param_groups()[0]["weight_decay"], 0.0);
+}
+
+TEST(Optim, AmsgradTurnedOnLateIsRefusedBeforeAnyChange) {
+  Tensor a = bp::ones({2}).requires_grad_(), b = bp::ones({2}).requires_grad_();
+  optim::Adam adam({a, b}, {.lr = 0.1});
+  a.set_grad(bp::ones({2}));
+  b.set_grad(bp::ones({2}));
+  adam.step();
+  adam.param_groups()[0]["amsgrad"] = 1;
+  const Tensor a_before = a.detach().clone();
+  EXPECT_NE(message_of([&] { adam.step(); }).find("amsgrad was turned on after the first step"),
+            std::string::npos);
+  EXPECT_TRUE(bp::equal(a, a_before));
+  EXPECT_EQ(adam.state(a).numbers.at("step"), 1.0);
 }
 
 TEST(Optim, UnknownGroupOptionIsRefused) {

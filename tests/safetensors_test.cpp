@@ -171,6 +171,10 @@ TEST(Safetensors, MalformedFilesAreRefusedWithTheReason) {
   EXPECT_NE(error_of(file_bytes(R"({"x":{"dtype":"BOOL","shape":[2],"data_offsets":[0,2]}})", {1, 2}))
                 .find("other than 0 and 1"),
             std::string::npos);
+  EXPECT_NE(error_of(file_bytes(R"({"x":{"dtype":"F32","shape":[1,1,1,1,1,1,1,1,1],"data_offsets":[0,4]}})",
+                                {0, 0, 0, 0}))
+                .find("9 dims; Backplane tensors have at most 8"),
+            std::string::npos);
   // Trailing spaces in the header are allowed (Python pads with them).
   EXPECT_NO_THROW(st::deserialize(file_bytes(ok + "   ", eight)));
 }
@@ -205,6 +209,12 @@ TEST(Safetensors, SavingIsAtomicAndRefusesSharedMemory) {
             std::string::npos);
   EXPECT_NE(message_of([&] { st::load_file(dir / "missing.safetensors"); }).find("cannot open it"),
             std::string::npos);
+  // A write that fails at the rename (the target is a directory) removes its temporary file.
+  fs::create_directory(dir / "taken");
+  EXPECT_NE(message_of([&] { st::save_file(first, dir / "taken"); }).find("cannot write it"), std::string::npos);
+  EXPECT_EQ(std::distance(fs::directory_iterator(fs::path(path).parent_path()), fs::directory_iterator()), 2)
+      << "only model.safetensors and the directory";
+  EXPECT_NE(message_of([&] { st::load_file(dir / "taken"); }).find("not a regular file"), std::string::npos);
 }
 
 TEST(Safetensors, ModuleSaveAndLoad) {
@@ -214,12 +224,14 @@ TEST(Safetensors, ModuleSaveAndLoad) {
   bp::nn::Sequential b(bp::nn::Linear(3, 4), bp::nn::BatchNorm2d(4));
   bp::nn::load(b, dir / "a.safetensors");
   for (const auto& [name, t] : a.state_dict()) EXPECT_TRUE(bp::equal(t, b.state_dict()[name])) << name;
-  // Into a module of another shape: refused, unchanged.
-  bp::nn::Sequential c(bp::nn::Linear(3, 5), bp::nn::BatchNorm2d(4));
+  // Into a module whose last layer differs: refused, and the first layer,
+  // which matches, is not loaded either.
+  bp::nn::Sequential c(bp::nn::Linear(3, 4), bp::nn::BatchNorm2d(5));
   const Tensor before = c.state_dict()["0.weight"].clone();
-  EXPECT_NE(message_of([&] { bp::nn::load(c, dir / "a.safetensors"); }).find("size mismatch for 0.weight"),
+  EXPECT_NE(message_of([&] { bp::nn::load(c, dir / "a.safetensors"); }).find("size mismatch for 1.weight"),
             std::string::npos);
   EXPECT_TRUE(bp::equal(c.state_dict()["0.weight"], before));
+  EXPECT_FALSE(bp::equal(c.state_dict()["0.weight"], a.state_dict()["0.weight"]));
 }
 
 // Python reads what Backplane writes, when this machine's Python has the

@@ -42,8 +42,6 @@ const std::vector<Named>& optimizers() {
   auto adamw = [](AdamOptions o) {
     return [o](std::vector<Tensor> p) { return std::make_unique<AdamW>(std::move(p), o); };
   };
-  AdamOptions adamw_default = AdamW::with_default_decay();
-  adamw_default.lr = 0.01;
   static const std::vector<Named> all = {
       {"sgd", sgd({.lr = 0.1})},
       {"sgd.momentum", sgd({.lr = 0.1, .momentum = 0.9, .dampening = 0.2, .weight_decay = 0.01})},
@@ -52,7 +50,7 @@ const std::vector<Named>& optimizers() {
       {"adam", adam({.lr = 0.01})},
       {"adam.decay", adam({.lr = 0.01, .beta1 = 0.8, .beta2 = 0.95, .eps = 1e-6, .weight_decay = 0.1})},
       {"adam.amsgrad", adam({.lr = 0.02, .amsgrad = true, .maximize = true})},
-      {"adamw", adamw(adamw_default)},
+      {"adamw", adamw({.lr = 0.01})},  // AdamW's own default weight decay, 1e-2
       {"adamw.amsgrad", adamw({.lr = 0.01, .weight_decay = 0.05, .amsgrad = true})},
   };
   return all;
@@ -126,15 +124,21 @@ void refusals_case(const Context& ctx) {
                      "more than one parameter group");
   BP_EXPECT_MENTIONS(BP_ERROR_MESSAGE(AutogradError, optim::SGD({p.p0 * 2}, {.lr = 0.1})), "non-leaf");
 
-  // A state whose shapes differ from the parameters' is refused, changing nothing.
+  BP_EXPECT_MENTIONS(BP_ERROR_MESSAGE(ValueError, optim::SGD(std::vector<Tensor>{}, {.lr = 0.1})),
+                     "empty parameter list");
+
+  // A state whose last tensor's shape differs from its parameter's is
+  // refused, changing nothing: not the first parameter's state, not the options.
   optim::Adam adam({p.p0, p.p1}, {});
   set_grads(ctx, p, DType::Float32, 0);
   adam.step();
   auto state = adam.state_dict();
   Params q = params(ctx, DType::Float32);
-  optim::Adam other({q.p1, q.p0}, {});  // the parameters in the other order
+  Tensor wrong = zeros({6}, ctx.options()).requires_grad_();
+  optim::Adam other({q.p0, wrong}, {.lr = 0.5});
   BP_EXPECT_MENTIONS(BP_ERROR_MESSAGE(ValueError, other.load_state_dict(state)), "exp_avg", "shape");
-  BP_EXPECT(other.state(q.p0).tensors.empty(), "a refused state dict changed the optimiser");
+  BP_EXPECT(other.state_dict().state.empty(), "a refused state dict changed the optimiser's state");
+  BP_EXPECT_EQ(other.param_groups()[0]["lr"], 0.5, "a refused state dict changed the options");
   optim::Adam fewer({q.p0}, {});
   BP_EXPECT_MENTIONS(BP_ERROR_MESSAGE(ValueError, fewer.load_state_dict(state)), "doesn't match");
 }

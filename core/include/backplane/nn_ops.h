@@ -23,8 +23,9 @@ namespace bp {
 // Two sizes (height, width); one number stands for both.
 struct Size2 {
   std::array<int64_t, 2> v{0, 0};
+  bool pair = false;  // given as two numbers (printed as a tuple, as PyTorch)
   Size2(int64_t both) : v{both, both} {}  // NOLINT: implicit, as PyTorch's ints
-  Size2(int64_t h, int64_t w) : v{h, w} {}
+  Size2(int64_t h, int64_t w) : v{h, w}, pair(true) {}
   int64_t operator[](int i) const { return v[static_cast<std::size_t>(i)]; }
 };
 

@@ -30,6 +30,8 @@ class VersionCounter {
  public:
   uint32_t get() const noexcept { return v_.load(std::memory_order_relaxed); }
   void bump() noexcept { v_.fetch_add(1, std::memory_order_relaxed); }
+  // Continues another counter's count (a tensor given new data keeps its history).
+  void reset_to(uint32_t v) noexcept { v_.store(v, std::memory_order_relaxed); }
 
  private:
   std::atomic<uint32_t> v_{0};

@@ -12,20 +12,37 @@
 namespace bp::nn {
 
 namespace {
-// Python's repr of a float: shortest round trip, always with a '.' or an exponent.
+// Python's repr of a float: the shortest digits that round-trip, written
+// positionally when the decimal exponent is in [-4, 16), else as 1e-05.
 std::string py_float(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   char buf[64];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);
-  std::string s(buf, r.ptr);
-  if (s.find_first_of(".e") == std::string::npos) s += ".0";
-  return s;
+  auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
+  const std::string sci(buf, r.ptr);  // "-1.2345e-05"
+  const std::size_t e = sci.find('e');
+  const int exp = std::stoi(sci.substr(e + 1));
+  const bool negative = sci[0] == '-';
+  std::string digits;
+  for (char c : sci.substr(0, e))
+    if (c >= '0' && c <= '9') digits += c;
+  std::string out = negative ? "-" : "";
+  if (exp < -4 || exp >= 16) {
+    out += digits.substr(0, 1);
+    if (digits.size() > 1) out += "." + digits.substr(1);
+    out += exp < 0 ? "e-" : "e+";
+    const std::string mag = std::to_string(exp < 0 ? -exp : exp);
+    return out + (mag.size() < 2 ? "0" : "") + mag;
+  }
+  if (exp < 0) return out + "0." + std::string(static_cast<std::size_t>(-exp - 1), '0') + digits;
+  const std::size_t point = static_cast<std::size_t>(exp) + 1;
+  if (digits.size() <= point) return out + digits + std::string(point - digits.size(), '0') + ".0";
+  return out + digits.substr(0, point) + "." + digits.substr(point);
 }
 const char* py_bool(bool b) { return b ? "True" : "False"; }
 std::string tuple(Size2 s) { return bp::detail::concat("(", s[0], ", ", s[1], ")"); }
-// An int when both sizes agree (as PyTorch prints an int argument).
-std::string int_or_tuple(Size2 s) { return s[0] == s[1] ? std::to_string(s[0]) : tuple(s); }
+// As it was given: an int, or a tuple for two numbers (as PyTorch prints them).
+std::string int_or_tuple(Size2 s) { return s.pair ? tuple(s) : std::to_string(s[0]); }
 
 }  // namespace
 

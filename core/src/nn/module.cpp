@@ -60,10 +60,16 @@ void set_data(Tensor& t, const Tensor& src) {
   TensorImpl* dst = t.impl();
   const TensorImpl* s = src.impl();
   if (dst == s) return;
+  // t keeps its own version count (as PyTorch's `.data =`), continued in a
+  // counter of its own: the new memory's other users have their own history.
+  const uint32_t version = dst->version->get();
   dst->storage = s->storage;
-  dst->own_version = s->own_version;
-  dst->version = s->version;
-  dst->base = s->base;
+  if (!dst->own_version) {
+    dst->own_version = make_intrusive<SharedVersionCounter>();
+    dst->own_version->counter.reset_to(version);
+  }
+  dst->version = &dst->own_version->counter;
+  dst->base.reset();  // not a view, even of src's base: t owns its handle to the memory
   dst->sizes = s->sizes;
   dst->strides = s->strides;
   dst->offset = s->offset;

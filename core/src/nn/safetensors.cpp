@@ -14,6 +14,7 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -112,6 +113,9 @@ Header parse(std::span<const std::byte> head, uint64_t total, const std::string&
     if (!d) bad(what, where + " has dtype " + dt + ", which Backplane does not have");
     e.dtype = *d;
     if (!v["shape"].is_array()) bad(what, where + ": \"shape\" is not an array");
+    if (v["shape"].size() > static_cast<std::size_t>(kMaxDims))
+      bad(what, detail::concat(where, " has ", v["shape"].size(), " dims; Backplane tensors have at most ",
+                               kMaxDims));
     for (auto& s : v["shape"]) {
       if (!s.is_number_integer() || s.get<int64_t>() < 0)
         bad(what, where + ": \"shape\" holds " + s.dump() + ", not a size >= 0");
@@ -143,6 +147,16 @@ Header parse(std::span<const std::byte> head, uint64_t total, const std::string&
   }
   if (at != data_size)
     bad(what, detail::concat("the data part has ", data_size, " bytes but the tensors cover ", at));
+  // Bool bytes, where the data was given (read_header reads the header alone).
+  if (head.size() >= total) {
+    const std::byte* data = head.data() + h.data_start;
+    for (const Entry& e : h.entries) {
+      if (e.dtype != DType::Bool) continue;
+      for (uint64_t i = e.begin; i < e.end; ++i)
+        if (std::to_integer<uint8_t>(data[i]) > 1)
+          bad(what, "BOOL tensor '" + e.name + "' holds a byte other than 0 and 1");
+    }
+  }
   return h;
 }
 
@@ -157,37 +171,39 @@ void copy_bytes(const Tensor& t, std::byte* out) {
                  static_cast<uint64_t>(c.numel()) * c.itemsize());
 }
 
-nn::NamedTensors make_tensors(const Header& h, const std::byte* data, std::optional<Device> device,
-                              const std::string& what) {
+// The tensors of a checked header (parse has seen the whole file).
+nn::NamedTensors make_tensors(const Header& h, const std::byte* data, std::optional<Device> device) {
   const Device dev = device.value_or(default_device());
   nn::NamedTensors out;
-  for (const Entry& e : h.entries) {
-    const std::byte* p = data + e.begin;
-    if (e.dtype == DType::Bool) {
-      for (uint64_t i = e.begin; i < e.end; ++i)
-        if (std::to_integer<uint8_t>(data[i]) > 1)
-          bad(what, "BOOL tensor '" + e.name + "' holds a byte other than 0 and 1");
-    }
-    out.insert(e.name, from_blob(p, e.dtype, IntArrayRef(e.shape), dev));
-  }
+  for (const Entry& e : h.entries) out.insert(e.name, from_blob(data + e.begin, e.dtype, IntArrayRef(e.shape), dev));
   return out;
 }
 
 std::string errno_text() { return std::strerror(errno); }
 
+// The process's umask, read without changing it (umask(2) would, for every thread).
+mode_t current_umask() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("Umask:", 0) == 0) return static_cast<mode_t>(std::stoul(line.substr(6), nullptr, 8));
+  return 022;
+}
+
 // A read-only mapping of a whole file.
 class Mapping {
  public:
   explicit Mapping(const std::string& path) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: a FIFO given by mistake is refused below, not waited on.
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd_ < 0) bad("'" + path + "'", "cannot open it: " + errno_text());
     struct stat st {};
-    if (::fstat(fd_, &st) != 0) bad("'" + path + "'", "cannot stat it: " + errno_text());
-    if (!S_ISREG(st.st_mode)) bad("'" + path + "'", "it is not a regular file");
+    if (::fstat(fd_, &st) != 0) fail(path, "cannot stat it: " + errno_text());
+    if (!S_ISREG(st.st_mode)) fail(path, "it is not a regular file");
     size_ = static_cast<std::size_t>(st.st_size);
     if (size_ == 0) return;
     void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
-    if (p == MAP_FAILED) bad("'" + path + "'", "cannot map it: " + errno_text());
+    if (p == MAP_FAILED) fail(path, "cannot map it: " + errno_text());
     data_ = static_cast<const std::byte*>(p);
   }
   ~Mapping() {
@@ -199,6 +215,13 @@ class Mapping {
   std::span<const std::byte> bytes() const { return {data_, size_}; }
 
  private:
+  // The destructor does not run for a constructor that throws: close first.
+  [[noreturn]] void fail(const std::string& path, const std::string& why) {
+    ::close(fd_);
+    fd_ = -1;
+    bad("'" + path + "'", why);
+  }
+
   int fd_ = -1;
   const std::byte* data_ = nullptr;
   std::size_t size_ = 0;
@@ -263,7 +286,7 @@ Header parse_header(std::span<const std::byte> bytes, const std::string& what) {
 nn::NamedTensors deserialize(std::span<const std::byte> bytes, std::optional<Device> device,
                              const std::string& what) {
   const Header h = parse(bytes, bytes.size(), what);
-  return make_tensors(h, bytes.data() + h.data_start, device, what);
+  return make_tensors(h, bytes.data() + h.data_start, device);
 }
 
 void save_file(const nn::NamedTensors& tensors, const std::string& path, const Metadata& metadata) {
@@ -283,10 +306,10 @@ void save_file(const nn::NamedTensors& tensors, const std::string& path, const M
     }
     done += static_cast<std::size_t>(w);
   }
-  ::fchmod(fd, 0644);
-  const bool synced = ::fsync(fd) == 0;
+  // mkstemp makes the file 0600; a saved file gets the mode any new file gets.
+  const bool done_ok = ::fchmod(fd, 0666 & ~current_umask()) == 0 && ::fsync(fd) == 0;
   ::close(fd);
-  if (!synced || ::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (!done_ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
     const std::string why = errno_text();
     ::unlink(tmp.c_str());
     bad("'" + path + "'", "cannot write it: " + why);
@@ -297,7 +320,7 @@ nn::NamedTensors load_file(const std::string& path, std::optional<Device> device
   const Mapping m(path);
   const std::string what = "'" + path + "'";
   const Header h = parse(m.bytes(), m.bytes().size(), what);
-  return make_tensors(h, m.bytes().data() + h.data_start, device, what);
+  return make_tensors(h, m.bytes().data() + h.data_start, device);
 }
 
 Header read_header(const std::string& path) {

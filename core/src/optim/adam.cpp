@@ -9,12 +9,12 @@
 namespace bp::optim {
 
 namespace {
-std::map<std::string, double> adam_defaults(const AdamOptions& o) {
+std::map<std::string, double> adam_defaults(const AdamOptions& o, double default_decay) {
   return {{"lr", o.lr},
           {"beta1", o.beta1},
           {"beta2", o.beta2},
           {"eps", o.eps},
-          {"weight_decay", o.weight_decay},
+          {"weight_decay", o.weight_decay.value_or(default_decay)},
           {"amsgrad", o.amsgrad ? 1.0 : 0.0},
           {"maximize", o.maximize ? 1.0 : 0.0}};
 }
@@ -24,10 +24,10 @@ Adam::Adam(std::vector<Tensor> params, AdamOptions options)
     : Adam(std::vector<ParamGroup>{ParamGroup{std::move(params), {}}}, options) {}
 
 Adam::Adam(std::vector<ParamGroup> groups, AdamOptions options)
-    : Adam("Adam", std::move(groups), options) {}
+    : Adam("Adam", std::move(groups), options, 0.0) {}
 
-Adam::Adam(std::string name, std::vector<ParamGroup> groups, AdamOptions options)
-    : Optimizer(std::move(name), std::move(groups), adam_defaults(options)) {
+Adam::Adam(std::string name, std::vector<ParamGroup> groups, AdamOptions options, double default_decay)
+    : Optimizer(std::move(name), std::move(groups), adam_defaults(options, default_decay)) {
   add_pending();
 }
 
@@ -45,6 +45,15 @@ void Adam::step() { update(false); }
 
 void Adam::update(bool decoupled) {
   NoGradGuard no_grad;
+  // Checked for every parameter before any changes, so a refused step changes nothing.
+  for (ParamGroup& g : param_groups()) {
+    if (g["amsgrad"] == 0) continue;
+    for (Tensor& p : g.params) {
+      const ParamState& st = state(p);
+      BP_CHECK(!p.grad().defined() || st.tensors.empty() || st.tensors.count("max_exp_avg_sq"), "[",
+               name(), "] amsgrad was turned on after the first step: the state has no max_exp_avg_sq");
+    }
+  }
   for (ParamGroup& g : param_groups()) {
     const double lr = g["lr"], beta1 = g["beta1"], beta2 = g["beta2"], eps = g["eps"],
                  weight_decay = g["weight_decay"];
@@ -73,8 +82,7 @@ void Adam::update(bool decoupled) {
       const double bias_correction2_sqrt = std::sqrt(1 - std::pow(beta2, step));
       Tensor second = exp_avg_sq;
       if (amsgrad) {
-        Tensor& max_sq = st.tensors["max_exp_avg_sq"];
-        BP_CHECK(max_sq.defined(), "[", name(), "] amsgrad was turned on after the first step");
+        Tensor& max_sq = st.tensors.at("max_exp_avg_sq");
         max_sq.copy_(maximum(max_sq, exp_avg_sq));
         second = max_sq;
       }
@@ -88,7 +96,7 @@ AdamW::AdamW(std::vector<Tensor> params, AdamOptions options)
     : AdamW(std::vector<ParamGroup>{ParamGroup{std::move(params), {}}}, options) {}
 
 AdamW::AdamW(std::vector<ParamGroup> groups, AdamOptions options)
-    : Adam("AdamW", std::move(groups), options) {}
+    : Adam("AdamW", std::move(groups), options, 1e-2) {}
 
 void AdamW::step() { update(true); }
 

@@ -18,7 +18,8 @@ double ParamGroup::operator[](const std::string& name) const {
 Optimizer::Optimizer(std::string name, std::vector<ParamGroup> groups,
                      std::map<std::string, double> defaults)
     : name_(std::move(name)), defaults_(std::move(defaults)) {
-  BP_CHECK(!groups.empty(), "[", name_, "] optimizer got an empty parameter list");
+  BP_CHECK(!groups.empty() && !(groups.size() == 1 && groups[0].params.empty()), "[", name_,
+           "] optimizer got an empty parameter list");
   // The groups are added by the derived constructor, once check_group works.
   groups_.reserve(groups.size());
   pending_ = std::move(groups);
@@ -78,7 +79,8 @@ OptimizerState Optimizer::state_dict() const {
   for (const auto& g : groups_) {
     OptimizerState::Group og{g.options, {}};
     for (const auto& p : g.params) {
-      if (auto it = state_.find(p.impl()); it != state_.end()) {
+      auto it = state_.find(p.impl());
+      if (it != state_.end() && !(it->second.state.tensors.empty() && it->second.state.numbers.empty())) {
         ParamState copy;
         copy.numbers = it->second.state.numbers;
         for (const auto& [k, t] : it->second.state.tensors) copy.tensors[k] = t.detach().clone();

@@ -194,6 +194,9 @@ std::shared_ptr<Module> hold(M&& m) {
     return std::forward<M>(m);
   } else {
     static_assert(std::is_base_of_v<Module, T>, "Sequential and ModuleList hold modules");
+    // A module is not copyable: pass a temporary, std::move(m), or a shared_ptr.
+    static_assert(!std::is_lvalue_reference_v<M>,
+                  "pass a module by value (a temporary or std::move) or as a shared_ptr");
     return std::make_shared<T>(std::forward<M>(m));
   }
 }

@@ -151,8 +151,9 @@ class Module : public std::enable_shared_from_this<Module> {
 };
 
 // Replaces t's data with src's (shape, dtype, device and memory), keeping
-// t's identity and autograd state: PyTorch's `param.data = src`. Every
-// handle to t sees src's values; src must not require grad.
+// t's identity, autograd state and version count: PyTorch's
+// `param.data = src`. Every handle to t sees src's values; t shares src's
+// memory but is not a view; src must not require grad.
 void set_data(Tensor& t, const Tensor& src);
 
 }  // namespace bp::nn

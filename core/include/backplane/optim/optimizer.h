@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -116,7 +117,8 @@ struct AdamOptions {
   double beta1 = 0.9;
   double beta2 = 0.999;
   double eps = 1e-8;
-  double weight_decay = 0.0;  // Adam: added to the gradient; AdamW: decoupled (default 1e-2 there)
+  // Adam: added to the gradient (default 0); AdamW: decoupled (default 1e-2).
+  std::optional<double> weight_decay;
   bool amsgrad = false;
   bool maximize = false;
 };
@@ -131,7 +133,7 @@ class Adam : public Optimizer {
   void step() override;
 
  protected:
-  Adam(std::string name, std::vector<ParamGroup> groups, AdamOptions options);
+  Adam(std::string name, std::vector<ParamGroup> groups, AdamOptions options, double default_decay);
   void check_group(const ParamGroup& group) const override;
   void update(bool decoupled_weight_decay);
 };
@@ -140,14 +142,9 @@ class Adam : public Optimizer {
 // step without weight decay in the gradient. Its default weight_decay is 1e-2.
 class AdamW : public Adam {
  public:
-  AdamW(std::vector<Tensor> params, AdamOptions options = with_default_decay());
-  AdamW(std::vector<ParamGroup> groups, AdamOptions options = with_default_decay());
+  AdamW(std::vector<Tensor> params, AdamOptions options = {});
+  AdamW(std::vector<ParamGroup> groups, AdamOptions options = {});
   void step() override;
-  static AdamOptions with_default_decay() {
-    AdamOptions o;
-    o.weight_decay = 1e-2;
-    return o;
-  }
 };
 
 }  // namespace bp::optim
