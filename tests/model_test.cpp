@@ -7,6 +7,8 @@
 #include <backplane/nn.h>
 #include <gtest/gtest.h>
 
+#include "test_util.h"
+
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -19,15 +21,7 @@ using bp::DType;
 using bp::Tensor;
 namespace nn = bp::nn;
 namespace optim = bp::optim;
-
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using bp::testing::message_of;
 
 std::string joined(const std::vector<std::string>& v) {
   std::string s;
@@ -85,9 +79,9 @@ TEST(Module, ApplyVisitsChildrenFirst) {
 TEST(Module, ForwardOfAModuleWithoutOneNamesIt) {
   nn::ModuleList list(nn::Linear(2, 2), nn::ReLU());
   EXPECT_EQ(list.size(), 2u);
-  EXPECT_NE(message_of([&] { list(bp::zeros({2})); }).find("[ModuleList] this module has no"),
+  EXPECT_NE(message_of<bp::NotImplementedError>([&] { list(bp::zeros({2})); }).find("[ModuleList] this module has no"),
             std::string::npos);
-  EXPECT_NE(message_of([&] { list[2]; }).find("out of range"), std::string::npos);
+  EXPECT_NE(message_of<bp::IndexError>([&] { list[2]; }).find("out of range"), std::string::npos);
 }
 
 TEST(Module, ToConvertsGradientsAndKeepsIdentity) {
@@ -100,7 +94,7 @@ TEST(Module, ToConvertsGradientsAndKeepsIdentity) {
   EXPECT_EQ(w.grad().dtype(), DType::Float64);
   // d(sum(x W^T + b))/dW = ones, converted with the parameter.
   EXPECT_EQ(w.grad().to_vector<double>(), std::vector<double>(6, 1.0));
-  EXPECT_NE(message_of([&] { fc.to(DType::Int32); }).find("floating dtypes only"), std::string::npos);
+  EXPECT_NE(message_of<bp::TypeError>([&] { fc.to(DType::Int32); }).find("floating dtypes only"), std::string::npos);
 }
 
 TEST(Module, ContainersTakeModulesByMove) {
@@ -135,7 +129,7 @@ TEST(Module, PrintsFloatsAndSizesAsPython) {
 TEST(Module, SetDataRefusesATensorThatRequiresGrad) {
   Tensor t = bp::zeros({2});
   Tensor src = bp::ones({3}).requires_grad_();
-  EXPECT_NE(message_of([&] { nn::set_data(t, src); }).find("must not require grad"), std::string::npos);
+  EXPECT_NE(message_of<bp::AutogradError>([&] { nn::set_data(t, src); }).find("must not require grad"), std::string::npos);
   nn::set_data(t, src.detach());
   EXPECT_EQ(t.to_vector<float>(), std::vector<float>({1, 1, 1}));
 }
@@ -175,7 +169,7 @@ TEST(Layers, DropoutFollowsTheMode) {
   EXPECT_LT(kept, 600);
   drop.eval();
   EXPECT_TRUE(bp::equal(drop(x), x));
-  EXPECT_NE(message_of([] { nn::Dropout(1.5); }).find("between 0 and 1"), std::string::npos);
+  EXPECT_NE(message_of<bp::ValueError>([] { nn::Dropout(1.5); }).find("between 0 and 1"), std::string::npos);
 }
 
 TEST(Layers, BatchNormCumulativeAverageWithoutMomentum) {
@@ -190,7 +184,7 @@ TEST(Layers, BatchNormCumulativeAverageWithoutMomentum) {
   bn.eval();
   // Eval: (x - 2) / sqrt(0 + 1e-5).
   EXPECT_NEAR(bn(bp::full({1, 1, 1, 1}, 2.5)).item<float>(), 0.5 / std::sqrt(1e-5), 1e-1);
-  EXPECT_NE(message_of([&] { bn(bp::zeros({2, 1, 3})); }).find("expected 4D input (got 3D input)"),
+  EXPECT_NE(message_of<bp::ValueError>([&] { bn(bp::zeros({2, 1, 3})); }).find("expected 4D input (got 3D input)"),
             std::string::npos);
 }
 
@@ -201,13 +195,13 @@ TEST(Layers, EmbeddingPaddingRowIsZeroAndGetsNoGradient) {
   const Tensor idx = bp::tensor({int64_t{3}, int64_t{1}, int64_t{3}});
   emb(idx).sum().backward();
   EXPECT_EQ(emb.weight.grad().to_vector<float>(), std::vector<float>({0, 0, 1, 1, 0, 0, 0, 0}));
-  EXPECT_NE(message_of([] { nn::Embedding(4, 2, 4); }).find("padding_idx must be within"),
+  EXPECT_NE(message_of<bp::ValueError>([] { nn::Embedding(4, 2, 4); }).find("padding_idx must be within"),
             std::string::npos);
 }
 
 TEST(Layers, LinearChecksItsInput) {
   nn::Linear fc(4, 3);
-  EXPECT_NE(message_of([&] { fc(bp::zeros({2, 5})); }).find("in_features = 4"), std::string::npos);
+  EXPECT_NE(message_of<bp::ValueError>([&] { fc(bp::zeros({2, 5})); }).find("in_features = 4"), std::string::npos);
   EXPECT_EQ(fc(bp::zeros({7, 2, 4})).sizes().size(), 3u);  // leading dims broadcast
 }
 
@@ -238,7 +232,7 @@ TEST(Optim, AmsgradTurnedOnLateIsRefusedBeforeAnyChange) {
   adam.step();
   adam.param_groups()[0]["amsgrad"] = 1;
   const Tensor a_before = a.detach().clone();
-  EXPECT_NE(message_of([&] { adam.step(); }).find("amsgrad was turned on after the first step"),
+  EXPECT_NE(message_of<bp::ValueError>([&] { adam.step(); }).find("amsgrad was turned on after the first step"),
             std::string::npos);
   EXPECT_TRUE(bp::equal(a, a_before));
   EXPECT_EQ(adam.state(a).numbers.at("step"), 1.0);
@@ -246,7 +240,7 @@ TEST(Optim, AmsgradTurnedOnLateIsRefusedBeforeAnyChange) {
 
 TEST(Optim, UnknownGroupOptionIsRefused) {
   Tensor a = bp::zeros({1}).requires_grad_();
-  EXPECT_NE(message_of([&] { optim::SGD({optim::ParamGroup{{a}, {{"betas", 1.0}}}}, {}); })
+  EXPECT_NE(message_of<bp::ValueError>([&] { optim::SGD({optim::ParamGroup{{a}, {{"betas", 1.0}}}}, {}); })
                 .find("unknown option 'betas'"),
             std::string::npos);
 }
@@ -264,7 +258,7 @@ TEST(Clip, ByValueAndNothingToClip) {
   EXPECT_FLOAT_EQ(nn::utils::clip_grad_norm_({r}, 10.0).item<float>(), 5.0f);
   EXPECT_EQ(r.grad().to_vector<float>(), std::vector<float>({3, 4}));
   r.set_grad(bp::tensor({NAN, 4.f}));
-  EXPECT_NE(message_of([&] { nn::utils::clip_grad_norm_({r}, 1.0, 2.0, true); }).find("non-finite"),
+  EXPECT_NE(message_of<bp::ValueError>([&] { nn::utils::clip_grad_norm_({r}, 1.0, 2.0, true); }).find("non-finite"),
             std::string::npos);
 }
 

@@ -6,6 +6,8 @@
 #include <backplane/safetensors.h>
 #include <gtest/gtest.h>
 
+#include "test_util.h"
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -23,14 +25,8 @@ using bp::Tensor;
 namespace st = bp::safetensors;
 namespace fs = std::filesystem;
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const bp::ValueError& e) {
-    return e.what();
-  }
-  return "(no ValueError)";
-}
+// The message of the ValueError f throws (a test failure when it throws none).
+std::string message_of(const std::function<void()>& f) { return bp::testing::message_of<bp::ValueError>(f); }
 
 class TempDir {
  public:

@@ -303,6 +303,14 @@ std::string print_elements(const Tensor& t, int indent);
 // default device (false when there is none).
 bool is_default_device(Device d);
 
+// The raw bytes of contiguous `c` (numel * itemsize) into host memory,
+// waiting for the device (to_vector, safetensors).
+void read_bytes(const Tensor& c, void* out);
+
+// A parameter's gradient set to none, or zeroed in place (cut from any graph
+// first): Module::zero_grad and Optimizer::zero_grad.
+void clear_grad(Tensor& param, bool set_to_none);
+
 // Both on one device, else an error naming both (DV-1).
 void check_same_device(const char* op, const Tensor& a, const Tensor& b);
 

@@ -204,23 +204,29 @@ void Tensor::record_stream(const Stream& stream) const {
   impl()->storage->record_stream(stream.handle());
 }
 
+namespace detail {
+void read_bytes(const Tensor& c, void* out) {
+  if (c.numel() == 0) return;
+  // The storage's own backend: it stays usable after PluginLoader::unload,
+  // so a tensor outliving its plugin's registration can still be read.
+  const StorageImpl& s = *c.impl()->storage;
+  s.backend().read_to_host(c.device().index, current_stream_of(c.device()), out, s.data(),
+                           s.offset() + static_cast<uint64_t>(c.storage_offset()) * c.itemsize(),
+                           static_cast<uint64_t>(c.numel()) * c.itemsize());
+}
+}  // namespace detail
+
 template <class T>
 std::vector<T> Tensor::to_vector() const {
   Tensor c = is_contiguous() ? *this : contiguous();
   const std::size_t n = static_cast<std::size_t>(c.numel());
   std::vector<T> out(n);
   if (n == 0) return out;
-  // The storage's own backend: it stays usable after PluginLoader::unload,
-  // so a tensor outliving its plugin's registration can still be read.
-  Backend& b = c.impl()->storage->backend();
   visit(c.dtype(), [&](auto tag) {
     // Raw element type on the device (bytes for bool: vector<bool> has no data()).
     using S = std::conditional_t<std::is_same_v<decltype(tag), bool>, uint8_t, decltype(tag)>;
     std::vector<S> raw(n);
-    b.read_to_host(c.device().index, detail::current_stream_of(c.device()), raw.data(),
-                   c.impl()->storage->data(),
-                   c.impl()->storage->offset() + static_cast<uint64_t>(c.storage_offset()) * sizeof(S),
-                   n * sizeof(S));
+    detail::read_bytes(c, raw.data());
     for (std::size_t i = 0; i < n; ++i) {
       if constexpr (std::is_same_v<T, bool>)
         out[i] = raw[i] != S(0);

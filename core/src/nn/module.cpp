@@ -258,22 +258,30 @@ void Module::to(Device device, DType dtype) {
   convert(device, dtype);
 }
 
-void Module::zero_grad(bool set_to_none) {
-  for (Tensor& p : parameters()) {
-    Tensor g = p.grad();
-    if (!g.defined()) continue;
-    if (set_to_none) {
-      p.set_grad(Tensor());
-    } else {
-      NoGradGuard no_grad;
-      // A gradient that is part of a graph (create_graph) is cut loose first, as PyTorch.
-      if (g.requires_grad()) {
-        g = g.detach();
-        p.set_grad(g);
-      }
-      g.zero_();
-    }
+}  // namespace bp::nn
+
+namespace bp::detail {
+void clear_grad(Tensor& p, bool set_to_none) {
+  Tensor g = p.grad();
+  if (!g.defined()) return;
+  if (set_to_none) {
+    p.set_grad(Tensor());
+    return;
   }
+  NoGradGuard no_grad;
+  // A gradient that is part of a graph (create_graph) is cut loose first, as PyTorch.
+  if (g.requires_grad()) {
+    g = g.detach();
+    p.set_grad(g);
+  }
+  g.zero_();
+}
+}  // namespace bp::detail
+
+namespace bp::nn {
+
+void Module::zero_grad(bool set_to_none) {
+  for (Tensor& p : parameters()) detail::clear_grad(p, set_to_none);
 }
 
 void Module::apply(const std::function<void(Module&)>& fn) {

@@ -160,17 +160,6 @@ Header parse(std::span<const std::byte> head, uint64_t total, const std::string&
   return h;
 }
 
-// The bytes of a contiguous copy of t, written to `out` (numel * itemsize).
-void copy_bytes(const Tensor& t, std::byte* out) {
-  if (t.numel() == 0) return;
-  NoGradGuard no_grad;
-  const Tensor c = t.detach().contiguous();
-  Backend& b = c.impl()->storage->backend();
-  b.read_to_host(c.device().index, detail::current_stream_of(c.device()), out, c.impl()->storage->data(),
-                 c.impl()->storage->offset() + static_cast<uint64_t>(c.storage_offset()) * c.itemsize(),
-                 static_cast<uint64_t>(c.numel()) * c.itemsize());
-}
-
 // The tensors of a checked header (parse has seen the whole file).
 nn::NamedTensors make_tensors(const Header& h, const std::byte* data, std::optional<Device> device) {
   const Device dev = device.value_or(default_device());
@@ -272,9 +261,10 @@ std::vector<std::byte> serialize(const nn::NamedTensors& tensors, const Metadata
   std::memcpy(out.data(), &n, 8);
   std::memcpy(out.data() + 8, text.data(), text.size());
   std::byte* data = out.data() + 8 + text.size();
+  NoGradGuard no_grad;
   for (const auto& [name, t] : items) {
     const uint64_t begin = header[name]["data_offsets"][0].get<uint64_t>();
-    copy_bytes(t, data + begin);
+    detail::read_bytes(t.detach().contiguous(), data + begin);
   }
   return out;
 }

@@ -1,9 +1,10 @@
 // bp::optim::Optimizer: groups, per-parameter state, zero_grad and state dicts.
-#include <backplane/autograd.h>
 #include <backplane/error.h>
 #include <backplane/optim/optimizer.h>
 
 #include <set>
+
+#include "../internal.h"
 
 namespace bp::optim {
 
@@ -49,22 +50,8 @@ void Optimizer::add_param_group(ParamGroup group) {
 }
 
 void Optimizer::zero_grad(bool set_to_none) {
-  for (auto& g : groups_) {
-    for (Tensor& p : g.params) {
-      Tensor grad = p.grad();
-      if (!grad.defined()) continue;
-      if (set_to_none) {
-        p.set_grad(Tensor());
-        continue;
-      }
-      NoGradGuard no_grad;
-      if (grad.requires_grad()) {
-        grad = grad.detach();
-        p.set_grad(grad);
-      }
-      grad.zero_();
-    }
-  }
+  for (auto& g : groups_)
+    for (Tensor& p : g.params) detail::clear_grad(p, set_to_none);
 }
 
 ParamState& Optimizer::state(const Tensor& param) {
