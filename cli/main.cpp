@@ -21,6 +21,7 @@ const char* kExamples =
     "  backplane conformance --backend ./build/lib/backplane/libbackplane_cpu_onednn.so\n"
     "  backplane --plugin-path ~/my-plugins --backend mine devices\n"
     "  backplane fuzz --backend sim --seconds 60 --seed 1\n"
+    "  backplane train --backend opencl --model cnn --epochs 15\n"
     "  backplane ops\n"
     "  backplane new-plugin mydev && cd mydev   # a plugin project to start from\n"
     "  backplane help conformance\n";
@@ -52,6 +53,7 @@ std::vector<std::unique_ptr<Command>> all_commands() {
   commands.push_back(make_conformance_command());
   commands.push_back(make_fuzz_command());
   commands.push_back(make_perf_command());
+  commands.push_back(make_train_command());
   commands.push_back(make_ops_command());
   commands.push_back(make_new_plugin_command());
   commands.push_back(make_version_command());

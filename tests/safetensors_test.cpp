@@ -28,18 +28,7 @@ namespace fs = std::filesystem;
 // The message of the ValueError f throws (a test failure when it throws none).
 std::string message_of(const std::function<void()>& f) { return bp::testing::message_of<bp::ValueError>(f); }
 
-class TempDir {
- public:
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "bp-safetensors-XXXXXX").string();
-    path_ = ::mkdtemp(t.data());
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
+using TempDir = bp::testing::TempDir;
 
 // A file's bytes: the 8-byte size, the header text, then `data`.
 std::vector<std::byte> file_bytes(const std::string& header, const std::vector<uint8_t>& data = {},
