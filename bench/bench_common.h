@@ -35,10 +35,15 @@ inline constexpr int64_t kConvFlops = 2 * kConvN * kConvO * kConvHW * kConvHW * 
 inline constexpr int64_t kBlockN = 8, kBlockC = 64;
 // Sparse x dense: a kSparseRows-square sparse matrix by kSparseRows x kSparseCols.
 inline constexpr int64_t kSparseRows = 4096, kSparseCols = 256;
+// An optimiser step: kOptimTensors weights of kOptimElems float32 and as
+// many biases of kOptimSmall (4M elements in all).
+inline constexpr int kOptimTensors = 8;
+inline constexpr int64_t kOptimElems = int64_t{1} << 19, kOptimSmall = 512;
 // Registers them (bench_nn.cpp).
 void register_nn_benchmarks();
 void register_matmul_benchmarks();  // bench_matmul.cpp
 void register_sparse_benchmarks();  // bench_sparse.cpp
+void register_optim_benchmarks();   // bench_optim.cpp
 
 // Registers the */<backend> device benchmarks when the selected backend is not
 // the default CPU one; returns its name (empty when none).

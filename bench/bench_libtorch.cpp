@@ -3,6 +3,14 @@
 // CMake finds Torch.
 #include <ATen/ATen.h>
 #include <benchmark/benchmark.h>
+#if __has_include(<torch/optim/adam.h>)
+#include <torch/optim/adam.h>
+#include <torch/optim/sgd.h>
+#define BACKPLANE_BENCH_TORCH_OPTIM 1
+#endif
+
+#include <memory>
+#include <vector>
 
 #include "bench_common.h"
 
@@ -127,9 +135,40 @@ void sparse_mm_libtorch(benchmark::State& state, double density) {
   }
 }
 
+#ifdef BACKPLANE_BENCH_TORCH_OPTIM
+// torch::optim's step over the parameter set of bench_optim.cpp.
+void optim_step_libtorch(benchmark::State& state, bool adam) {
+  at::manual_seed(0);
+  std::vector<at::Tensor> ps;
+  for (int i = 0; i < kOptimTensors; ++i)
+    for (int64_t n : {kOptimElems, kOptimSmall}) {
+      at::Tensor p = at::randn({n}).set_requires_grad(true);
+      p.mutable_grad() = at::randn({n}) * 0.01;
+      ps.push_back(p);
+    }
+  std::unique_ptr<torch::optim::Optimizer> opt;
+  if (adam)
+    opt = std::make_unique<torch::optim::Adam>(ps, torch::optim::AdamOptions(1e-3));
+  else
+    opt = std::make_unique<torch::optim::SGD>(ps, torch::optim::SGDOptions(1e-2).momentum(0.9));
+  opt->step();
+  for (auto _ : state) opt->step();
+  state.SetBytesProcessed(state.iterations() * (adam ? 7 : 5) * kOptimTensors * (kOptimElems + kOptimSmall) *
+                          int64_t{sizeof(float)});
+}
+#endif
+
 }  // namespace
 
 void register_libtorch_benchmarks() {
+#ifdef BACKPLANE_BENCH_TORCH_OPTIM
+  benchmark::RegisterBenchmark("adam_step/libtorch", optim_step_libtorch, true)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("sgd_step/libtorch", optim_step_libtorch, false)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+#endif
   benchmark::RegisterBenchmark("sparse_mm_1pct/libtorch", sparse_mm_libtorch, 0.01)
       ->UseRealTime()
       ->Unit(benchmark::kMillisecond);

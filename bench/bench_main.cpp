@@ -192,6 +192,7 @@ void register_benchmarks() {
   register_nn_benchmarks();
   register_matmul_benchmarks();
   register_sparse_benchmarks();
+  register_optim_benchmarks();
 #ifdef BACKPLANE_BENCH_WITH_LIBTORCH
   register_libtorch_benchmarks();
 #endif
@@ -346,7 +347,11 @@ int main(int argc, char** argv) {
               "sparse_mm_1pct/backplane", false);
   print_ratio(reporter, "sparse_mm 0.1% composite/kernel", "sparse_mm_0.1pct/composite",
               "sparse_mm_0.1pct/backplane", false);
+  print_ratio(reporter, "adam_step fused/composite", "adam_step/backplane", "adam_step/composite", false);
+  print_ratio(reporter, "sgd_step fused/composite", "sgd_step/backplane", "sgd_step/composite", false);
 #ifdef BACKPLANE_BENCH_WITH_LIBTORCH
+  print_ratio(reporter, "adam_step backplane/libtorch", "adam_step/backplane", "adam_step/libtorch", false);
+  print_ratio(reporter, "sgd_step backplane/libtorch", "sgd_step/backplane", "sgd_step/libtorch", false);
   print_ratio(reporter, "sparse_mm 1% backplane/libtorch", "sparse_mm_1pct/backplane",
               "sparse_mm_1pct/libtorch", false);
   print_ratio(reporter, "sparse_mm 0.1% backplane/libtorch", "sparse_mm_0.1pct/backplane",

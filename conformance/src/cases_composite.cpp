@@ -10,6 +10,7 @@
 
 #include "case_checks.h"
 #include "case_util.h"
+#include "model_fixture.h"
 
 namespace bp::conformance {
 
@@ -193,6 +194,7 @@ void overrides_match_composite(const Context& ctx) {
       agree("sparse_mm with no stored element", [&] { return mm(none, random({4, 3})); });
     }
   }
+  for (DType d : {DType::Float32, DType::Float64}) checked += check_fused_updates(ctx, d);
   if (checked == 0) BP_SKIP("the backend overrides no composite op");
 }
 

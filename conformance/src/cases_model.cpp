@@ -1,7 +1,8 @@
 // The model layer on the device under test (NN-1, NN-2): modules' names,
 // state dicts and their refusals, modes, conversions, a small CNN's
 // training forward and backward against PyTorch 1.13 (model_fixture.h),
-// the printed forms, and ReLU(inplace)'s errors.
+// the printed forms, and ReLU(inplace)'s errors; the same network trained
+// side by side on the device and on the reference backend.
 #include <backplane/autograd.h>
 #include <backplane/conformance.h>
 #include <backplane/nn.h>
@@ -245,6 +246,76 @@ void print_case(const Context&) {
   BP_EXPECT_EQ(all, std::string(model::fixture("print.layers").text));
 }
 
+// NN-1..NN-3 against the reference backend: the same network (Conv2d,
+// BatchNorm2d, ReLU(inplace), MaxPool2d, Dropout, Flatten, Linear) from the
+// same initial weights, on the same batches and dropout seeds, trained four
+// steps with SGD (momentum, Nesterov, weight decay) and then Adam on the
+// device under test and on the reference: logits, losses, every gradient,
+// every parameter after each step, the running statistics and the eval
+// logits agree. The convolution has no bias, as before batch norm in
+// ResNets: batch norm removes it, its gradient is rounding noise, and Adam
+// would turn that noise into steps of lr.
+void side_by_side_case(const Context& ctx, DType dt) {
+  const double tol = dt == DType::Float64 ? 1e-9 : 2e-4;
+  const uint64_t seed = ctx.case_seed("model.side_by_side");
+  auto make = [&](Device device) {
+    manual_seed(seed);  // the default initialisation, from the same numbers on both sides
+    auto net = std::make_shared<nn::Sequential>(
+        nn::Conv2d(3, 6, 3, {.padding = 1, .bias = false}), nn::BatchNorm2d(6), nn::ReLU(true), nn::MaxPool2d(2),
+        nn::Dropout(0.2), nn::Flatten(), nn::Linear(6 * 4 * 4, 5));
+    net->to(device, dt);
+    return net;
+  };
+  auto dut = make(ctx.device()), ref = make(ctx.reference_device());
+  auto agree = [&](const Tensor& mine, const Tensor& theirs, const std::string& what) {
+    const Tensor here = mine.detach().to(ctx.reference_device());
+    BP_EXPECT(allclose(here, theirs.detach(), tol, tol), what, " (", dt, ") differs from the reference's by ",
+              (here - theirs.detach()).abs().max().item<double>());
+  };
+  const auto ref_params = ref->named_parameters();
+  for (const auto& [name, p] : dut->named_parameters()) agree(p, ref_params[name], "initial " + name);
+  std::vector<std::unique_ptr<optim::Optimizer>> opts;
+  for (auto* net : {dut.get(), ref.get()})
+    opts.push_back(std::make_unique<optim::SGD>(
+        net->parameters(), optim::SGDOptions{.lr = 0.05, .momentum = 0.9, .weight_decay = 1e-3, .nesterov = true}));
+  nn::CrossEntropyLoss criterion;
+  for (int step = 0; step < 4; ++step) {
+    if (step == 2)  // the second half with Adam, from SGD's weights
+      for (std::size_t k = 0; k < 2; ++k)
+        opts[k] = std::make_unique<optim::Adam>((k == 0 ? dut : ref)->parameters(), optim::AdamOptions{.lr = 0.01});
+    manual_seed(seed + 1 + static_cast<uint64_t>(step));
+    const Tensor x_ref = randn({4, 3, 8, 8}, ctx.reference_options(dt));
+    const Tensor y_ref = from_vector(std::vector<int64_t>{step % 5, 1, 4, (step + 2) % 5}, {4},
+                                     ctx.reference_options(DType::Int64));
+    const std::string at = " at step " + std::to_string(step);
+    Tensor out[2], loss[2];
+    for (std::size_t k = 0; k < 2; ++k) {
+      nn::Module& net = k == 0 ? *dut : *ref;
+      const Device device = k == 0 ? ctx.device() : ctx.reference_device();
+      opts[k]->zero_grad();
+      manual_seed(seed + 100 + static_cast<uint64_t>(step));  // the same dropout mask on both sides
+      out[k] = net(x_ref.to(device));
+      loss[k] = criterion(out[k], y_ref.to(device));
+      loss[k].backward();
+    }
+    agree(out[0], out[1], "logits" + at);
+    agree(loss[0], loss[1], "loss" + at);
+    const auto ref_now = ref->named_parameters();
+    for (const auto& [name, p] : dut->named_parameters()) agree(p.grad(), ref_now[name].grad(), name + ".grad" + at);
+    for (auto& o : opts) o->step();
+    for (const auto& [name, p] : dut->named_parameters()) agree(p, ref_now[name], name + " after the update" + at);
+  }
+  const auto ref_buffers = ref->named_buffers();
+  for (const auto& [name, b] : dut->named_buffers())
+    if (is_floating(b.dtype())) agree(b, ref_buffers[name], name);
+  dut->eval();
+  ref->eval();
+  NoGradGuard no_grad;
+  manual_seed(seed + 50);
+  const Tensor x = randn({2, 3, 8, 8}, ctx.reference_options(dt));
+  agree((*dut)(x.to(ctx.device())), (*ref)(x), "eval logits");
+}
+
 }  // namespace
 
 void add_model_cases(Suite& suite) {
@@ -257,6 +328,9 @@ void add_model_cases(Suite& suite) {
   for (DType dt : {DType::Float32, DType::Float64})
     suite.add({"model.cnn." + std::string(name(dt)), {"NN-2"}, kCategory,
                [dt](const Context& ctx) { cnn_case(ctx, dt); }});
+  for (DType dt : {DType::Float32, DType::Float64})
+    suite.add({"model.side_by_side." + std::string(name(dt)), {"NN-1", "NN-2", "NN-3"}, kCategory,
+               [dt](const Context& ctx) { side_by_side_case(ctx, dt); }});
   add_optim_cases(suite);
 }
 

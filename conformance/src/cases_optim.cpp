@@ -6,6 +6,7 @@
 #include <backplane/conformance.h>
 #include <backplane/nn.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -52,6 +53,8 @@ const std::vector<Named>& optimizers() {
       {"adam.amsgrad", adam({.lr = 0.02, .amsgrad = true, .maximize = true})},
       {"adamw", adamw({.lr = 0.01})},  // AdamW's own default weight decay, 1e-2
       {"adamw.amsgrad", adamw({.lr = 0.01, .weight_decay = 0.05, .amsgrad = true})},
+      {"adam.maximize", adam({.lr = 0.01, .maximize = true})},
+      {"adamw.maximize", adamw({.lr = 0.01, .maximize = true})},
   };
   return all;
 }
@@ -191,6 +194,50 @@ void clip_case(const Context& ctx, const char* name, double norm) {
 }
 
 }  // namespace
+
+int check_fused_updates(const Context& ctx, DType dt) {
+  const Tensor probe = ones({1}, ctx.options(dt));
+  if (!has_override("core::sgd_step", probe) && !has_override("core::adam_step", probe)) return 0;
+  int checked = 0;
+  const double rtol = dt == DType::Float32 ? 2e-5 : 1e-12, atol = dt == DType::Float32 ? 1e-6 : 1e-13;
+  const std::vector<std::string> fusable = {"sgd.momentum", "sgd.nesterov", "sgd.maximize", "adam",
+                                            "adam.decay",   "adam.maximize", "adamw", "adamw.maximize"};
+  const std::vector<std::vector<int64_t>> shapes = {{300, 300}, {5}, {6, 4}};
+  auto make = [&] {
+    std::vector<Tensor> ps;
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      Tensor t = vals(ctx.device(), dt, shapes[i], 0.2 + static_cast<double>(i), 1.0);
+      ps.push_back((i == 2 ? t.t() : t).detach().requires_grad_());
+    }
+    return ps;
+  };
+  for (const Named& n : optimizers()) {
+    if (std::find(fusable.begin(), fusable.end(), n.name) == fusable.end()) continue;
+    ++checked;
+    std::vector<Tensor> fused = make(), composite = make();
+    auto of = n.make(fused), oc = n.make(composite);
+    for (int s = 0; s < 3; ++s) {
+      for (std::size_t i = 0; i < shapes.size(); ++i) {
+        const std::vector<int64_t> shape(fused[i].sizes().begin(), fused[i].sizes().end());
+        const Tensor g = vals(ctx.device(), dt, shape, 1.1 + s + static_cast<double>(i), 0.5);
+        fused[i].set_grad(g.clone());
+        composite[i].set_grad(g.clone());
+      }
+      of->step();
+      CompositeOnlyGuard only;
+      oc->step();
+    }
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      BP_EXPECT(allclose(fused[i], composite[i], rtol, atol), n.name, " (", dt, "): parameter ", i,
+                " after three steps differs from the composite's by ",
+                (fused[i] - composite[i]).abs().max().item<double>());
+      for (const auto& [key, t] : oc->state(composite[i]).tensors)
+        BP_EXPECT(allclose(of->state(fused[i]).tensors.at(key), t, rtol, atol), n.name, " (", dt, "): state '",
+                  key, "' of parameter ", i, " differs from the composite's");
+    }
+  }
+  return checked;
+}
 
 void add_optim_cases(Suite& suite) {
   const std::vector<std::string> ids = {"NN-3"};

@@ -210,7 +210,8 @@ OpStep random_op(Rng& g, const GenConfig& config, OpKind kind, DType primary, bo
       add(domain_for(kind, divides));
       break;
     case OpClass::Nn:
-      if (kind == K::Conv2d) add(Domain::Any);  // the weight
+      // conv2d's weight; the gradient of an optimiser step
+      if (kind == K::Conv2d || kind == K::SgdStep || kind == K::AdamStep) add(Domain::Any);
       break;
     case OpClass::Where:
       add(Domain::Any);

@@ -146,6 +146,11 @@ enum class OpKind : uint8_t {
   MaxPool2d,
   AvgPool2d,
   BatchNorm,  // training mode, eps 1 (see fuzz_ops.cpp), on a primary of rank 2 or more
+  // Two optimiser steps on a copy of a floating primary, the other operand
+  // (its shape and dtype) the gradient: the backend's fused update kernels
+  // (core::sgd_step, core::adam_step) where it has them, else the composite.
+  SgdStep,
+  AdamStep,
   // in place
   AddI,
   SubI,

@@ -68,6 +68,8 @@ const OpInfo kOps[kNumOpKinds] = {
     {K::MaxPool2d, "max_pool2d", C::Nn, kFloat, false},  // ties make it non-smooth
     {K::AvgPool2d, "avg_pool2d", C::Nn, kFloat, true},
     {K::BatchNorm, "batch_norm", C::Nn, kFloat, true},
+    {K::SgdStep, "sgd_step", C::Nn, kFloat, false},
+    {K::AdamStep, "adam_step", C::Nn, kFloat, false},
     {K::AddI, "add_", C::Inplace, kNum, true},
     {K::SubI, "sub_", C::Inplace, kNum, true},
     {K::MulI, "mul_", C::Inplace, kAll, true},
@@ -399,6 +401,15 @@ ResolvedOp resolve_op(const OpStep& step, const PrimaryInfo& p) {
       break;
     }
     case C::Nn: {
+      if (op.kind == K::SgdStep || op.kind == K::AdamStep) {
+        if (!is_floating(p.dtype)) return skip();
+        Operand spec = operand(0);
+        spec.source = Source::Fresh;
+        spec.values.dtype = p.dtype;
+        op.operands.push_back(plan_operand(spec, sizes, p));
+        op.operands[0].dtype = op.operands[0].values.dtype = p.dtype;
+        break;
+      }
       if (op.kind == K::BatchNorm) {
         // Batch statistics over all dims but 1; eps 1 keeps a channel of
         // (nearly) equal values from amplifying rounding differences.

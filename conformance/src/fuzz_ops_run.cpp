@@ -1,4 +1,7 @@
 // Running a resolved op on tensors, and the C++ statement it prints as.
+#include <backplane/nn.h>
+
+#include <memory>
 #include <sstream>
 
 #include "fuzz_internal.h"
@@ -114,6 +117,20 @@ std::vector<Tensor> run_op(const ResolvedOp& op, Tensor& t, const std::vector<Te
       return {avg_pool2d(t, op.dims[0], op.dims[1], op.dims[2])};
     case K::BatchNorm:
       return {batch_norm(t, Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1, 1.0)};
+    case K::SgdStep:
+    case K::AdamStep: {
+      Tensor p = t.detach().clone().requires_grad_();
+      std::unique_ptr<optim::Optimizer> opt;
+      if (op.kind == K::SgdStep)
+        opt = std::make_unique<optim::SGD>(std::vector<Tensor>{p}, optim::SGDOptions{.lr = 0.1, .momentum = 0.9});
+      else
+        opt = std::make_unique<optim::Adam>(std::vector<Tensor>{p}, optim::AdamOptions{.lr = 0.1});
+      for (int i = 0; i < 2; ++i) {
+        p.set_grad(o[0].detach());
+        opt->step();
+      }
+      return {p.detach()};
+    }
     case K::AddI:
       if (op.scalar_other) return {t.add_(op.scalar)};
       return {op.has_alpha ? t.add_(o[0], op.alpha) : t.add_(o[0])};
@@ -230,7 +247,13 @@ std::string op_cpp(const ResolvedOp& op, const std::string& t, const std::vector
         os << "auto " << out << " = bp::matmul(" << t << ", " << o[0] << ");";
       break;
     case C::Nn:
-      if (op.kind == K::BatchNorm)
+      if (op.kind == K::SgdStep || op.kind == K::AdamStep)
+        os << "auto " << out << " = [&] { auto p = " << t << ".detach().clone().requires_grad_(); "
+           << (op.kind == K::SgdStep ? "bp::optim::SGD opt({p}, {.lr = 0.1, .momentum = 0.9}); "
+                                     : "bp::optim::Adam opt({p}, {.lr = 0.1}); ")
+           << "for (int i = 0; i < 2; ++i) { p.set_grad(" << o[0] << ".detach()); opt.step(); } "
+           << "return p.detach(); }();";
+      else if (op.kind == K::BatchNorm)
         os << "auto " << out << " = bp::batch_norm(" << t
            << ", bp::Tensor(), bp::Tensor(), bp::Tensor(), bp::Tensor(), true, 0.1, 1.0);";
       else if (op.kind == K::Conv2d)

@@ -54,4 +54,12 @@ inline double tolerance(DType dt) { return dt == DType::Float64 ? 1e-10 : 2e-4; 
 namespace bp::conformance {
 // The optimiser cases (cases_optim.cpp), added by add_model_cases.
 void add_optim_cases(Suite& suite);
+
+// DV-6 for the fused optimiser updates (core::sgd_step, core::adam_step),
+// part of composite.overrides_match: three steps with the backend's kernels
+// agree with three steps of the composite, for a large, a small and a
+// transposed parameter (whose gradient has another layout, which a kernel
+// may decline), with every option set that reaches them. Returns how many
+// option sets it compared (0 when the backend has neither kernel for dt).
+int check_fused_updates(const Context& ctx, DType dt);
 }  // namespace bp::conformance

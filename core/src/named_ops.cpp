@@ -442,6 +442,12 @@ const std::vector<CompositeOverride>& overridable_composites() {
       {"core::batch_norm_backward", BP_SCHEMA_CORE_BATCH_NORM_BACKWARD,
        "training batch_norm's gradients for x (output_mask bit 0), weight (bit 1) and bias (bit 2) from the "
        "batch's mean and biased variance; an output whose bit is clear is left unwritten"},
+      {"core::sgd_step", BP_SCHEMA_CORE_SGD_STEP,
+       "SGD with momentum on one parameter: outputs param and momentum_buffer, updated in place; weight "
+       "decay already in grad; first_step writes the buffer without reading it"},
+      {"core::adam_step", BP_SCHEMA_CORE_ADAM_STEP,
+       "Adam on one parameter (no amsgrad): outputs param, exp_avg and exp_avg_sq, updated in place; weight "
+       "decay already applied; step counts from 1"},
   };
   return table;
 }

@@ -434,5 +434,6 @@ void register_conv_kernels(Registrar& r);  // conv.cpp: core::conv2d, core::conv
 void register_norm_kernels(Registrar& r);  // norm.cpp: core::layer_norm, core::batch_norm*
 void register_sparse_kernels(Registrar& r);  // sparse.cpp: core::sparse_mm
 void register_pool_kernels(Registrar& r);  // pool.cpp: core::max_pool2d, core::avg_pool2d*
+void register_optim_kernels(Registrar& r);  // optim.cpp: core::sgd_step, core::adam_step
 
 }  // namespace bp::cpu

@@ -28,6 +28,7 @@ class CpuOnednnPlugin final : public bp::sdk::Plugin {
     register_norm_kernels(r);
     register_pool_kernels(r);
     register_sparse_kernels(r);
+    register_optim_kernels(r);
     // float16, bfloat16, int8, uint8, int16: computed through the float32
     // and int64 kernels above (bp::sdk::emulate_narrow_dtypes).
     r.emulate_narrow_dtypes(wide_);

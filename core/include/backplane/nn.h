@@ -3,6 +3,7 @@
 // safetensors files (bp::safetensors, bp::nn::save / load).
 #pragma once
 
+#include <backplane/nn/checkpoint.h>
 #include <backplane/nn/init.h>
 #include <backplane/nn/layers.h>
 #include <backplane/nn/module.h>

@@ -1,10 +1,14 @@
-// Adam and AdamW (PyTorch 1.13's _single_tensor_adam / _single_tensor_adamw).
+// Adam and AdamW (PyTorch 1.13's _single_tensor_adam / _single_tensor_adamw);
+// without amsgrad, a backend's fused core::adam_step runs in place of the
+// composite where it has one.
 #include <backplane/autograd.h>
 #include <backplane/error.h>
 #include <backplane/ops.h>
 #include <backplane/optim/optimizer.h>
 
 #include <cmath>
+
+#include "../internal.h"
 
 namespace bp::optim {
 
@@ -61,7 +65,6 @@ void Adam::update(bool decoupled) {
     for (Tensor& p : g.params) {
       Tensor grad = p.grad();
       if (!grad.defined()) continue;
-      if (maximize) grad = -grad;
       ParamState& st = state(p);
       if (st.tensors.empty()) {
         st.numbers["step"] = 0;
@@ -70,12 +73,25 @@ void Adam::update(bool decoupled) {
         if (amsgrad) st.tensors["max_exp_avg_sq"] = zeros_like(p);
       }
       const double step = ++st.numbers["step"];
+      // The fused kernel negates for maximize itself, unless L2 weight
+      // decay (added after the negation) is applied here first.
+      bool negate = maximize;
       if (weight_decay != 0) {
-        if (decoupled) p.mul_(1 - lr * weight_decay);
-        else grad = grad.add(p, weight_decay);
+        if (decoupled) {
+          p.mul_(1 - lr * weight_decay);
+        } else {
+          if (negate) grad = -grad;
+          negate = false;
+          grad = grad.add(p, weight_decay);
+        }
       }
       Tensor& exp_avg = st.tensors["exp_avg"];
       Tensor& exp_avg_sq = st.tensors["exp_avg_sq"];
+      if (!amsgrad && detail::run_kernel_override("core::adam_step", {grad}, {p, exp_avg, exp_avg_sq},
+                                                  {lr, beta1, beta2, eps, static_cast<int64_t>(step),
+                                                   int64_t{negate}}))
+        continue;
+      if (negate) grad = -grad;
       exp_avg.mul_(beta1).add_(grad, 1 - beta1);
       exp_avg_sq.mul_(beta2).add_(grad * grad, 1 - beta2);
       const double bias_correction1 = 1 - std::pow(beta1, step);

@@ -1,9 +1,12 @@
 // SGD with momentum, dampening, Nesterov, weight decay and maximize
-// (PyTorch 1.13's _single_tensor_sgd).
+// (PyTorch 1.13's _single_tensor_sgd); with momentum, a backend's fused
+// core::sgd_step runs in place of the composite where it has one.
 #include <backplane/autograd.h>
 #include <backplane/error.h>
 #include <backplane/ops.h>
 #include <backplane/optim/optimizer.h>
+
+#include "../internal.h"
 
 namespace bp::optim {
 
@@ -43,17 +46,34 @@ void SGD::step() {
     for (Tensor& p : g.params) {
       Tensor d = p.grad();
       if (!d.defined()) continue;
-      if (maximize) d = -d;
-      if (weight_decay != 0) d = d.add(p, weight_decay);
+      // The fused kernel negates for maximize itself, unless weight decay
+      // (added after the negation) is applied here first.
+      bool negate = maximize;
+      if (weight_decay != 0) {
+        if (negate) d = -d;
+        negate = false;
+        d = d.add(p, weight_decay);
+      }
       if (momentum != 0) {
         ParamState& st = state(p);
         auto it = st.tensors.find("momentum_buffer");
-        if (it == st.tensors.end()) {
+        const bool first = it == st.tensors.end();
+        Tensor buf = first ? empty_like(p) : it->second;
+        if (detail::run_kernel_override("core::sgd_step", {d}, {p, buf},
+                                        {lr, momentum, dampening, int64_t{nesterov}, int64_t{negate},
+                                         int64_t{first}})) {
+          if (first) st.tensors.emplace("momentum_buffer", buf);
+          continue;
+        }
+        if (negate) d = -d;
+        if (first) {
           it = st.tensors.emplace("momentum_buffer", d.detach().clone()).first;
         } else {
           it->second.mul_(momentum).add_(d, 1 - dampening);
         }
         d = nesterov ? d.add(it->second, momentum) : it->second;
+      } else if (negate) {
+        d = -d;
       }
       p.add_(d, -lr);
     }

@@ -46,7 +46,7 @@ extern "C" {
 #endif
 
 #define BP_ABI_MAJOR 2
-#define BP_ABI_MINOR 6
+#define BP_ABI_MINOR 7
 
 #define BP_PLUGIN_ENTRY_SYMBOL "bp_plugin_init"
 
@@ -346,7 +346,8 @@ typedef struct bp_kernel_registration {
  * lists them with their contracts; the BP_SCHEMA_CORE_* strings below give
  * their schemas). The core runs such a kernel in place of the composite:
  * silu, gelu, layer_norm, batch_norm_inference and sparse_mm (since 2.6)
- * when no gradient is being recorded; the others (conv2d, the pools, training batch_norm, and their
+ * when no gradient is being recorded; sgd_step and adam_step (since 2.7) in
+ * the optimisers' step(), on the parameter and its state; the others (conv2d, the pools, training batch_norm, and their
  * backward halves) whether or not one is, their gradients being defined by
  * the core. When a kernel declines a call, the composite runs. A core older
  * than an override refuses its name: register it only when
@@ -383,6 +384,25 @@ typedef struct bp_kernel_registration {
 #define BP_SCHEMA_CORE_BATCH_NORM_BACKWARD                                                  \
   "(Tensor grad_out, Tensor x, Tensor weight, Tensor mean, Tensor var, float eps, int output_mask) " \
   "-> (Tensor, Tensor, Tensor)"
+/* (since 2.7) Optimiser updates of one parameter, fused. The outputs are
+ * the parameter and its state, read and updated in place (they are not
+ * fresh tensors), of grad's shape and dtype; the core has applied weight
+ * decay to grad (and then passes maximize 0).
+ * core::sgd_step (momentum != 0): d = maximize ? -grad : grad;
+ *   buf = first_step ? d : momentum * buf + (1 - dampening) * d;
+ *   param -= lr * (nesterov ? d + momentum * buf : buf).
+ * core::adam_step (no amsgrad): g = maximize ? -grad : grad;
+ *   exp_avg = beta1 * exp_avg + (1 - beta1) * g;
+ *   exp_avg_sq = beta2 * exp_avg_sq + (1 - beta2) * g * g;
+ *   param -= lr / (1 - beta1^step) * exp_avg /
+ *            (sqrt(exp_avg_sq) / sqrt(1 - beta2^step) + eps)
+ * (step counts from 1). A kernel declines what it does not handle (e.g.
+ * strided operands) before it writes anything; the composite then runs. */
+#define BP_SCHEMA_CORE_SGD_STEP                                                                  \
+  "(Tensor grad, float lr, float momentum, float dampening, int nesterov, int maximize, int first_step) " \
+  "-> (Tensor, Tensor)"
+#define BP_SCHEMA_CORE_ADAM_STEP \
+  "(Tensor grad, float lr, float beta1, float beta2, float eps, int step, int maximize) -> (Tensor, Tensor, Tensor)"
 typedef struct bp_named_kernel_registration {
   size_t struct_size;
   const char* name;    /* "<namespace>::<op>", both [a-z0-9_]+ ("core::": see above) */

@@ -118,7 +118,7 @@ struct AdamOptions {
   double beta2 = 0.999;
   double eps = 1e-8;
   // Adam: added to the gradient (default 0); AdamW: decoupled (default 1e-2).
-  std::optional<double> weight_decay;
+  std::optional<double> weight_decay = std::nullopt;
   bool amsgrad = false;
   bool maximize = false;
 };
