@@ -120,6 +120,8 @@ def backend(exe, work, digits, name):
         if p.returncode != 0:
             fail("%s: exit status %d" % (b, p.returncode))
         results[b] = rows(m)
+    if len(results["cpu_onednn"]) != 2 or len(results[name]) != 2:
+        fail("a CSV does not have a row per epoch")
     n = {"train_accuracy": 1438, "test_accuracy": 359}
     for x, y in zip(results["cpu_onednn"], results[name]):
         # Float32 rounding differs between backends and grows over training:

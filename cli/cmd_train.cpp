@@ -5,6 +5,7 @@
 #include <backplane/nn/checkpoint.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -82,8 +83,8 @@ class TrainCommand : public Command {
            "Examples:\n"
            "  backplane train --backend cpu_onednn --model cnn --epochs 15\n"
            "  backplane train --backend opencl --model mlp --epochs 20 --metrics mlp.csv\n"
-           "  backplane train --epochs 5 --checkpoint run.safetensors\n"
-           "  backplane train --epochs 15 --resume run.safetensors --checkpoint run.safetensors\n"
+           "  backplane train --epochs 15 --stop-after 5 --checkpoint run.safetensors\n"
+           "  backplane train --resume run.safetensors --checkpoint run.safetensors\n"
            "  backplane train --data ~/digits.csv.gz --min-accuracy 0.97\n";
   }
 
@@ -104,7 +105,7 @@ class TrainCommand : public Command {
         ("metrics", po::value(&metrics_), "write a CSV row per epoch to this file")
         ("checkpoint", po::value(&checkpoint_), "save model and optimiser to this safetensors file each epoch")
         ("resume", po::value(&resume_), "go on from a checkpoint written by --checkpoint")
-        ("stop-after", po::value(&stop_after_),
+        ("stop-after", po::value<int64_t>()->notifier([this](int64_t v) { stop_after_ = v; }),
          "stop after this epoch (of --epochs), to go on later with --resume")
         ("min-accuracy", po::value<double>()->notifier([this](double v) { min_accuracy_ = v; }), "exit 1 when the final held-out accuracy is below (0..1)")
         ("progress", po::value(&progress_)->default_value("auto"),
@@ -166,13 +167,24 @@ class TrainCommand : public Command {
       std::cout << "Resumed from " << resume_ << " after epoch " << start << " of " << s_.epochs << "\n";
     }
 
+    // A resumed run keeps the rows of the epochs the checkpoint holds and
+    // drops any later one (a run stopped between a row and its checkpoint).
     std::ofstream metrics;
     if (!metrics_.empty()) {
-      const bool append = !resume_.empty() && std::filesystem::exists(metrics_);
-      metrics.open(metrics_, append ? std::ios::app : std::ios::trunc);
+      std::string kept = "epoch,train_loss,train_accuracy,test_loss,test_accuracy,lr,seconds,samples_per_second\n";
+      if (!resume_.empty() && std::filesystem::exists(metrics_)) {
+        std::ifstream old(metrics_);
+        std::string line;
+        std::getline(old, line);
+        while (std::getline(old, line)) {
+          int64_t epoch = 0;
+          const auto [ptr, ec] = std::from_chars(line.data(), line.data() + line.size(), epoch);
+          if (ec == std::errc() && *ptr == ',' && epoch <= start) kept += line + "\n";
+        }
+      }
+      metrics.open(metrics_, std::ios::trunc);
+      metrics << kept;
       if (!metrics) return usage_error_of("train", "cannot write the metrics to '" + metrics_ + "'");
-      if (!append)
-        metrics << "epoch,train_loss,train_accuracy,test_loss,test_accuracy,lr,seconds,samples_per_second\n";
     }
 
     std::cout << "Training " << s_.model << " on " << to_string(device) << " (" << s_.dtype << "): "
@@ -181,7 +193,7 @@ class TrainCommand : public Command {
               << model->parameters().size() << " parameter tensors\n";
     nn::CrossEntropyLoss criterion;
     Pass last_test;
-    const int64_t end = stop_after_ > 0 ? std::min(stop_after_, s_.epochs) : s_.epochs;
+    const int64_t end = stop_after_ ? std::min(*stop_after_, s_.epochs) : s_.epochs;
     if (start >= end) last_test = evaluate(*model, criterion, test_x, test_y);
     for (int64_t epoch = start; epoch < end; ++epoch) {
       const double lr = opt->param_groups()[0]["lr"];
@@ -211,11 +223,13 @@ class TrainCommand : public Command {
         }
       }
     }
-    if (end < s_.epochs) std::cout << "Stopped after epoch " << end << " of " << s_.epochs << " (--stop-after)\n";
+    const bool trained = start < end;
+    if (!trained) std::cout << "Nothing to train: the checkpoint is at epoch " << start << "\n";
+    if (trained && end < s_.epochs) std::cout << "Stopped after epoch " << end << " of " << s_.epochs << " (--stop-after)\n";
     std::cout << "Held-out accuracy " << fixed(100 * last_test.accuracy, 2) << "% (" << last_test.correct << "/"
               << last_test.samples << ") on " << to_string(device) << "\n";
-    if (!checkpoint_.empty()) std::cout << "Checkpoint written to " << checkpoint_ << "\n";
-    if (!metrics_.empty()) std::cout << "Metrics written to " << metrics_ << "\n";
+    if (trained && !checkpoint_.empty()) std::cout << "Checkpoint written to " << checkpoint_ << "\n";
+    if (trained && !metrics_.empty()) std::cout << "Metrics written to " << metrics_ << "\n";
     if (min_accuracy_ && last_test.accuracy < *min_accuracy_) {
       std::cout << "Below --min-accuracy " << *min_accuracy_ << "\n";
       return kExitFailed;
@@ -233,7 +247,7 @@ class TrainCommand : public Command {
   int check_options() {
     if (progress_ != "auto" && progress_ != "bar" && progress_ != "lines")
       return usage_error_of("train", "--progress '" + progress_ + "': one of auto, bar, lines");
-    if (stop_after_ < 0) return usage_error_of("train", "--stop-after must be at least 1");
+    if (stop_after_ && *stop_after_ < 1) return usage_error_of("train", "--stop-after must be at least 1");
     if (min_accuracy_ && !(*min_accuracy_ >= 0 && *min_accuracy_ <= 1))
       return usage_error_of("train", "--min-accuracy is a fraction from 0 to 1, e.g. 0.97");
     safetensors::Header header;
@@ -258,7 +272,8 @@ class TrainCommand : public Command {
     model.train();
     const int64_t n = x.size(0);
     const std::vector<int64_t> order = epoch_order(n, s_.seed, epoch);
-    const int64_t steps = (n + s_.batch_size - 1) / s_.batch_size;
+    const int64_t batch = std::min(s_.batch_size, n);  // a larger --batch-size is one batch
+    const int64_t steps = (n + batch - 1) / batch;
     const bool bar = progress_ == "bar" || (progress_ == "auto" && ::isatty(STDERR_FILENO));
     // Sums stay on the device; they are read when the bar is drawn.
     Tensor loss_sum = zeros({}, TensorOptions().dtype(x.dtype()).device(x.device()));
@@ -266,7 +281,7 @@ class TrainCommand : public Command {
     const auto t0 = Clock::now();
     auto drawn = t0;
     for (int64_t step = 0; step < steps; ++step) {
-      const int64_t begin = step * s_.batch_size, count = std::min(s_.batch_size, n - begin);
+      const int64_t begin = step * batch, count = std::min(batch, n - begin);
       const Tensor idx = from_blob(order.data() + begin, DType::Int64, {count}, x.device());
       const Tensor xb = x.index_select(0, idx), yb = y.index_select(0, idx);
       opt.zero_grad();
@@ -317,7 +332,7 @@ class TrainCommand : public Command {
   TrainSettings s_;
   std::map<std::string, std::string> given_;
   std::optional<double> lr_, min_accuracy_;
-  int64_t stop_after_ = 0;
+  std::optional<int64_t> stop_after_;
   std::string data_, metrics_, checkpoint_, resume_, progress_;
 };
 

@@ -2,6 +2,8 @@
 #include "train_data.h"
 
 #include <backplane/error.h>
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,32 +30,52 @@ bool is_gzip(const std::string& path) {
   return f.gcount() == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
 }
 
-// The output of `gzip -dc -- path`, run without a shell.
+// The output of `gzip -dc -- path`, run without a shell. The pipe is
+// close-on-exec (no other child inherits it) and the child is always reaped,
+// also when reading throws.
 std::string gunzip(const std::string& path) {
   int fds[2];
-  if (::pipe(fds) != 0) bad(path, std::string("cannot run gzip: ") + std::strerror(errno));
-  const pid_t pid = ::fork();
-  if (pid < 0) bad(path, std::string("cannot run gzip: ") + std::strerror(errno));
-  if (pid == 0) {
-    ::dup2(fds[1], 1);
-    ::close(fds[0]);
-    ::close(fds[1]);
-    ::execlp("gzip", "gzip", "-dc", "--", path.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
+  if (::pipe2(fds, O_CLOEXEC) != 0) bad(path, std::string("cannot run gzip: ") + std::strerror(errno));
+  struct Child {
+    int fd;
+    pid_t pid = -1;
+    ~Child() {
+      if (fd >= 0) ::close(fd);
+      if (pid > 0) {
+        int st = 0;
+        while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+        }
+      }
+    }
+  } child{fds[0]};
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);  // dup2 clears close-on-exec
+  char* const argv[] = {const_cast<char*>("gzip"), const_cast<char*>("-dc"), const_cast<char*>("--"),
+                        const_cast<char*>(path.c_str()), nullptr};
+  const int spawned = ::posix_spawnp(&child.pid, "gzip", &actions, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
   ::close(fds[1]);
+  if (spawned != 0) {
+    child.pid = -1;
+    bad(path, spawned == ENOENT ? std::string("gzip, needed to read it, is not installed")
+                                : std::string("cannot run gzip: ") + std::strerror(spawned));
+  }
   std::string out;
   char buf[65536];
   for (;;) {
-    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    const ssize_t n = ::read(child.fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
+    if (n < 0) bad(path, std::string("reading gzip's output failed: ") + std::strerror(errno));
+    if (n == 0) break;
     out.append(buf, static_cast<std::size_t>(n));
   }
-  ::close(fds[0]);
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  pid_t waited;
+  while ((waited = ::waitpid(child.pid, &status, 0)) < 0 && errno == EINTR) {
   }
+  child.pid = -1;
+  if (waited < 0) bad(path, std::string("cannot tell whether gzip succeeded: ") + std::strerror(errno));
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     bad(path, WIFEXITED(status) && WEXITSTATUS(status) == 127 ? "gzip, needed to read it, is not installed"
                                                               : "gzip could not decompress it (corrupt or truncated)");

@@ -4,11 +4,13 @@
 // a small training run that must learn. Expected values are worked out by
 // hand in the comments or follow from PyTorch's definitions.
 #include <backplane/backplane.h>
+#include <backplane/debug.h>
 #include <backplane/nn.h>
 #include <gtest/gtest.h>
 
 #include "test_util.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -260,6 +262,46 @@ TEST(Clip, ByValueAndNothingToClip) {
   r.set_grad(bp::tensor({NAN, 4.f}));
   EXPECT_NE(message_of<bp::ValueError>([&] { nn::utils::clip_grad_norm_({r}, 1.0, 2.0, true); }).find("non-finite"),
             std::string::npos);
+}
+
+bool reached(const bp::debug::KernelRecording& rec, const std::string& op) {
+  const auto k = rec.kernels();
+  return std::any_of(k.begin(), k.end(), [&](const bp::debug::ReachedKernel& r) { return r.op == op; });
+}
+
+// cpu_onednn has fused updates: steps on a dense parameter reach them (the
+// first SGD step too, which records the buffer the kernel wrote); a
+// transposed parameter with a contiguous gradient is declined and the
+// composite runs, to the same values.
+TEST(Optim, FusedUpdatesRunWhereTheBackendHasThem) {
+  bp::manual_seed(4);
+  const Tensor init = bp::randn({16, 8}), grad = bp::randn({16, 8});
+  ASSERT_TRUE(bp::has_override("core::adam_step", grad) && bp::has_override("core::sgd_step", grad));
+  for (bool adam : {false, true}) {
+    const char* op = adam ? "core::adam_step" : "core::sgd_step";
+    auto make = [&](const std::vector<Tensor>& ps) -> std::unique_ptr<optim::Optimizer> {
+      if (adam) return std::make_unique<optim::Adam>(ps, optim::AdamOptions{.lr = 0.1});
+      return std::make_unique<optim::SGD>(ps, optim::SGDOptions{.lr = 0.1, .momentum = 0.9});
+    };
+    Tensor dense = init.clone().requires_grad_();
+    Tensor transposed = init.t().contiguous().t().detach().requires_grad_();  // same values, other strides
+    auto a = make({dense});
+    auto b = make({transposed});
+    for (int step = 0; step < 2; ++step) {
+      dense.set_grad(grad.clone());
+      transposed.set_grad(grad.clone());
+      {
+        bp::debug::KernelRecording rec;
+        a->step();
+        EXPECT_TRUE(reached(rec, op)) << op << " at step " << step;
+      }
+      bp::debug::KernelRecording rec;
+      b->step();
+      EXPECT_FALSE(reached(rec, op)) << op << " ran on operands of two layouts";
+    }
+    EXPECT_EQ(a->state(dense).tensors.size(), adam ? 2u : 1u);
+    EXPECT_TRUE(bp::allclose(dense, transposed, 1e-5, 1e-6)) << op;
+  }
 }
 
 // A two-layer MLP learns XOR-like labels of 2-D points with Adam and a

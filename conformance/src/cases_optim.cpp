@@ -55,6 +55,8 @@ const std::vector<Named>& optimizers() {
       {"adamw.amsgrad", adamw({.lr = 0.01, .weight_decay = 0.05, .amsgrad = true})},
       {"adam.maximize", adam({.lr = 0.01, .maximize = true})},
       {"adamw.maximize", adamw({.lr = 0.01, .maximize = true})},
+      {"sgd.maximize.decay", sgd({.lr = 0.05, .momentum = 0.5, .weight_decay = 0.1, .maximize = true})},
+      {"adam.maximize.decay", adam({.lr = 0.01, .weight_decay = 0.1, .maximize = true})},
   };
   return all;
 }
@@ -200,8 +202,10 @@ int check_fused_updates(const Context& ctx, DType dt) {
   if (!has_override("core::sgd_step", probe) && !has_override("core::adam_step", probe)) return 0;
   int checked = 0;
   const double rtol = dt == DType::Float32 ? 2e-5 : 1e-12, atol = dt == DType::Float32 ? 1e-6 : 1e-13;
-  const std::vector<std::string> fusable = {"sgd.momentum", "sgd.nesterov", "sgd.maximize", "adam",
-                                            "adam.decay",   "adam.maximize", "adamw", "adamw.maximize"};
+  const std::vector<std::string> fusable = {"sgd.momentum",       "sgd.nesterov",  "sgd.maximize",
+                                            "sgd.maximize.decay", "adam",          "adam.decay",
+                                            "adam.maximize",      "adamw",         "adamw.maximize",
+                                            "adam.maximize.decay"};
   const std::vector<std::vector<int64_t>> shapes = {{300, 300}, {5}, {6, 4}};
   auto make = [&] {
     std::vector<Tensor> ps;

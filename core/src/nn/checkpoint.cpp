@@ -3,10 +3,14 @@
 #include <backplane/error.h>
 #include <backplane/nn/checkpoint.h>
 
+#include <cerrno>
 #include <charconv>
+#include <cstring>
+#include <fstream>
 #include <cstdio>
 #include <map>
 #include <string_view>
+#include <vector>
 
 namespace bp::nn {
 
@@ -90,8 +94,20 @@ void save_checkpoint(const std::string& path, const Module& model, const optim::
 }
 
 Checkpoint read_checkpoint(const std::string& path, std::optional<Device> device) {
-  NamedTensors tensors = safetensors::load_file(path, device);
-  const safetensors::Header header = safetensors::read_header(path);
+  // One read of the file for both, so a checkpoint renamed into place
+  // meanwhile cannot mix two files.
+  std::vector<std::byte> bytes;
+  {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) bad(path, std::string("cannot open it: ") + std::strerror(errno));
+    f.seekg(0, std::ios::end);
+    bytes.resize(static_cast<std::size_t>(f.tellg()));
+    f.seekg(0);
+    f.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    if (!f) bad(path, "reading it failed");
+  }
+  const safetensors::Header header = safetensors::parse_header(bytes, "'" + path + "'");
+  NamedTensors tensors = safetensors::deserialize(bytes, device, "'" + path + "'");
   Checkpoint out;
   optim::OptimizerState state;
   std::map<int64_t, std::map<std::string, std::string>> groups;  // g -> option -> text

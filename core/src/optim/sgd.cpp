@@ -3,6 +3,7 @@
 // core::sgd_step runs in place of the composite where it has one.
 #include <backplane/autograd.h>
 #include <backplane/error.h>
+#include <backplane/named_ops.h>
 #include <backplane/ops.h>
 #include <backplane/optim/optimizer.h>
 
@@ -58,10 +59,10 @@ void SGD::step() {
         ParamState& st = state(p);
         auto it = st.tensors.find("momentum_buffer");
         const bool first = it == st.tensors.end();
-        Tensor buf = first ? empty_like(p) : it->second;
-        if (detail::run_kernel_override("core::sgd_step", {d}, {p, buf},
-                                        {lr, momentum, dampening, int64_t{nesterov}, int64_t{negate},
-                                         int64_t{first}})) {
+        Tensor buf = !has_override("core::sgd_step", d) ? Tensor() : first ? empty_like(p) : it->second;
+        if (buf.defined() && detail::run_kernel_override("core::sgd_step", {d}, {p, buf},
+                                                         {lr, momentum, dampening, int64_t{nesterov},
+                                                          int64_t{negate}, int64_t{first}})) {
           if (first) st.tensors.emplace("momentum_buffer", buf);
           continue;
         }

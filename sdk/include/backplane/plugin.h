@@ -386,8 +386,9 @@ typedef struct bp_kernel_registration {
   "-> (Tensor, Tensor, Tensor)"
 /* (since 2.7) Optimiser updates of one parameter, fused. The outputs are
  * the parameter and its state, read and updated in place (they are not
- * fresh tensors), of grad's shape and dtype; the core has applied weight
- * decay to grad (and then passes maximize 0).
+ * fresh tensors), of grad's shape and dtype. The core has applied weight
+ * decay: SGD's and Adam's to grad (and then passes maximize 0), AdamW's
+ * decoupled one to param (maximize is passed as given).
  * core::sgd_step (momentum != 0): d = maximize ? -grad : grad;
  *   buf = first_step ? d : momentum * buf + (1 - dampening) * d;
  *   param -= lr * (nesterov ? d + momentum * buf : buf).
