@@ -59,7 +59,9 @@ void SGD::step() {
         ParamState& st = state(p);
         auto it = st.tensors.find("momentum_buffer");
         const bool first = it == st.tensors.end();
-        Tensor buf = !has_override("core::sgd_step", d) ? Tensor() : first ? empty_like(p) : it->second;
+        // A buffer for the kernel to write is made only where there is one
+        // (run_kernel_override looks the kernel up again either way).
+        Tensor buf = !first ? it->second : has_override("core::sgd_step", d) ? empty_like(p) : Tensor();
         if (buf.defined() && detail::run_kernel_override("core::sgd_step", {d}, {p, buf},
                                                          {lr, momentum, dampening, int64_t{nesterov},
                                                           int64_t{negate}, int64_t{first}})) {
