@@ -3,11 +3,10 @@
 // composite reads and writes the parameter and its state several times
 // over (Adam: about ten kernels and three temporaries per parameter); here
 // every element is loaded once, updated in registers, and stored once.
-// Operands must be dense with one layout (parameter, gradient and state
-// alike): each is then walked as one flat block. Other layouts are
-// declined before anything is written, and the composite runs.
-#include <cmath>
-#include <string>
+// The loops and the operand check are the SDK's (backplane/sdk/
+// optim_loops.hpp); here they are built for the machine and share the
+// elements among the OpenMP threads.
+#include <backplane/sdk/optim_loops.hpp>
 
 #include "cpu_onednn.h"
 
@@ -15,19 +14,7 @@ namespace bp::cpu {
 
 namespace {
 
-// Checks that every operand has grad's dtype, shape and layout, and is dense.
-void check_flat(const KernelCall& c, const char* op) {
-  const TensorRef grad = c.input(0);
-  for (int i = 0; i < c.num_outputs(); ++i) {
-    const TensorRef t = c.output(i);
-    bool same = t.dtype() == grad.dtype() && t.ndim() == grad.ndim();
-    for (int d = 0; same && d < t.ndim(); ++d) same = t.size(d) == grad.size(d);
-    if (!same) throw bp::sdk::InvalidArgument(std::string("[") + op + "] the parameter and its state must have grad's dtype and shape");
-    if (!is_dense(t) || !same_strides(t, grad))
-      throw bp::sdk::Unsupported(std::string("[") + op + "] operands of different layouts: the composite runs");
-  }
-  if (!is_dense(grad)) throw bp::sdk::Unsupported(std::string("[") + op + "] a strided gradient: the composite runs");
-}
+namespace optim = bp::sdk::optim;
 
 // The loops are built twice, for AVX2 with FMA and for the baseline, and
 // the loader picks one for the machine (GCC's target_clones): the
@@ -41,97 +28,33 @@ void check_flat(const KernelCall& c, const char* op) {
 #define BP_OPTIM_CLONES
 #endif
 
-template <class T>
-struct SgdArgs {
-  const T* g;
-  T *p, *buf;
-  T lr, momentum, keep;  // keep = 1 - dampening
-  bool nesterov, negate, first;
-};
-
-template <class T>
-struct AdamArgs {
-  const T* g;
-  T *p, *m, *v;
-  T b1, b2, one_b1, one_b2, eps, bc2_sqrt, step_size;
-  bool negate;
-};
-
-template <class T>
-[[gnu::always_inline]] inline void sgd_block(const SgdArgs<T>& a, int64_t b, int64_t e) {
-  const T *g = a.g;
-  T *p = a.p, *buf = a.buf;
-  const T lr = a.lr, momentum = a.momentum, keep = a.keep;
-  const bool nesterov = a.nesterov, negate = a.negate, first = a.first;
-#pragma omp simd
-  for (int64_t i = b; i < e; ++i) {
-    const T d = negate ? -g[i] : g[i];
-    const T m = first ? d : buf[i] * momentum + keep * d;
-    buf[i] = m;
-    p[i] = p[i] - lr * (nesterov ? d + momentum * m : m);
-  }
+BP_OPTIM_CLONES void sgd_range(const optim::SgdArgs<float>& a, int64_t b, int64_t e) {
+  optim::sgd_block(a, b, e);
 }
-
-template <class T>
-[[gnu::always_inline]] inline void adam_block(const AdamArgs<T>& a, int64_t b, int64_t e) {
-  const T* g = a.g;
-  T *p = a.p, *m = a.m, *v = a.v;
-  const T b1 = a.b1, b2 = a.b2, one_b1 = a.one_b1, one_b2 = a.one_b2, eps = a.eps, bc2_sqrt = a.bc2_sqrt,
-          step_size = a.step_size;
-  const bool negate = a.negate;
-#pragma omp simd
-  for (int64_t i = b; i < e; ++i) {
-    const T gi = negate ? -g[i] : g[i];
-    const T mi = m[i] * b1 + one_b1 * gi;
-    const T vi = v[i] * b2 + one_b2 * (gi * gi);
-    m[i] = mi;
-    v[i] = vi;
-    p[i] = p[i] + step_size * (mi / (std::sqrt(vi) / bc2_sqrt + eps));
-  }
+BP_OPTIM_CLONES void sgd_range(const optim::SgdArgs<double>& a, int64_t b, int64_t e) {
+  optim::sgd_block(a, b, e);
 }
-
-BP_OPTIM_CLONES void sgd_range(const SgdArgs<float>& a, int64_t b, int64_t e) { sgd_block(a, b, e); }
-BP_OPTIM_CLONES void sgd_range(const SgdArgs<double>& a, int64_t b, int64_t e) { sgd_block(a, b, e); }
-BP_OPTIM_CLONES void adam_range(const AdamArgs<float>& a, int64_t b, int64_t e) { adam_block(a, b, e); }
-BP_OPTIM_CLONES void adam_range(const AdamArgs<double>& a, int64_t b, int64_t e) { adam_block(a, b, e); }
+BP_OPTIM_CLONES void adam_range(const optim::AdamArgs<float>& a, int64_t b, int64_t e) {
+  optim::adam_block(a, b, e);
+}
+BP_OPTIM_CLONES void adam_range(const optim::AdamArgs<double>& a, int64_t b, int64_t e) {
+  optim::adam_block(a, b, e);
+}
 
 template <class T>
 void sgd_step(const KernelCall& c) {
-  const auto& at = c.attrs();
-  const SgdArgs<T> a{c.input(0).data<T>(),
-                     c.output(0).data<T>(),
-                     c.output(1).data<T>(),
-                     static_cast<T>(c.scalar(0).value.f),
-                     static_cast<T>(c.scalar(1).value.f),
-                     static_cast<T>(1 - c.scalar(2).value.f),
-                     at.ints[0] != 0,
-                     at.ints[1] != 0,
-                     at.ints[2] != 0};
+  const auto a = optim::sgd_args<T>(c);
   for_range(c.input(0).numel(), [&](int64_t b, int64_t e) { sgd_range(a, b, e); });
 }
 
 template <class T>
 void adam_step(const KernelCall& c) {
-  const double lr = c.scalar(0).value.f, beta1 = c.scalar(1).value.f, beta2 = c.scalar(2).value.f;
-  const auto step = static_cast<double>(c.attrs().ints[0]);
-  // As the composite: the bias corrections in double, then the loop in T.
-  const AdamArgs<T> a{c.input(0).data<T>(),
-                      c.output(0).data<T>(),
-                      c.output(1).data<T>(),
-                      c.output(2).data<T>(),
-                      static_cast<T>(beta1),
-                      static_cast<T>(beta2),
-                      static_cast<T>(1 - beta1),
-                      static_cast<T>(1 - beta2),
-                      static_cast<T>(c.scalar(3).value.f),
-                      static_cast<T>(std::sqrt(1 - std::pow(beta2, step))),
-                      static_cast<T>(-lr / (1 - std::pow(beta1, step))),
-                      c.attrs().ints[1] != 0};
+  const auto a = optim::adam_args<T>(c);
   for_range(c.input(0).numel(), [&](int64_t b, int64_t e) { adam_range(a, b, e); });
 }
 
 void sgd_step_kernel(const KernelCall& c) {
-  check_flat(c, "core::sgd_step");
+  optim::check::flat_update(c, "core::sgd_step");
   if (c.input(0).dtype() == BP_DTYPE_FLOAT32)
     sgd_step<float>(c);
   else
@@ -139,7 +62,7 @@ void sgd_step_kernel(const KernelCall& c) {
 }
 
 void adam_step_kernel(const KernelCall& c) {
-  check_flat(c, "core::adam_step");
+  optim::check::flat_update(c, "core::adam_step");
   if (c.input(0).dtype() == BP_DTYPE_FLOAT32)
     adam_step<float>(c);
   else

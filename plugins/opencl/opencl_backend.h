@@ -254,6 +254,7 @@ void register_reduce_kernels(Registrar& r);
 void register_index_kernels(Registrar& r);
 void register_matmul_kernels(Registrar& r);
 void register_nn_kernels(Registrar& r);  // nn.cpp: the pools (core:: overrides)
+void register_optim_kernels(Registrar& r);  // optim.cpp: sgd_step, adam_step (core:: overrides)
 
 // The copy kernel from `src` to `dst` (any dtypes, same shape), on `s`:
 // matmul uses it to make operands contiguous and to convert float16.

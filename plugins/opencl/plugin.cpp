@@ -61,6 +61,7 @@ class OpenclPlugin final : public bp::sdk::Plugin {
     register_index_kernels(r);
     register_matmul_kernels(r);
     register_nn_kernels(r);
+    register_optim_kernels(r);
   }
 
   void* allocate(int32_t index, bp_stream stream, std::size_t nbytes, std::size_t) override {

@@ -98,5 +98,6 @@ void register_reduce_kernels(Registrar& r);       // reduce.cpp: SUM..ARGMIN
 void register_linalg_kernels(Registrar& r);       // linalg.cpp: MATMUL, SOFTMAX, layer_norm
 void register_index_kernels(Registrar& r);        // index.cpp: GATHER, SCATTER, INDEX_SELECT, RANDOM
 void register_nn_kernels(Registrar& r);           // nn.cpp: conv2d, pools, batch_norm (core:: overrides)
+void register_optim_kernels(Registrar& r);        // optim.cpp: sgd_step, adam_step (core:: overrides)
 
 }  // namespace bp::sim
