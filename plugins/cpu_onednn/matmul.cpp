@@ -3,6 +3,8 @@
 // broadcasts batch dims of size 1); float64, which oneDNN does not support on
 // CPU, and small or oddly strided problems run a register-blocked loop.
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 #include "cpu_onednn.h"
 
@@ -100,6 +102,28 @@ bool dnnl_layout(const TensorRef& t, int64_t* dims, int64_t* strides) {
   return true;
 }
 
+// A oneDNN memory object over a caller's buffer, created and destroyed
+// through the C API (no std::vector of dims, no argument map per call).
+class DnnlMemory {
+ public:
+  DnnlMemory(const dnnl_memory_desc_t* md, void* handle) {
+    if (dnnl_memory_create(&m_, md, dnnl_engine().get(), handle) != dnnl_success) m_ = nullptr;
+  }
+  ~DnnlMemory() {
+    if (m_) dnnl_memory_destroy(m_);
+  }
+  DnnlMemory(const DnnlMemory&) = delete;
+  DnnlMemory& operator=(const DnnlMemory&) = delete;
+  dnnl_memory_t get() const { return m_; }
+
+ private:
+  dnnl_memory_t m_ = nullptr;
+};
+
+// oneDNN's matmul for float32 operands it can describe. The memory
+// descriptors are built only when the primitive is (a cache miss); a hit
+// reads them back from the cached primitive's descriptor, so a call costs
+// the key, the lookup, three memory objects and the execution.
 bool try_dnnl_matmul(const TensorRef& out, const TensorRef& a, const TensorRef& b) {
   PrimitiveKey key{};
   key.kind = 4;
@@ -108,22 +132,28 @@ bool try_dnnl_matmul(const TensorRef& out, const TensorRef& a, const TensorRef& 
   const TensorRef* ops[3] = {&a, &b, &out};
   for (int i = 0; i < 3; ++i)
     if (!dnnl_layout(*ops[i], key.dims[i], key.strides[i])) return false;
-  dnnl::memory::desc mds[3];
-  for (int i = 0; i < 3; ++i)
-    mds[i] = dnnl::memory::desc(dnnl::memory::dims(key.dims[i], key.dims[i] + key.ndim),
-                                dnnl::memory::data_type::f32,
-                                dnnl::memory::dims(key.strides[i], key.strides[i] + key.ndim));
   dnnl::primitive prim = cached_primitive(key, [&]() -> dnnl::primitive {
+    dnnl::memory::desc mds[3];
+    for (int i = 0; i < 3; ++i)
+      mds[i] = dnnl::memory::desc(dnnl::memory::dims(key.dims[i], key.dims[i] + key.ndim),
+                                  dnnl::memory::data_type::f32,
+                                  dnnl::memory::dims(key.strides[i], key.strides[i] + key.ndim));
     dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(mds[0], mds[1], mds[2]), dnnl_engine());
     if (is_reference_impl(pd)) return {};
     return dnnl::matmul(pd);
   });
   if (!prim) return false;
-  dnnl::engine& eng = dnnl_engine();
-  dnnl::memory src(mds[0], eng, a.base());
-  dnnl::memory wei(mds[1], eng, b.base());
-  dnnl::memory dst(mds[2], eng, out.base());
-  prim.execute(dnnl_stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}});
+  const_dnnl_primitive_desc_t pd = nullptr;
+  if (dnnl_primitive_get_primitive_desc(prim.get(), &pd) != dnnl_success) return false;
+  const DnnlMemory src(dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), a.base());
+  const DnnlMemory wei(dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), b.base());
+  const DnnlMemory dst(dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0), out.base());
+  if (!src.get() || !wei.get() || !dst.get()) return false;  // nothing written: the loop runs
+  const dnnl_exec_arg_t args[3] = {
+      {DNNL_ARG_SRC, src.get()}, {DNNL_ARG_WEIGHTS, wei.get()}, {DNNL_ARG_DST, dst.get()}};
+  const dnnl_status_t st = dnnl_primitive_execute(prim.get(), dnnl_stream().get(), 3, args);
+  if (st != dnnl_success)
+    throw std::runtime_error(std::string("[matmul] oneDNN's matmul failed (status ") + std::to_string(st) + ")");
   return true;
 }
 
