@@ -58,6 +58,7 @@ inline int usage_error_of(const std::string& command, const std::string& message
 
 std::unique_ptr<Command> make_devices_command();
 std::unique_ptr<Command> make_train_command();
+std::unique_ptr<Command> make_launch_command();
 std::unique_ptr<Command> make_conformance_command();
 std::unique_ptr<Command> make_version_command();
 std::unique_ptr<Command> make_ops_command();

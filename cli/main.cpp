@@ -54,6 +54,7 @@ std::vector<std::unique_ptr<Command>> all_commands() {
   commands.push_back(make_fuzz_command());
   commands.push_back(make_perf_command());
   commands.push_back(make_train_command());
+  commands.push_back(make_launch_command());
   commands.push_back(make_ops_command());
   commands.push_back(make_new_plugin_command());
   commands.push_back(make_version_command());
@@ -102,6 +103,7 @@ int find_command_index(const std::vector<std::string>& args,
                        const po::options_description& global) {
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
+    if (a == "--") return -1;  // what follows belongs to another program (launch)
     if (a.rfind("--", 0) == 0) {
       if (a.find('=') != std::string::npos) continue;
       const po::option_description* d = global.find_nothrow(a.substr(2), false);
@@ -160,7 +162,9 @@ int run(int argc, char** argv) {
   po::options_description global = global_options(flags);
 
   int at = find_command_index(args, global);
-  bool wants_help = std::any_of(args.begin(), args.end(),
+  // A --help after "--" is the launched program's, not ours.
+  const auto own_end = std::find(args.begin(), args.end(), std::string("--"));
+  bool wants_help = std::any_of(args.begin(), own_end,
                                 [](const std::string& a) { return a == "--help" || a == "-h"; });
   if (at < 0) {
     if (wants_help) {

@@ -1,0 +1,25 @@
+#!/bin/sh
+# A rank for the `backplane launch` tests (cli/CMakeLists.txt):
+#   env      prints the distributed variables it was given
+#   fail     rank 1 exits 3 after a moment; the others sleep until stopped
+#   killed   rank 0 is killed by SIGKILL; the others ignore SIGTERM and sleep
+#   sleep F  writes its pid to F.RANK, sleeps, and on SIGTERM writes F.RANK.term
+#            and exits
+case "$1" in
+  env)
+    echo "rank=$RANK local=$LOCAL_RANK world=$WORLD_SIZE lws=$LOCAL_WORLD_SIZE group=$GROUP_RANK addr=$MASTER_ADDR port=$MASTER_PORT" ;;
+  fail)
+    if [ "$RANK" = 1 ]; then sleep 0.2; exit 3; fi
+    exec sleep 60 ;;
+  killed)
+    trap '' TERM
+    if [ "$RANK" = 0 ]; then sleep 0.3; kill -9 $$; fi
+    sleep 60 ;;
+  sleep)
+    trap 'echo TERM > "$2.$RANK.term"; exit 0' TERM
+    echo $$ > "$2.$RANK"
+    sleep 60 &
+    wait ;;
+  *)
+    echo "launch_worker.sh: unknown mode '$1'" >&2; exit 2 ;;
+esac
