@@ -4,10 +4,15 @@
 // LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT) and supervises
 // them: when one exits with a failure or is killed, the others are stopped
 // (SIGTERM, then SIGKILL after --grace seconds) and the launcher exits 1
-// naming the rank and how it ended. SIGINT and SIGTERM sent to the launcher
-// are passed on to every rank. Each rank runs in a process group of its
-// own, so that stopping it stops what it started.
+// naming the rank and how it ended. SIGINT, SIGTERM and SIGHUP sent to the
+// launcher are passed on to every rank (those the launcher was started
+// with ignored, e.g. under nohup, stay ignored). Each rank runs in a
+// process group of its own, so that stopping it stops what it started, and
+// reads its standard input from /dev/null (a background process group that
+// read the terminal would stop).
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
@@ -15,8 +20,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -65,6 +72,24 @@ struct Rank {
   int status = 0;
 };
 
+constexpr double kMaxGrace = 1e6;  // seconds: about eleven days
+
+Clock::time_point after(double seconds) {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+// The signals passed on to the ranks: those of SIGINT, SIGTERM and SIGHUP
+// that the launcher was not started with ignored.
+std::vector<int> forwarded_signals() {
+  std::vector<int> out;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction old {};
+    if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+    out.push_back(sig);
+  }
+  return out;
+}
+
 class LaunchCommand : public Command {
  public:
   const char* name() const override { return "launch"; }
@@ -81,14 +106,20 @@ class LaunchCommand : public Command {
            "  GROUP_RANK        --node-rank\n"
            "  MASTER_ADDR, MASTER_PORT   where rank 0 listens (--master; on one machine by\n"
            "                    default 127.0.0.1 and a port that was free at start)\n"
-           "as torchrun sets them, so that init_process_group's env:// rendezvous finds them.\n"
+           "as torchrun sets them for its workers' env:// rendezvous.\n"
            "On several machines, run the launcher on each with the same --nproc, --nnodes\n"
            "and --master, and its own --node-rank.\n\n"
            "Supervision: when a rank exits with a non-zero status or is killed, the launcher\n"
            "names it on stderr, sends SIGTERM to the other ranks (each runs in a process group\n"
            "of its own, so their children stop too), SIGKILL to those still running after\n"
-           "--grace seconds, and exits 1. SIGINT and SIGTERM sent to the launcher are passed\n"
-           "on to every rank. When every rank exits 0, so does the launcher.\n\n"
+           "--grace seconds, and exits 1. SIGINT, SIGTERM and SIGHUP sent to the launcher are\n"
+           "passed on to every rank (unless the launcher was started with them ignored, as\n"
+           "under nohup), and the launcher exits 128 + the signal's number, or 1 when a rank\n"
+           "had failed before. When every rank exits 0, so does the launcher; a program that\n"
+           "cannot be started is exit 2. Ranks read their standard input from /dev/null. With\n"
+           "more than one rank and OMP_NUM_THREADS unset, each rank gets OMP_NUM_THREADS =\n"
+           "the machine's cores / nproc (at least 1), so that the ranks do not oversubscribe\n"
+           "the cores.\n\n"
            "Examples:\n"
            "  backplane launch --nproc 2 -- ./my_training --epochs 3\n"
            "  backplane launch --nproc 4 --nnodes 2 --node-rank 0 --master 10.0.0.1:29500 -- ./train\n"
@@ -104,7 +135,7 @@ class LaunchCommand : public Command {
          "ADDR:PORT where rank 0 listens (required with --nnodes above 1; by default 127.0.0.1 "
          "and a free port)")
         ("grace", po::value(&grace_)->default_value(10.0),
-         "seconds between SIGTERM and SIGKILL when ranks are stopped");
+         "seconds between SIGTERM and SIGKILL when ranks are stopped (0 to 1e6)");
     return own;
   }
   po::options_description hidden_options() override {
@@ -131,7 +162,8 @@ class LaunchCommand : public Command {
       return usage_error_of("launch", "--node-rank '" + std::to_string(node_rank_) + "': between 0 and " +
                                           std::to_string(nnodes_ - 1) + " for --nnodes " +
                                           std::to_string(nnodes_));
-    if (!(grace_ >= 0)) return usage_error_of("launch", "--grace: seconds, 0 or more");
+    if (!(grace_ >= 0 && grace_ <= kMaxGrace))
+      return usage_error_of("launch", "--grace: seconds, from 0 to 1e6");
     if (program_.empty())
       return usage_error_of("launch", "no program to start: put it after '--', e.g. "
                                       "'backplane launch --nproc 2 -- ./train'");
@@ -146,11 +178,13 @@ class LaunchCommand : public Command {
     } else {
       const auto colon = master_.rfind(':');
       const std::string port = colon == std::string::npos ? "" : master_.substr(colon + 1);
-      char* end = nullptr;
-      const long p = port.empty() ? -1 : std::strtol(port.c_str(), &end, 10);
-      if (colon == 0 || colon == std::string::npos || *end != '\0' || p < 1 || p > 65535)
+      const bool digits = !port.empty() && port.size() <= 5 &&
+                          std::all_of(port.begin(), port.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+      const long p = digits ? std::stol(port) : -1;
+      if (colon == 0 || colon == std::string::npos || p < 1 || p > 65535)
         return usage_error_of("launch", "--master '" + master_ + "': ADDR:PORT, the port 1 to 65535");
       addr_ = master_.substr(0, colon);
+      if (addr_.size() > 2 && addr_.front() == '[' && addr_.back() == ']') addr_ = addr_.substr(1, addr_.size() - 2);
       port_ = port;
     }
     return kExitOk;
@@ -168,6 +202,10 @@ class LaunchCommand : public Command {
         {"MASTER_ADDR", addr_},
         {"MASTER_PORT", port_}};
     std::vector<std::string> env;
+    if (nproc_ > 1 && !std::getenv("OMP_NUM_THREADS")) {
+      const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+      env.push_back("OMP_NUM_THREADS=" + std::to_string(std::max(1L, cores / nproc_)));
+    }
     for (char** e = environ; *e; ++e) {
       const std::string entry(*e);
       bool replaced = false;
@@ -192,18 +230,25 @@ class LaunchCommand : public Command {
     sigset_t none, defaults;
     sigemptyset(&none);
     sigemptyset(&defaults);
-    for (int s : {SIGINT, SIGTERM, SIGCHLD, SIGHUP}) sigaddset(&defaults, s);
+    sigaddset(&defaults, SIGCHLD);
+    for (int sig : forwarded_) sigaddset(&defaults, sig);  // an ignored one stays ignored
     posix_spawnattr_setsigmask(&attr, &none);
     posix_spawnattr_setsigdefault(&attr, &defaults);
     posix_spawnattr_setpgroup(&attr, 0);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
-    const int err = posix_spawnp(&r.pid, argv[0], nullptr, &attr, argv.data(), envp.data());
+    posix_spawn_file_actions_t files;
+    posix_spawn_file_actions_init(&files);
+    posix_spawn_file_actions_addopen(&files, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    pid_t pid = -1;
+    const int err = posix_spawnp(&pid, argv[0], &files, &attr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&files);
     posix_spawnattr_destroy(&attr);
     if (err != 0) {
       std::cerr << "[launch] could not start rank " << r.global << ": '" << program_[0] << "': " << std::strerror(err)
                 << "\n";
       return false;
     }
+    r.pid = pid;
     r.running = true;
     return true;
   }
@@ -213,65 +258,71 @@ class LaunchCommand : public Command {
       if (r.running) kill(-r.pid, sig);
   }
 
-  // Reaps every rank that has ended; returns the first that failed (none
-  // counts once the launcher was interrupted), or null.
-  static Rank* reap(std::vector<Rank>& ranks, Rank* first_failure, bool interrupted) {
-    int status = 0;
-    pid_t pid;
-    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-      for (Rank& r : ranks) {
-        if (r.pid != pid || !r.running) continue;
-        r.running = false;
-        r.status = status;
-        if (!first_failure && !interrupted && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
-          first_failure = &r;
+  // Reaps every rank that has ended. While nothing is being stopped, the
+  // first that failed is recorded, and its process group (what it started
+  // and left behind) gets SIGTERM at once.
+  void reap(std::vector<Rank>& ranks, Rank*& failure, bool stopping) {
+    for (Rank& r : ranks) {
+      if (!r.running) continue;
+      int status = 0;
+      const pid_t got = waitpid(r.pid, &status, WNOHANG);
+      if (got == 0) continue;
+      r.running = false;  // ended, or (ECHILD) no longer ours to wait for
+      r.status = got == r.pid ? status : 0;
+      if (got == r.pid && !stopping && !failure && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+        failure = &r;
+        kill(-r.pid, SIGTERM);
       }
     }
-    return first_failure;
   }
 
   int supervise() {
-    // SIGCHLD, SIGINT and SIGTERM arrive through sigtimedwait, not handlers.
+    // A launcher started with SIGCHLD ignored would have its ranks reaped
+    // by the kernel: wait for them itself.
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    sigaction(SIGCHLD, &dfl, nullptr);
+    forwarded_ = forwarded_signals();
+    // SIGCHLD and the forwarded signals arrive through sigtimedwait.
     sigset_t watched, previous;
     sigemptyset(&watched);
-    for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&watched, s);
-    sigprocmask(SIG_BLOCK, &watched, &previous);
+    sigaddset(&watched, SIGCHLD);
+    for (int sig : forwarded_) sigaddset(&watched, sig);
+    pthread_sigmask(SIG_BLOCK, &watched, &previous);
     std::vector<Rank> ranks(static_cast<std::size_t>(nproc_));
-    Rank* failure = nullptr;
-    int interrupted = 0;
-    bool start_failed = false;
+    int not_started = -1;
     for (int i = 0; i < nproc_; ++i) {
       ranks[i].local = i;
       ranks[i].global = node_rank_ * nproc_ + i;
       if (!spawn(ranks[i])) {
-        start_failed = true;
+        not_started = ranks[i].global;
         break;
       }
     }
-    if (!start_failed)
+    if (not_started < 0)
       std::cerr << "[launch] started ranks " << node_rank_ * nproc_ << ".." << node_rank_ * nproc_ + nproc_ - 1
                 << " of " << nnodes_ * nproc_ << " (MASTER_ADDR=" << addr_ << " MASTER_PORT=" << port_ << ")\n";
-    bool stopping = start_failed;
+    Rank* failure = nullptr;
+    int interrupted = 0;
+    bool stopping = not_started >= 0;
     if (stopping) signal_all(ranks, SIGTERM);
-    Clock::time_point kill_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                                   std::chrono::duration<double>(grace_));
-    auto running = [&] {
-      for (const Rank& r : ranks)
-        if (r.running) return true;
-      return false;
+    Clock::time_point kill_at = after(grace_);
+    auto count_running = [&] {
+      int n = 0;
+      for (const Rank& r : ranks) n += r.running ? 1 : 0;
+      return n;
     };
-    while (running()) {
-      failure = reap(ranks, failure, interrupted != 0);
-      if (!running()) break;
+    while (true) {
+      reap(ranks, failure, stopping);
+      const int left = count_running();
+      if (left == 0) break;
       if (failure && !stopping) {
-        int left = 0;
-        for (const Rank& r : ranks) left += r.running ? 1 : 0;
         std::cerr << "[launch] rank " << failure->global << " (pid " << failure->pid << ") "
                   << describe_status(failure->status) << "; stopping the other " << left
                   << (left == 1 ? " rank" : " ranks") << "\n";
         stopping = true;
         signal_all(ranks, SIGTERM);
-        kill_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(grace_));
+        kill_at = after(grace_);
       }
       if (stopping && Clock::now() >= kill_at) {
         for (const Rank& r : ranks)
@@ -283,24 +334,27 @@ class LaunchCommand : public Command {
       }
       timespec wait{0, 100'000'000};  // re-check the SIGKILL deadline ten times a second
       const int sig = sigtimedwait(&watched, nullptr, &wait);
-      if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
-        if (!interrupted) std::cerr << "[launch] " << sigabbrev_np(sig) << " received; passing it on to the ranks\n";
+      if (sig > 0 && sig != SIGCHLD) {
+        if (!interrupted) std::cerr << "[launch] SIG" << sigabbrev_np(sig) << " received; passing it on to the ranks\n";
         interrupted = sig;
         signal_all(ranks, sig);
         if (!stopping) {
           stopping = true;
-          kill_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(grace_));
+          kill_at = after(grace_);
         }
       }
     }
-    sigprocmask(SIG_SETMASK, &previous, nullptr);
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    if (not_started >= 0) {
+      std::cerr << "[launch] failed: rank " << not_started << " could not be started\n";
+      return kExitUsage;
+    }
     if (failure) {
       std::cerr << "[launch] failed: rank " << failure->global << " " << describe_status(failure->status) << "\n";
       return kExitFailed;
     }
-    if (start_failed) return ranks[0].pid < 0 ? kExitUsage : kExitFailed;  // none started: the command line's fault
     if (interrupted) {
-      std::cerr << "[launch] stopped by " << sigabbrev_np(interrupted) << "\n";
+      std::cerr << "[launch] stopped by SIG" << sigabbrev_np(interrupted) << "\n";
       return 128 + interrupted;
     }
     std::cerr << "[launch] all " << nproc_ << (nproc_ == 1 ? " rank" : " ranks") << " exited 0\n";
@@ -311,6 +365,7 @@ class LaunchCommand : public Command {
   double grace_ = 10.0;
   std::string master_, addr_, port_;
   std::vector<std::string> program_;
+  std::vector<int> forwarded_;
 };
 
 }  // namespace

@@ -2,7 +2,9 @@
 # A rank for the `backplane launch` tests (cli/CMakeLists.txt):
 #   env      prints the distributed variables it was given
 #   fail     rank 1 exits 3 after a moment; the others sleep until stopped
-#   killed   rank 0 is killed by SIGKILL; the others ignore SIGTERM and sleep
+#   killed D rank 1 ignores SIGTERM and writes D.ready; rank 0 waits for that
+#            file, then is killed by SIGKILL
+#   args ... prints its arguments
 #   sleep F  writes its pid to F.RANK, sleeps, and on SIGTERM writes F.RANK.term
 #            and exits
 case "$1" in
@@ -12,9 +14,17 @@ case "$1" in
     if [ "$RANK" = 1 ]; then sleep 0.2; exit 3; fi
     exec sleep 60 ;;
   killed)
+    if [ "$RANK" = 0 ]; then
+      while [ ! -e "$2.ready" ]; do sleep 0.05; done
+      rm -f "$2.ready"
+      kill -9 $$
+    fi
     trap '' TERM
-    if [ "$RANK" = 0 ]; then sleep 0.3; kill -9 $$; fi
+    touch "$2.ready"
     sleep 60 ;;
+  args)
+    shift
+    echo "args: $*" ;;
   sleep)
     trap 'echo TERM > "$2.$RANK.term"; exit 0' TERM
     echo $$ > "$2.$RANK"

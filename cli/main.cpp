@@ -27,8 +27,9 @@ const char* kExamples =
     "  backplane help conformance\n";
 
 const char* kExitCodes =
-    "Exit codes: 0 success; 1 conformance or fuzz cases failed; 2 usage error or the backend\n"
-    "could not be loaded; 3 the backend has no device; 4 unexpected error.\n";
+    "Exit codes: 0 success; 1 conformance or fuzz cases failed, or a launched rank failed;\n"
+    "2 usage error or the backend could not be loaded; 3 the backend has no device;\n"
+    "4 unexpected error; 128 + N launch stopped by signal N.\n";
 
 class VersionCommand : public Command {
  public:

@@ -242,18 +242,19 @@ void transpose_into_tile(T* tile, const char* src, int64_t col_stride, int64_t n
 // that input element by element down a column is a strided, unvectorised
 // walk; instead each tile of 64 rows by 128 columns is first copied into a
 // small buffer with contiguous reads along the input's own rows, and the
-// tile's rows then run as dense, vectorisable loops. (Tiles twice as wide as
-// tall took 0.70 to 0.86 of the time of 64 x 64 ones for 2048 x 2048 floats: a
-// tile reads 128 of the input's rows 256 bytes at a time, and the output's
-// and the other input's rows 512 bytes at a time.) Returns false when the
-// layout is not this case.
+// tile's rows then run as dense, vectorisable loops. A tile twice as wide
+// as tall reads 128 of the input's rows 256 bytes at a time, and the
+// output's and the other input's rows 512 bytes at a time: for 2048 x 2048
+// floats, 0.70 to 0.86 of the time of 64 x 64 tiles (docs/performance.md).
+// Returns false when the layout is not this case (or either side is below
+// 64, where the plain walk is as fast).
 template <class O, class T, class F>
 bool binary_map_transposed(const TensorRef& out, const TensorRef& a, const TensorRef& b, F f) {
   constexpr int64_t kRows = 64, kCols = 128;
   const std::array<const int64_t*, 3> strides = {out.strides(), a.strides(), b.strides()};
   const std::array<int64_t, 3> sizes = {int64_t(sizeof(O)), int64_t(sizeof(T)), int64_t(sizeof(T))};
   const auto L = bp::sdk::make_layout<3>(out.ndim(), out.shape(), strides, sizes);
-  if (L.ndim != 2 || L.shape[0] < kRows || L.shape[1] < kRows) return false;
+  if (L.ndim != 2 || L.shape[0] < 64 || L.shape[1] < 64) return false;
   // Rows along dim 1 for out; which input is the column-walking one?
   if (L.strides[0][1] != int64_t(sizeof(O))) return false;
   const bool x_rows = L.strides[1][1] == int64_t(sizeof(T));

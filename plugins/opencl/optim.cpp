@@ -3,7 +3,7 @@
 // the device has it). Operands must be dense with one layout; others are
 // declined before anything is enqueued, and the composite runs. The
 // constants are the SDK's (backplane/sdk/optim_loops.hpp), worked out on
-// the host; the device pointers in them are not used here.
+// the host and passed as kernel arguments.
 #include <backplane/sdk/optim_loops.hpp>
 
 #include "opencl_backend.h"

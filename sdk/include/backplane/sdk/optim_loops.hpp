@@ -8,13 +8,14 @@
 // The step's constants (bias corrections) are worked out in double, as the
 // composite does, and the loop runs in T.
 //
-//   void adam(const bp::sdk::KernelCall& c) {
-//     bp::sdk::optim::check::flat_update(c, "core::adam_step");
-//     bp::sdk::nn::visit_floating(c, c.input(0).dtype(), [&](auto tag) {
-//       using T = decltype(tag);
-//       const auto a = bp::sdk::optim::adam_args<T>(c);
-//       bp::sdk::optim::adam_block(a, 0, c.input(0).numel());  // or a range per thread
-//     });
+//   void adam(const bp::sdk::KernelCall& c) {  // registered for float32 and float64
+//     namespace optim = bp::sdk::optim;
+//     optim::check::flat_update(c, "core::adam_step");
+//     const int64_t n = c.input(0).numel();  // or a range [b, e) per thread
+//     if (c.input(0).dtype() == BP_DTYPE_FLOAT32)
+//       optim::adam_block(optim::adam_args<float>(c), 0, n);
+//     else
+//       optim::adam_block(optim::adam_args<double>(c), 0, n);
 //   }
 #pragma once
 
@@ -24,10 +25,14 @@
 #include <cstdint>
 #include <string>
 
+// The loops ask for vectorisation where OpenMP is on (-fopenmp); define
+// BP_SDK_OMP_SIMD first to choose otherwise (e.g. under -fopenmp-simd).
+#ifndef BP_SDK_OMP_SIMD
 #if defined(_OPENMP)
 #define BP_SDK_OMP_SIMD _Pragma("omp simd")
 #else
 #define BP_SDK_OMP_SIMD
+#endif
 #endif
 
 namespace bp::sdk::optim {
