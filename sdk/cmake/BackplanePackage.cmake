@@ -1,5 +1,5 @@
 # Installs Backplane as a CMake package: the exported targets Backplane::sdk,
-# Backplane::core, Backplane::conformance and Backplane::backplane, the SDK
+# Backplane::core, Backplane::distributed, Backplane::conformance and Backplane::backplane, the SDK
 # headers, BackplanePlugin.cmake and BackplaneConformance.cmake, the docs and
 # the hostref example, so that an outside project can
 #
@@ -22,10 +22,11 @@ set(BACKPLANE_ABI_VERSION "${_abi_major}.${_abi_minor}")
 
 set_target_properties(backplane_sdk PROPERTIES EXPORT_NAME sdk)
 set_target_properties(backplane_core PROPERTIES EXPORT_NAME core)
+set_target_properties(backplane_distributed PROPERTIES EXPORT_NAME distributed)
 # Components: runtime (the program, the libraries, the plugins: package
 # `backplane`) and dev (headers, CMake package, docs, examples:
 # `backplane-dev`); see BackplaneCPack.cmake.
-install(TARGETS backplane_sdk backplane_core
+install(TARGETS backplane_sdk backplane_core backplane_distributed
   EXPORT BackplaneTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT dev
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev

@@ -1,0 +1,420 @@
+// One rank of the process-group tests (tests/CMakeLists.txt runs them on
+// loopback with 2 and 4 processes):
+//
+//   backplane launch --nproc 4 -- distributed_worker collectives [--backend sim]
+//   distributed_worker --spawn 2 killed     # starts the ranks itself (file://)
+//
+// Scenarios: collectives (every call and dtype, against values computed
+// here), mismatch (differing calls give the error on every rank, and the group
+// goes on), late (a rank that does not come in time), killed (a rank that
+// dies), init-errors (bad settings, one process). Each rank prints what it
+// checked and exits 0 when every check passed.
+#include <backplane/backplane.h>
+#include <backplane/distributed.h>
+#include <backplane/options.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace dist = bp::distributed;
+using bp::DType;
+using bp::Tensor;
+using namespace std::chrono_literals;
+
+namespace {
+
+int g_rank = -1;
+int g_failures = 0;
+
+#define CHECK(cond, ...)                                                                   \
+  do {                                                                                     \
+    if (!(cond)) {                                                                         \
+      std::cerr << "rank " << g_rank << ": FAILED " << #cond << " at line " << __LINE__ \
+                << ": " << bp::detail::concat(__VA_ARGS__) << std::endl;                  \
+      ++g_failures;                                                                        \
+    }                                                                                      \
+  } while (0)
+
+// The message of the error `f` raises (empty when it raises none).
+template <class E = std::exception, class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  return {};
+}
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+const std::vector<DType> kDTypes = {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16,
+                                    DType::Int8,    DType::UInt8,   DType::Int16,   DType::Int32,
+                                    DType::Int64,   DType::Bool};
+
+// Rank r's value at element i for `op` (small integers: exact in every dtype).
+double value(dist::ReduceOp op, DType dt, int r, int64_t i) {
+  if (dt == DType::Bool) return (r + i) % 2 != 0;
+  if (op == dist::ReduceOp::Product) return 1 + (r + i) % 2;
+  return 1 + (r + i) % 3;
+}
+
+Tensor make(const std::vector<double>& v, DType dt) {
+  return bp::from_vector(v, {static_cast<int64_t>(v.size())}, bp::TensorOptions(dt));
+}
+
+std::vector<double> values_of(const Tensor& t) { return t.to(DType::Float64).to_vector<double>(); }
+
+void check_all_reduce(int n) {
+  using R = dist::ReduceOp;
+  const int64_t len = 37;
+  for (DType dt : kDTypes) {
+    for (R op : {R::Sum, R::Avg, R::Product, R::Min, R::Max}) {
+      if (op == R::Avg && !bp::is_floating(dt)) {
+        Tensor t = make(std::vector<double>(len, 1), dt);
+        const std::string e = error_of([&] { dist::all_reduce(t, op); });
+        CHECK(contains(e, "avg needs a floating dtype"), "avg on ", bp::name(dt), ": ", e);
+        continue;
+      }
+      std::vector<double> mine(len), want(len);
+      for (int64_t i = 0; i < len; ++i) {
+        mine[i] = value(op, dt, g_rank, i);
+        double acc = value(op, dt, 0, i);
+        for (int r = 1; r < n; ++r) {
+          const double x = value(op, dt, r, i);
+          if (op == R::Sum || op == R::Avg) acc = dt == DType::Bool ? std::max(acc, x) : acc + x;
+          if (op == R::Product) acc = dt == DType::Bool ? std::min(acc, x) : acc * x;
+          if (op == R::Min) acc = std::min(acc, x);
+          if (op == R::Max) acc = std::max(acc, x);
+        }
+        want[i] = op == R::Avg ? acc / n : acc;
+      }
+      Tensor t = make(mine, dt);
+      const uint32_t v0 = t.version();
+      dist::all_reduce(t, op);
+      const auto got = values_of(t);
+      const double tol = dt == DType::BFloat16 ? 0.02 : dt == DType::Float16 ? 0.002 : 1e-12;
+      for (int64_t i = 0; i < len; ++i)
+        CHECK(std::abs(got[i] - want[i]) <= tol * std::abs(want[i]), bp::name(dt), ' ',
+              dist::to_string(op), " element ", i, ": ", got[i], " != ", want[i]);
+      CHECK(t.version() > v0, "all_reduce did not bump the version");
+    }
+  }
+  std::cout << "rank " << g_rank << ": all_reduce: sum, avg, product, min, max on "
+            << kDTypes.size() << " dtypes" << std::endl;
+}
+
+void check_other_collectives(int n) {
+  for (DType dt : kDTypes) {
+    const auto base = [&](int r, int64_t i) { return dt == DType::Bool ? (r + i) % 2 : r * 10 + i; };
+    // broadcast from every root
+    for (int root = 0; root < n; ++root) {
+      std::vector<double> v(5);
+      for (int64_t i = 0; i < 5; ++i) v[i] = base(g_rank, i);
+      Tensor t = make(v, dt);
+      dist::broadcast(t, root);
+      const auto got = values_of(t);
+      for (int64_t i = 0; i < 5; ++i) CHECK(got[i] == base(root, i), "broadcast ", bp::name(dt));
+    }
+    // all_gather, both forms
+    std::vector<double> v(3);
+    for (int64_t i = 0; i < 3; ++i) v[i] = base(g_rank, i);
+    std::vector<Tensor> outs;
+    for (int r = 0; r < n; ++r) outs.push_back(bp::zeros({3}, bp::TensorOptions(dt)));
+    dist::all_gather(outs, make(v, dt));
+    Tensor flat = bp::zeros({3 * n}, bp::TensorOptions(dt));
+    dist::all_gather_into_tensor(flat, make(v, dt));
+    const auto f = values_of(flat);
+    for (int r = 0; r < n; ++r) {
+      const auto got = values_of(outs[r]);
+      for (int64_t i = 0; i < 3; ++i) {
+        CHECK(got[i] == base(r, i), "all_gather ", bp::name(dt), " rank ", r);
+        CHECK(f[r * 3 + i] == base(r, i), "all_gather_into_tensor ", bp::name(dt));
+      }
+    }
+    if (dt == DType::Bool) continue;
+    // reduce_scatter, both forms: chunk r holds r + rank
+    std::vector<Tensor> ins;
+    std::vector<double> whole;
+    for (int r = 0; r < n; ++r) {
+      ins.push_back(make({double(r + g_rank), double(r + g_rank + 1)}, dt));
+      whole.push_back(r + g_rank);
+      whole.push_back(r + g_rank + 1);
+    }
+    Tensor out = bp::zeros({2}, bp::TensorOptions(dt));
+    Tensor out2 = bp::zeros({2}, bp::TensorOptions(dt));
+    dist::reduce_scatter(out, ins);
+    dist::reduce_scatter_tensor(out2, make(whole, dt));
+    const double s = n * g_rank + n * (n - 1) / 2.0;  // sum over ranks q of (rank + q)
+    for (const Tensor& o : {out, out2}) {
+      const auto got = values_of(o);
+      CHECK(got[0] == s && got[1] == s + n, "reduce_scatter ", bp::name(dt), ": ", got[0], ", ",
+            got[1], " != ", s, ", ", s + n);
+    }
+  }
+  std::cout << "rank " << g_rank << ": broadcast, all_gather, reduce_scatter on every dtype"
+            << std::endl;
+}
+
+void check_point_to_point(int n) {
+  // A ring: even ranks send first, odd ranks receive first (calls run in order).
+  const int next = (g_rank + 1) % n, prev = (g_rank + n - 1) % n;
+  Tensor out = make({double(g_rank), double(g_rank) * 2}, DType::Int64);
+  Tensor in = bp::zeros({2}, bp::TensorOptions(DType::Int64));
+  if (g_rank % 2 == 0) {
+    dist::send(out, next, 7);
+    dist::recv(in, prev, 7);
+  } else {
+    dist::recv(in, prev, 7);
+    dist::send(out, next, 7);
+  }
+  const auto got = values_of(in);
+  CHECK(got[0] == prev && got[1] == prev * 2, "recv from ", prev, ": ", got[0], ", ", got[1]);
+  std::cout << "rank " << g_rank << ": send and recv around a ring" << std::endl;
+}
+
+void check_layouts_and_async(int n) {
+  // A non-contiguous tensor (a transposed view): written back through it.
+  Tensor m = bp::arange(0, 6, 1, bp::TensorOptions(DType::Float32)).reshape({2, 3});
+  Tensor mt = m.t();
+  dist::all_reduce(mt);
+  const auto got = values_of(m.flatten());
+  for (int64_t i = 0; i < 6; ++i) CHECK(got[i] == i * n, "transposed all_reduce element ", i);
+  // No elements.
+  Tensor e = bp::zeros({0}, bp::TensorOptions(DType::Float32));
+  dist::all_reduce(e);
+  // Several calls in flight, then waited for.
+  std::vector<Tensor> ts;
+  std::vector<dist::Work> works;
+  for (int k = 0; k < 8; ++k) {
+    ts.push_back(bp::full({1000}, k, bp::TensorOptions(DType::Float32)));
+    works.push_back(dist::all_reduce(ts.back(), dist::ReduceOp::Sum, {.async_op = true}));
+  }
+  for (auto& w : works) w.wait();
+  for (int k = 0; k < 8; ++k) {
+    CHECK(works[k].is_completed() && works[k].is_success(), "work ", k);
+    CHECK(values_of(ts[k])[999] == k * n, "async all_reduce ", k);
+  }
+  dist::barrier();
+  std::cout << "rank " << g_rank << ": transposed and empty tensors, 8 async calls, barrier"
+            << std::endl;
+}
+
+int collectives(int n) {
+  check_all_reduce(n);
+  check_other_collectives(n);
+  check_point_to_point(n);
+  check_layouts_and_async(n);
+  return 0;
+}
+
+int mismatch(int n) {
+  // A different element count on rank 1, a different call on rank 2.
+  Tensor t = bp::ones({g_rank == 1 ? 4 : 8});
+  std::string e = error_of<dist::DistributedError>([&] {
+    if (g_rank == 2) dist::broadcast(t, 0);
+    else dist::all_reduce(t);
+  });
+  std::cout << "rank " << g_rank << ": " << e << std::endl;
+  CHECK(contains(e, "the ranks' calls differ"), e);
+  CHECK(contains(e, "all_reduce(sum) of 8 float32"), e);
+  CHECK(contains(e, "rank 1 called all_reduce(sum) of 4 float32"), e);
+  if (n > 2) CHECK(contains(e, "rank 2 called broadcast from rank 0 of 8 float32"), e);
+  // The group goes on: a matching call works.
+  Tensor ok = bp::ones({3});
+  dist::all_reduce(ok);
+  CHECK(values_of(ok)[0] == n, "all_reduce after a mismatch");
+  // A call refused by one rank's own checks: the others hear why.
+  Tensor ints = bp::ones({2}, bp::TensorOptions(DType::Int32));
+  e = error_of([&] { dist::all_reduce(ints, g_rank == 1 ? dist::ReduceOp::Avg : dist::ReduceOp::Sum); });
+  std::cout << "rank " << g_rank << ": " << e << std::endl;
+  if (g_rank == 1) CHECK(contains(e, "avg needs a floating dtype"), e);
+  else CHECK(contains(e, "refused by the rank's own checks") && contains(e, "avg needs"), e);
+  // A send and a receive that differ: both sides say so.
+  if (g_rank < 2) {
+    Tensor s = bp::ones({g_rank == 0 ? 4 : 5});
+    e = error_of<dist::DistributedError>([&] {
+      if (g_rank == 0) dist::send(s, 1);
+      else dist::recv(s, 0);
+    });
+    std::cout << "rank " << g_rank << ": " << e << std::endl;
+    CHECK(contains(e, "a send and its receive differ") && contains(e, "send to rank 1 of 4") &&
+              contains(e, "recv from rank 0 of 5"), e);
+  }
+  Tensor last = bp::ones({2});
+  dist::all_reduce(last);
+  CHECK(values_of(last)[1] == n && !dist::default_group().is_broken(), "the group after it all");
+  return 0;
+}
+
+// Rank 1 comes late; the others' call times out with an error, not a hang.
+int late(int) {
+  Tensor t = bp::ones({4});
+  const auto start = std::chrono::steady_clock::now();
+  if (g_rank == 1) std::this_thread::sleep_for(3s);
+  std::string e = error_of<dist::DistributedError>(
+      [&] { dist::all_reduce(t, dist::ReduceOp::Sum, {.timeout = 1000ms}); });
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << "rank " << g_rank << " after " << s << " s: " << e << std::endl;
+  CHECK(!e.empty(), "no error for a late rank");
+  CHECK(s < 20, "the error came after ", s, " s");
+  CHECK(dist::default_group().is_broken(), "the group is not marked unusable");
+  e = error_of<dist::DistributedError>([&] { dist::barrier(); });
+  CHECK(contains(e, "unusable"), e);
+  return 0;
+}
+
+// Rank 1 dies after the first call; the others' next call fails in time.
+int killed(int) {
+  Tensor t = bp::ones({1024});
+  dist::all_reduce(t);
+  if (g_rank == 1) raise(SIGKILL);
+  const auto start = std::chrono::steady_clock::now();
+  std::string e = error_of<dist::DistributedError>(
+      [&] { dist::all_reduce(t, dist::ReduceOp::Sum, {.timeout = 5000ms}); });
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << "rank " << g_rank << " after " << s << " s: " << e << std::endl;
+  CHECK(contains(e, "the group cannot be used any more"), e);
+  CHECK(s < 20, "the error came after ", s, " s");
+  return 0;
+}
+
+int init_errors() {
+  dist::GroupOptions o;
+  o.init_method = "carrier-pigeon://";
+  o.rank = 0;
+  o.world_size = 1;
+  std::string e = error_of([&] { dist::init_process_group(o); });
+  CHECK(contains(e, "unknown init_method 'carrier-pigeon://'"), e);
+  o.init_method = "env://";
+  o.rank = 3;
+  o.world_size = 2;
+  e = error_of([&] { dist::init_process_group(o); });
+  CHECK(contains(e, "rank 3 is out of range for a world of 2"), e);
+  o.rank = -1;
+  ::unsetenv("RANK");
+  e = error_of([&] { dist::init_process_group(o); });
+  CHECK(contains(e, "RANK is not set") && contains(e, "backplane launch"), e);
+  o.backend = "mpi";
+  e = error_of([&] { dist::init_process_group(o); });
+  CHECK(contains(e, "backend 'mpi' is not available"), e);
+  CHECK(!dist::is_initialized(), "initialised after errors");
+  e = error_of([&] { dist::all_reduce(bp::ones({1})); });
+  CHECK(contains(e, "not initialised"), e);
+  // A group of one over a fresh file store works.
+  char dir[] = "/tmp/bp-dist-XXXXXX";
+  CHECK(::mkdtemp(dir) != nullptr, "mkdtemp");
+  dist::GroupOptions one;
+  one.init_method = std::string("file://") + dir + "/store";
+  one.rank = 0;
+  one.world_size = 1;
+  dist::init_process_group(one);
+  Tensor t = bp::full({3}, 2.0);
+  dist::all_reduce(t, dist::ReduceOp::Avg);
+  CHECK(values_of(t)[0] == 2.0, "a world of one");
+  dist::destroy_process_group();
+  std::filesystem::remove_all(dir);
+  std::cout << "init errors: unknown method, rank out of range, RANK unset, unknown backend, "
+               "uninitialised group; a world of one" << std::endl;
+  return 0;
+}
+
+// Starts `n` ranks of this program with a fresh file:// store, waits for
+// them (at most 120 s) and says how each ended. Rank 1 of `killed` is
+// expected to die by SIGKILL.
+int spawn(int n, char** argv, const std::string& scenario) {
+  char dir[] = "/tmp/bp-dist-XXXXXX";
+  if (!::mkdtemp(dir)) return 2;
+  std::vector<pid_t> pids;
+  for (int r = 0; r < n; ++r) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ::setenv("RANK", std::to_string(r).c_str(), 1);
+      ::setenv("WORLD_SIZE", std::to_string(n).c_str(), 1);
+      ::setenv("BP_TEST_INIT", (std::string("file://") + dir + "/store").c_str(), 1);
+      ::execv("/proc/self/exe", argv);
+      _exit(127);
+    }
+    pids.push_back(pid);
+  }
+  int bad = 0;
+  for (int r = 0; r < n; ++r) {
+    int status = 0;
+    ::waitpid(pids[r], &status, 0);
+    const bool expected_kill = scenario == "killed" && r == 1;
+    const bool ok = expected_kill ? (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+                                  : (WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    std::cout << "[spawn] rank " << r << (ok ? " ended as expected" : " FAILED") << std::endl;
+    bad += !ok;
+  }
+  std::filesystem::remove_all(dir);
+  return bad ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<char*> all(argv, argv + argc);
+  bp::init_from_args(argc, argv);  // --backend
+  std::string scenario;
+  int spawn_n = 0;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--spawn" && i + 1 < argc) spawn_n = std::atoi(argv[++i]);
+    else scenario = a;
+  }
+  if (scenario.empty()) {
+    std::cerr << "usage: distributed_worker [--spawn N] collectives|mismatch|late|killed|init-errors "
+                 "[--backend B]\n";
+    return 2;
+  }
+  if (spawn_n > 0) {
+    // The children get the same arguments but --spawn.
+    std::vector<char*> child;
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      if (std::string(all[i]) == "--spawn") { ++i; continue; }
+      child.push_back(all[i]);
+    }
+    child.push_back(nullptr);
+    return spawn(spawn_n, child.data(), scenario);
+  }
+  try {
+    if (scenario == "init-errors") {
+      g_rank = 0;
+      init_errors();
+    } else {
+      dist::GroupOptions o;
+      if (const char* init = std::getenv("BP_TEST_INIT")) o.init_method = init;
+      o.timeout = 30s;
+      dist::init_process_group(o);
+      g_rank = dist::get_rank();
+      const int n = dist::get_world_size();
+      if (scenario == "collectives") collectives(n);
+      else if (scenario == "mismatch") mismatch(n);
+      else if (scenario == "late") late(n);
+      else if (scenario == "killed") killed(n);
+      else {
+        std::cerr << "unknown scenario " << scenario << "\n";
+        return 2;
+      }
+      dist::destroy_process_group();
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "rank " << g_rank << ": unexpected error: " << e.what() << std::endl;
+    return 1;
+  }
+  if (g_failures) std::cerr << "rank " << g_rank << ": " << g_failures << " checks failed\n";
+  else std::cout << "rank " << g_rank << ": " << scenario << ": all checks passed" << std::endl;
+  return g_failures ? 1 : 0;
+}
