@@ -176,6 +176,46 @@ TEST(AutogradHooks, NonLeafHookReplacesTheGradientDownstream) {
   EXPECT_EQ(values(x.grad()), (Values{2, 2}));
 }
 
+TEST(AutogradHooks, PostAccumulateHookSeesTheAccumulatedGrad) {
+  Tensor x = leaf({1});
+  std::vector<double> seen;
+  x.register_post_accumulate_grad_hook([&](const Tensor& p) {
+    EXPECT_TRUE(p.is_same(x));
+    seen.push_back(p.grad().item<double>());
+  });
+  (x * 2).sum().backward();
+  (x * 3).sum().backward();
+  EXPECT_EQ(seen, (std::vector<double>{2, 5}));
+  Tensor y = x * 2;
+  EXPECT_NE(message_of<bp::AutogradError>([&] { y.register_post_accumulate_grad_hook([](const Tensor&) {}); })
+                .find("needs a leaf"),
+            std::string::npos);
+}
+
+TEST(AutogradHooks, QueuedCallbacksRunOnceTheWholePassHasFinished) {
+  Tensor a = leaf({1}), b = leaf({1});
+  std::vector<std::string> order;
+  auto note = [&](const char* what) { order.push_back(what); };
+  a.register_post_accumulate_grad_hook([&](const Tensor&) {
+    note("a");
+    bp::autograd::queue_callback([&] {
+      note("callback");
+      // Every leaf has its gradient when the callback runs.
+      EXPECT_TRUE(a.grad().defined() && b.grad().defined());
+      bp::autograd::queue_callback([&] { note("queued by the callback"); });
+    });
+  });
+  b.register_post_accumulate_grad_hook([&](const Tensor&) { note("b"); });
+  (a * 2 + (b * 3) * 4).sum().backward();
+  ASSERT_EQ(order.size(), 4u);
+  EXPECT_EQ(order[2], "callback");
+  EXPECT_EQ(order[3], "queued by the callback");
+  // Outside a backward pass there is nothing to queue on.
+  EXPECT_NE(message_of<bp::AutogradError>([] { bp::autograd::queue_callback([] {}); })
+                .find("no backward pass is running"),
+            std::string::npos);
+}
+
 TEST(AutogradHooks, LeafHookSeesEachPassNotTheAccumulatedGrad) {
   Tensor x = leaf({1});
   std::vector<double> seen;

@@ -11,6 +11,8 @@
 // checked and exits 0 when every check passed.
 #include <backplane/backplane.h>
 #include <backplane/distributed.h>
+#include <backplane/nn/parallel.h>
+#include <backplane/optim/optimizer.h>
 #include <backplane/options.h>
 
 #include <sys/wait.h>
@@ -290,6 +292,86 @@ int killed(int) {
   return 0;
 }
 
+
+// DistributedDataParallel: n ranks on shares of each batch end with the
+// parameters of one process on the whole batch (computed here too, on a
+// replica), also with gradient accumulation under no_sync, with one bucket
+// and with many.
+double max_difference(bp::nn::Module& a, bp::nn::Module& b) {
+  const auto pa = a.parameters(), pb = b.parameters();
+  double worst = 0;
+  for (std::size_t k = 0; k < pa.size(); ++k) {
+    const auto x = values_of(pa[k]), y = values_of(pb[k]);
+    for (std::size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::abs(x[i] - y[i]));
+  }
+  return worst;
+}
+
+std::shared_ptr<bp::nn::Module> small_model() {
+  auto m = std::make_shared<bp::nn::Sequential>();
+  m->push_back(std::make_shared<bp::nn::Linear>(8, 32));
+  m->push_back(std::make_shared<bp::nn::ReLU>());
+  m->push_back(std::make_shared<bp::nn::Linear>(32, 16));
+  m->push_back(std::make_shared<bp::nn::ReLU>());
+  m->push_back(std::make_shared<bp::nn::Linear>(16, 4));
+  return m;
+}
+
+void ddp_case(int n, double bucket_mb, bool accumulate) {
+  const int64_t batch = 24;  // divisible by 2, 3 and 4
+  bp::manual_seed(100 + g_rank);  // replicas start different: DDP copies rank 0's
+  auto model = small_model();
+  bp::nn::DDPOptions o;
+  o.bucket_cap_mb = o.first_bucket_mb = bucket_mb;
+  auto ddp = std::make_shared<bp::nn::DistributedDataParallel>(model, o);
+  auto reference = small_model();
+  reference->load_state_dict(model->state_dict());
+  bp::optim::SGD opt(ddp->parameters(), {.lr = 0.1, .momentum = 0.9});
+  bp::optim::SGD ref_opt(reference->parameters(), {.lr = 0.1, .momentum = 0.9});
+  bp::manual_seed(7);  // the same data on every rank
+  const int64_t share = batch / n, from = g_rank * share;
+  for (int step = 0; step < 4; ++step) {
+    const int micro = accumulate ? 2 : 1;
+    opt.zero_grad();
+    ref_opt.zero_grad();
+    for (int m = 0; m < micro; ++m) {
+      Tensor x = bp::randn({batch, 8}), y = bp::randn({batch, 4});
+      auto mine = [&] {
+        bp::mse_loss(ddp->forward(x.narrow(0, from, share)), y.narrow(0, from, share)).backward();
+      };
+      if (m + 1 < micro) {
+        auto guard = ddp->no_sync();
+        mine();
+      } else {
+        mine();
+      }
+      bp::mse_loss(reference->forward(x), y).backward();
+    }
+    opt.step();
+    ref_opt.step();
+  }
+  const double diff = max_difference(*model, *reference);
+  std::cout << "rank " << g_rank << ": ddp with " << ddp->bucket_sizes().size() << " buckets"
+            << (accumulate ? " and no_sync" : "") << ": max difference from one process "
+            << diff << ", buckets started during backward " << ddp->buckets_started_early()
+            << std::endl;
+  CHECK(diff < 1e-5, "DDP differs from one process by ", diff);
+  if (ddp->bucket_sizes().size() > 1)
+    CHECK(ddp->buckets_started_early() > 1, "no bucket started before backward ended");
+  CHECK(ddp->named_parameters().keys()[0] == "module.0.weight", ddp->named_parameters().keys()[0]);
+}
+
+int ddp(int n) {
+  ddp_case(n, 25, false);       // one bucket
+  ddp_case(n, 0.001, false);    // a bucket per parameter or so
+  ddp_case(n, 0.001, true);     // accumulation
+  // Replicas that differ are refused on every rank, naming both.
+  auto m = std::make_shared<bp::nn::Linear>(4, g_rank == 1 ? 3 : 2);
+  const std::string e = error_of([&] { bp::nn::DistributedDataParallel d(m); });
+  CHECK(contains(e, "the replicas differ: rank 0's module has 2 parameters of"), e);
+  return 0;
+}
+
 int init_errors() {
   dist::GroupOptions o;
   o.init_method = "carrier-pigeon://";
@@ -375,7 +457,7 @@ int main(int argc, char** argv) {
     else scenario = a;
   }
   if (scenario.empty()) {
-    std::cerr << "usage: distributed_worker [--spawn N] collectives|mismatch|late|killed|init-errors "
+    std::cerr << "usage: distributed_worker [--spawn N] collectives|mismatch|late|killed|ddp|init-errors "
                  "[--backend B]\n";
     return 2;
   }
@@ -404,6 +486,7 @@ int main(int argc, char** argv) {
       else if (scenario == "mismatch") mismatch(n);
       else if (scenario == "late") late(n);
       else if (scenario == "killed") killed(n);
+      else if (scenario == "ddp") ddp(n);
       else {
         std::cerr << "unknown scenario " << scenario << "\n";
         return 2;

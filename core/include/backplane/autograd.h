@@ -46,6 +46,14 @@ class EnableGradGuard {
 void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& gradients = {},
               bool retain_graph = false);
 
+namespace autograd {
+// During a backward pass (from a hook): runs `callback` on the same thread
+// once the pass has finished, after the callbacks queued before it (what
+// DistributedDataParallel waits for its gradient buckets in). Raises
+// AutogradError outside a backward pass.
+void queue_callback(std::function<void()> callback);
+}  // namespace autograd
+
 // Where warnings go (a non-leaf's grad read without retain_grad, ...).
 // The default prints "[warning] ..." to stderr.
 void set_warning_handler(std::function<void(const std::string&)> handler);

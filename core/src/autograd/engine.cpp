@@ -48,9 +48,32 @@ struct ByLatest {
 
 void accumulate(Tensor& slot, const Tensor& g) { slot = slot.defined() ? slot.add(g) : g; }
 
+// The callbacks queued during the backward pass running on this thread.
+thread_local std::vector<std::function<void()>>* t_callbacks = nullptr;
+
+// Runs the queued callbacks when the pass ends, also when it ends by an
+// error (then they are dropped: a callback finishes a pass that finished).
+class CallbackScope {
+ public:
+  CallbackScope() : prev_(t_callbacks) { t_callbacks = &list_; }
+  ~CallbackScope() { t_callbacks = prev_; }
+  void run() {
+    for (std::size_t i = 0; i < list_.size(); ++i) {
+      auto f = std::move(list_[i]);  // a callback may queue more
+      f();
+    }
+    list_.clear();
+  }
+
+ private:
+  std::vector<std::function<void()>> list_;
+  std::vector<std::function<void()>>* prev_;
+};
+
 void run_backward(const std::vector<Edge>& roots, const std::vector<Tensor>& grads,
                   bool retain_graph) {
   NoGradGuard no_grad;
+  CallbackScope callbacks;
   // How many edges from reachable nodes lead to each node.
   std::unordered_map<Node*, int> deps;
   std::unordered_set<Node*> seen;
@@ -115,6 +138,7 @@ void run_backward(const std::vector<Edge>& roots, const std::vector<Tensor>& gra
       }
     }
   }
+  callbacks.run();
 }
 
 Edge root_edge(const Tensor& t, std::size_t i) {
@@ -139,6 +163,13 @@ Tensor root_gradient(const Tensor& t, const Tensor& g) {
 }
 
 }  // namespace
+
+void queue_callback(std::function<void()> callback) {
+  BP_CHECK_T(AutogradError, t_callbacks != nullptr, "[queue_callback] no backward pass is running "
+             "on this thread: a callback can be queued only from a hook during backward");
+  t_callbacks->push_back(std::move(callback));
+}
+
 }  // namespace autograd
 
 void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& gradients,
@@ -240,6 +271,16 @@ void Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) {
   }
   const autograd::Edge e = autograd::gradient_edge(*this);
   e.fn->hooks_of(e.input_nr).push_back(std::move(hook));
+}
+
+void Tensor::register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) {
+  BP_CHECK_T(AutogradError, requires_grad() && is_leaf(), "[register_post_accumulate_grad_hook] "
+             "needs a leaf that requires grad, got ", detail::describe_tensor(*this));
+  // The hook lives in the leaf's own accumulator: it names the leaf without
+  // owning it (the accumulator dies with the leaf).
+  TensorImpl* leaf = impl();
+  autograd::accumulator(*this).add_post_hook(
+      [leaf, hook = std::move(hook)] { hook(Tensor(IntrusivePtr<TensorImpl>(leaf))); });
 }
 
 void Tensor::backward(const Tensor& gradient, bool retain_graph) const {

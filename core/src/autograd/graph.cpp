@@ -10,7 +10,13 @@
 
 namespace bp {
 
-void destroy_autograd_meta(AutogradMeta* m) noexcept { delete m; }
+void destroy_autograd_meta(AutogradMeta* m) noexcept {
+  // Post-accumulate hooks name the leaf without owning it: they go with it,
+  // though a graph may keep the accumulator.
+  if (autograd::AccumulateGrad* a = m->accumulator.load(std::memory_order_acquire))
+    a->clear_post_hooks();
+  delete m;
+}
 
 namespace autograd {
 
@@ -288,12 +294,22 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>& grads) {
     if (r.defined()) g = r;
   }
   if (g.dtype() != outputs[0].dtype) g = g.to(outputs[0].dtype);
-  std::lock_guard lock(mu_);
-  if (!grad_.defined())
-    grad_ = g.clone(MemoryFormat::Contiguous);
-  else
-    grad_.add_(g);
+  std::vector<std::function<void()>> post;
+  {
+    std::lock_guard lock(mu_);
+    if (!grad_.defined())
+      grad_ = g.clone(MemoryFormat::Contiguous);
+    else
+      grad_.add_(g);
+    post = post_hooks_;
+  }
+  for (const auto& h : post) h();
   return {};
+}
+
+void AccumulateGrad::add_post_hook(std::function<void()> hook) {
+  std::lock_guard lock(mu_);
+  post_hooks_.push_back(std::move(hook));
 }
 
 Tensor AccumulateGrad::grad() const {

@@ -132,11 +132,18 @@ class AccumulateGrad : public Node {
   Tensor grad() const;
   void set_grad(const Tensor& g);
   void add_hook(Hook hook);
+  // Called with no lock held after each accumulation.
+  void add_post_hook(std::function<void()> hook);
+  void clear_post_hooks() noexcept {
+    std::lock_guard lock(mu_);
+    post_hooks_.clear();
+  }
 
  private:
   mutable std::mutex mu_;
   Tensor grad_;
   std::vector<Hook> hooks_;
+  std::vector<std::function<void()>> post_hooks_;
 };
 
 }  // namespace bp::autograd
