@@ -9,6 +9,11 @@
              byte and the same metrics rows; a setting that differs is refused.
   backend    2 epochs of the CNN on BACKEND and on cpu_onednn: the same held-out
              accuracy (within two samples) and losses (within 2%).
+  distributed  `backplane launch --nproc 2 -- backplane train --distributed` with
+             batches of 16 per rank deals each batch of 32 of a single process out to
+             the two ranks: 3 epochs of the MLP give the single process's metrics
+             (losses within 1e-4 relative, accuracies within a sample), written and
+             printed once, by rank 0.
 No timing is asserted.
 """
 import csv
@@ -134,6 +139,34 @@ def backend(exe, work, digits, name):
                 fail("epoch %s: %s %s on cpu_onednn, %s on %s" % (x["epoch"], k, x[k], y[k], name))
 
 
+def distributed(exe, work, digits):
+    common = ["--model", "mlp", "--epochs", "3", "--data", digits, "--progress", "lines"]
+    one, two = os.path.join(work, "one.csv"), os.path.join(work, "two.csv")
+    ckpt = os.path.join(work, "two.safetensors")
+    for f in (one, two, ckpt):
+        if os.path.exists(f):
+            os.remove(f)
+    if run([exe, "train", *common, "--batch-size", "32", "--metrics", one]).returncode != 0:
+        fail("the single process failed")
+    p = run([exe, "launch", "--nproc", "2", "--", exe, "train", "--distributed", *common, "--batch-size", "16",
+             "--metrics", two, "--checkpoint", ckpt])
+    if p.returncode != 0:
+        fail("exit status %d" % p.returncode)
+    if "on 2 ranks (batches of 16 per rank)" not in p.stdout or p.stdout.count("Held-out accuracy") != 1:
+        fail("rank 0 alone should print, naming the ranks")
+    a, b = rows(one), rows(two)
+    if len(b) != 3 or not os.path.exists(ckpt):
+        fail("rank 0 should write 3 rows and the checkpoint; rows: %d" % len(b))
+    n = {"train_accuracy": 1438, "test_accuracy": 359}
+    for x, y in zip(a, b):
+        for k in ("train_loss", "test_loss"):
+            if not math.isclose(float(x[k]), float(y[k]), rel_tol=1e-4):
+                fail("epoch %s: %s %s in one process, %s on two ranks" % (x["epoch"], k, x[k], y[k]))
+        if any(abs(float(x[k]) - float(y[k])) > 1.5 / n[k] for k in n):
+            fail("epoch %s: accuracies %s/%s in one process, %s/%s on two ranks" % (
+                x["epoch"], x["train_accuracy"], x["test_accuracy"], y["train_accuracy"], y["test_accuracy"]))
+
+
 def main():
     scenario, exe, work, digits = sys.argv[1:5]
     os.makedirs(work, exist_ok=True)
@@ -141,6 +174,8 @@ def main():
         accuracy(exe, work, digits)
     elif scenario == "resume":
         resume(exe, work, digits)
+    elif scenario == "distributed":
+        distributed(exe, work, digits)
     elif scenario == "backend":
         backend(exe, work, digits, sys.argv[5])
     else:

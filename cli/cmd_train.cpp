@@ -2,7 +2,9 @@
 // on the backend given, with a held-out split, a progress bar, metrics as
 // CSV, a checkpoint as safetensors and --resume (docs/training.md).
 #include <backplane/backplane.h>
+#include <backplane/distributed.h>
 #include <backplane/nn/checkpoint.h>
+#include <backplane/nn/parallel.h>
 #include <unistd.h>
 
 #include <charconv>
@@ -80,12 +82,19 @@ class TrainCommand : public Command {
            "--metrics rows are then appended.\n\n"
            "Exit codes: 0 trained (and --min-accuracy reached); 1 the final accuracy is below\n"
            "--min-accuracy; 2 bad options, data or checkpoint; 3 the backend has no device.\n\n"
+           "--distributed trains data-parallel on the ranks `backplane launch` starts (env://,\n"
+           "Gloo): every rank holds the model (DistributedDataParallel: rank 0's weights,\n"
+           "gradients averaged), each epoch's samples are dealt out to the ranks in turn\n"
+           "(padded to a multiple of the ranks, as PyTorch's DistributedSampler does), and\n"
+           "--batch-size is per rank. The losses and accuracies are over all ranks; rank 0\n"
+           "alone prints, writes --metrics and --checkpoint.\n\n"
            "Examples:\n"
            "  backplane train --backend cpu_onednn --model cnn --epochs 15\n"
            "  backplane train --backend opencl --model mlp --epochs 20 --metrics mlp.csv\n"
            "  backplane train --epochs 15 --stop-after 5 --checkpoint run.safetensors\n"
            "  backplane train --resume run.safetensors --checkpoint run.safetensors\n"
-           "  backplane train --data ~/digits.csv.gz --min-accuracy 0.97\n";
+           "  backplane train --data ~/digits.csv.gz --min-accuracy 0.97\n"
+           "  backplane launch --nproc 2 -- backplane train --distributed --model mlp\n";
   }
 
   po::options_description options() override {
@@ -108,6 +117,8 @@ class TrainCommand : public Command {
         ("stop-after", po::value<int64_t>()->notifier([this](int64_t v) { stop_after_ = v; }),
          "stop after this epoch (of --epochs), to go on later with --resume")
         ("min-accuracy", po::value<double>()->notifier([this](double v) { min_accuracy_ = v; }), "exit 1 when the final held-out accuracy is below (0..1)")
+        ("distributed", po::bool_switch(&distributed_),
+         "data-parallel over the ranks of `backplane launch` (see below)")
         ("progress", po::value(&progress_)->default_value("auto"),
          "auto (a bar on a terminal) | bar | lines (one per epoch)");
     return own;
@@ -115,6 +126,17 @@ class TrainCommand : public Command {
 
   int run(const BackendFlags& flags) override {
     if (int code = check_options(); code != kExitOk) return code;
+    if (distributed_) {
+      try {
+        distributed::init_process_group();
+      } catch (const Error& e) {
+        return usage_error_of("train", std::string("--distributed: ") + e.what());
+      }
+      rank_ = distributed::get_rank();
+      world_ = distributed::get_world_size();
+      // Rank 0 speaks for all; the others print errors only.
+      if (rank_ != 0) std::cout.setstate(std::ios::failbit);
+    }
     Backend* backend = nullptr;
     Device device;
     if (int code = load_device_or_say(flags.backend, "train", "backend", backend, device); code != kExitOk)
@@ -143,6 +165,9 @@ class TrainCommand : public Command {
     manual_seed(s_.seed);
     std::shared_ptr<nn::Module> model = make_model(s_.model);
     model->to(device, dtype);
+    // What trains: the model itself, or the model in DistributedDataParallel
+    // (made after --resume has loaded it; it then copies rank 0's weights).
+    std::shared_ptr<nn::Module> net = model;
     std::unique_ptr<optim::Optimizer> opt;
     if (s_.optimizer == "sgd")
       opt = std::make_unique<optim::SGD>(model->parameters(),
@@ -166,11 +191,12 @@ class TrainCommand : public Command {
         for (int64_t e = 0; e < start; ++e) schedule->step();
       std::cout << "Resumed from " << resume_ << " after epoch " << start << " of " << s_.epochs << "\n";
     }
+    if (distributed_) net = std::make_shared<nn::DistributedDataParallel>(model);
 
     // A resumed run keeps the rows of the epochs the checkpoint holds and
     // drops any later one (a run stopped between a row and its checkpoint).
     std::ofstream metrics;
-    if (!metrics_.empty()) {
+    if (!metrics_.empty() && rank_ == 0) {
       std::string kept = "epoch,train_loss,train_accuracy,test_loss,test_accuracy,lr,seconds,samples_per_second\n";
       if (!resume_.empty() && std::filesystem::exists(metrics_)) {
         std::ifstream old(metrics_);
@@ -190,14 +216,16 @@ class TrainCommand : public Command {
     std::cout << "Training " << s_.model << " on " << to_string(device) << " (" << s_.dtype << "): "
               << train.size() << " samples, " << test.size() << " held out, batches of " << s_.batch_size << ", "
               << s_.optimizer << " lr " << s_.lr << (schedule ? " with a cosine schedule" : "") << ", "
-              << model->parameters().size() << " parameter tensors\n";
+              << model->parameters().size() << " parameter tensors";
+    if (distributed_) std::cout << ", on " << world_ << " ranks (batches of " << s_.batch_size << " per rank)";
+    std::cout << "\n";
     nn::CrossEntropyLoss criterion;
     Pass last_test;
     const int64_t end = stop_after_ ? std::min(*stop_after_, s_.epochs) : s_.epochs;
     if (start >= end) last_test = evaluate(*model, criterion, test_x, test_y);
     for (int64_t epoch = start; epoch < end; ++epoch) {
       const double lr = opt->param_groups()[0]["lr"];
-      const Pass tr = train_epoch(*model, *opt, criterion, train_x, train_y, epoch);
+      const Pass tr = train_epoch(*net, *opt, criterion, train_x, train_y, epoch);
       if (schedule) schedule->step();
       last_test = evaluate(*model, criterion, test_x, test_y);
       const double rate = static_cast<double>(tr.samples) / tr.seconds;
@@ -211,7 +239,7 @@ class TrainCommand : public Command {
                 << exact(rate) << std::endl;
         if (!metrics) return usage_error_of("train", "writing the metrics to '" + metrics_ + "' failed");
       }
-      if (!checkpoint_.empty()) {
+      if (!checkpoint_.empty() && rank_ == 0) {
         safetensors::Metadata meta = s_.metadata();
         meta["train.epoch"] = std::to_string(epoch + 1);
         meta["train.test_accuracy"] = exact(last_test.accuracy);
@@ -228,6 +256,7 @@ class TrainCommand : public Command {
     if (trained && end < s_.epochs) std::cout << "Stopped after epoch " << end << " of " << s_.epochs << " (--stop-after)\n";
     std::cout << "Held-out accuracy " << fixed(100 * last_test.accuracy, 2) << "% (" << last_test.correct << "/"
               << last_test.samples << ") on " << to_string(device) << "\n";
+    if (distributed_) distributed::destroy_process_group();
     if (trained && !checkpoint_.empty()) std::cout << "Checkpoint written to " << checkpoint_ << "\n";
     if (trained && !metrics_.empty()) std::cout << "Metrics written to " << metrics_ << "\n";
     if (min_accuracy_ && last_test.accuracy < *min_accuracy_) {
@@ -270,11 +299,20 @@ class TrainCommand : public Command {
   Pass train_epoch(nn::Module& model, optim::Optimizer& opt, nn::CrossEntropyLoss& criterion, const Tensor& x,
                    const Tensor& y, int64_t epoch) {
     model.train();
-    const int64_t n = x.size(0);
-    const std::vector<int64_t> order = epoch_order(n, s_.seed, epoch);
+    int64_t n = x.size(0);
+    std::vector<int64_t> order = epoch_order(n, s_.seed, epoch);
+    if (world_ > 1) {
+      // This rank's share: every world_-th sample from rank_, the order
+      // padded from its start to a multiple of the ranks.
+      const int64_t per_rank = (n + world_ - 1) / world_;
+      std::vector<int64_t> mine(static_cast<std::size_t>(per_rank));
+      for (int64_t k = 0; k < per_rank; ++k) mine[k] = order[(rank_ + k * world_) % n];
+      order = std::move(mine);
+      n = per_rank;
+    }
     const int64_t batch = std::min(s_.batch_size, n);  // a larger --batch-size is one batch
     const int64_t steps = (n + batch - 1) / batch;
-    const bool bar = progress_ == "bar" || (progress_ == "auto" && ::isatty(STDERR_FILENO));
+    const bool bar = rank_ == 0 && (progress_ == "bar" || (progress_ == "auto" && ::isatty(STDERR_FILENO)));
     // Sums stay on the device; they are read when the bar is drawn.
     Tensor loss_sum = zeros({}, TensorOptions().dtype(x.dtype()).device(x.device()));
     Tensor correct = zeros({}, TensorOptions().dtype(DType::Int64).device(x.device()));
@@ -306,6 +344,15 @@ class TrainCommand : public Command {
                   << std::flush;
       }
     }
+    if (world_ > 1) {  // over all ranks
+      distributed::all_reduce(loss_sum);
+      distributed::all_reduce(correct);
+      n *= world_;
+      // Every rank evaluates with rank 0's running statistics, so that all
+      // reach the same verdict.
+      NoGradGuard no_grad;
+      for (const Tensor& b : model.buffers()) distributed::broadcast(b, 0);
+    }
     Pass p;
     p.samples = n;
     p.loss = loss_sum.item<double>() / static_cast<double>(n);
@@ -334,6 +381,8 @@ class TrainCommand : public Command {
   std::optional<double> lr_, min_accuracy_;
   std::optional<int64_t> stop_after_;
   std::string data_, metrics_, checkpoint_, resume_, progress_;
+  bool distributed_ = false;
+  int rank_ = 0, world_ = 1;
 };
 
 }  // namespace
