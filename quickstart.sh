@@ -23,7 +23,7 @@ packages=(cmake g++ make pkg-config python3 dpkg-dev file
           libboost-dev libboost-program-options-dev libboost-filesystem-dev libssl-dev
           libdnnl-dev ocl-icd-opencl-dev libdlpack-dev googletest libgtest-dev libbenchmark-dev
           opencl-c-headers pocl-opencl-icd libclblast-dev clinfo gnuplot-nox
-          nlohmann-json3-dev)
+          nlohmann-json3-dev libgloo-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -390,7 +390,7 @@ int init_errors() {
   CHECK(contains(e, "RANK is not set") && contains(e, "backplane launch"), e);
   o.backend = "mpi";
   e = error_of([&] { dist::init_process_group(o); });
-  CHECK(contains(e, "backend 'mpi' is not available"), e);
+  CHECK(contains(e, "unknown backend 'mpi'"), e);
   CHECK(!dist::is_initialized(), "initialised after errors");
   e = error_of([&] { dist::all_reduce(bp::ones({1})); });
   CHECK(contains(e, "not initialised"), e);
@@ -406,6 +406,22 @@ int init_errors() {
   dist::all_reduce(t, dist::ReduceOp::Avg);
   CHECK(values_of(t)[0] == 2.0, "a world of one");
   dist::destroy_process_group();
+  // nccl: without NCCL, the CUDA runtime or a device, init says which is
+  // missing; with them, host tensors are refused by name.
+  one.backend = "nccl";
+  one.init_method = std::string("file://") + dir + "/nccl";
+  std::string nccl;
+  try {
+    dist::init_process_group(one);
+    nccl = error_of([&] { dist::all_reduce(bp::ones({2})); });
+    CHECK(contains(nccl, "the nccl backend carries CUDA tensors"), nccl);
+    dist::destroy_process_group();
+  } catch (const dist::DistributedError& err) {
+    nccl = err.what();
+    CHECK(contains(nccl, "the nccl backend") &&
+              (contains(nccl, "needs a CUDA device") || contains(nccl, "was not found")), nccl);
+  }
+  std::cout << "nccl: " << nccl << std::endl;
   std::filesystem::remove_all(dir);
   std::cout << "init errors: unknown method, rank out of range, RANK unset, unknown backend, "
                "uninitialised group; a world of one" << std::endl;

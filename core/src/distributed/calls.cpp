@@ -1,7 +1,9 @@
 // The process group's calls: argument checks, host staging, the engine.
 #include "group.h"
 
+#include <backplane/autograd.h>
 #include <backplane/dtype.h>
+#include <backplane/ops.h>
 
 #include <cstring>
 
@@ -66,6 +68,19 @@ void check_pair(const Fingerprint& send, const Fingerprint& recv, int sender, in
                                   " called ", detail::describe(recv)));
 }
 
+// Gloo has no reduce-scatter: an all-reduce of every chunk, of which each
+// rank keeps its own (what PyTorch's users fall back on).
+Body reduce_own_chunk(Engine* e, const Tensor& all, const Tensor& output, ReduceOp op, int me) {
+  auto buf = std::make_shared<HostBuffer>(all, true, *e);
+  return [e, buf, all, output, op, me](const Fingerprint& fp, Milliseconds to) {
+    e->all_reduce(buf->data(), static_cast<std::size_t>(all.numel()), all.dtype(), op, data_tag(fp), to);
+    buf->finish();
+    NoGradGuard no_grad;
+    Tensor out = output;
+    out.copy_(all.narrow(0, me * fp.count, fp.count).view(output.sizes()));
+  };
+}
+
 uint64_t p2p_slot(const Fingerprint& f, int phase) {
   return (uint64_t{0xB7} << 56) | ((f.seq & 0xFFFFFFFFFFull) << 8) | static_cast<uint64_t>(phase);
 }
@@ -86,7 +101,7 @@ Work ProcessGroup::all_reduce(const Tensor& tensor, ReduceOp op, CallOptions o) 
     need(tensor, "all_reduce", "tensor");
     describe_tensor(f, tensor);
     check_reduce("all_reduce", op, tensor.dtype());
-    auto hb = std::make_shared<HostBuffer>(tensor, true);
+    auto hb = std::make_shared<HostBuffer>(tensor, true, *e);
     return [e, hb, op, dtype = tensor.dtype()](const Fingerprint& fp, Milliseconds to) {
       e->all_reduce(hb->data(), static_cast<std::size_t>(fp.count), dtype, op, data_tag(fp), to);
       hb->finish();
@@ -101,7 +116,7 @@ Work ProcessGroup::broadcast(const Tensor& tensor, int src, CallOptions o) {
     need(tensor, "broadcast", "tensor");
     describe_tensor(f, tensor);
     check_rank("broadcast", "src", src, impl_->size);
-    auto hb = std::make_shared<HostBuffer>(tensor, me == src);
+    auto hb = std::make_shared<HostBuffer>(tensor, me == src, *e);
     return [e, hb, src, me](const Fingerprint& fp, Milliseconds to) {
       e->broadcast(hb->data(), hb->nbytes(), src, data_tag(fp), to);
       if (me != src) hb->finish();
@@ -122,16 +137,17 @@ Work ProcessGroup::all_gather(const std::vector<Tensor>& outputs, const Tensor& 
       need(out, "all_gather", "output");
       check_like("all_gather", out, input, "an output", input.numel());
     }
-    auto in = std::make_shared<HostBuffer>(input, true);
-    auto outs = std::make_shared<std::vector<HostBuffer>>();
-    for (const Tensor& out : outputs) outs->emplace_back(out, false);
-    return [e, in, outs](const Fingerprint& fp, Milliseconds to) {
-      const std::size_t nb = in->nbytes();
-      std::vector<std::byte> all(nb * outs->size());
-      e->all_gather(in->data(), all.data(), nb, data_tag(fp), to);
-      for (std::size_t r = 0; r < outs->size(); ++r) {
-        if (nb) std::memcpy((*outs)[r].data(), all.data() + r * nb, nb);
-        (*outs)[r].finish();
+    auto in = std::make_shared<HostBuffer>(input, true, *e);
+    // Gathered into one tensor where the engine works, then copied out.
+    const Tensor all = empty({n * input.numel()}, TensorOptions(input.dtype()).device(input.device()));
+    auto buf = std::make_shared<HostBuffer>(all, false, *e);
+    return [e, in, buf, all, outputs](const Fingerprint& fp, Milliseconds to) {
+      e->all_gather(in->data(), buf->data(), in->nbytes(), data_tag(fp), to);
+      buf->finish();
+      NoGradGuard no_grad;
+      for (std::size_t r = 0; r < outputs.size(); ++r) {
+        Tensor out = outputs[r];
+        out.copy_(all.narrow(0, static_cast<int64_t>(r) * fp.count, fp.count).view(out.sizes()));
       }
     };
   });
@@ -145,8 +161,8 @@ Work ProcessGroup::all_gather_into_tensor(const Tensor& output, const Tensor& in
     need(output, "all_gather_into_tensor", "output");
     describe_tensor(f, input);
     check_like("all_gather_into_tensor", output, input, "the output", input.numel() * n);
-    auto in = std::make_shared<HostBuffer>(input, true);
-    auto out = std::make_shared<HostBuffer>(output, false);
+    auto in = std::make_shared<HostBuffer>(input, true, *e);
+    auto out = std::make_shared<HostBuffer>(output, false, *e);
     return [e, in, out](const Fingerprint& fp, Milliseconds to) {
       e->all_gather(in->data(), out->data(), in->nbytes(), data_tag(fp), to);
       out->finish();
@@ -154,8 +170,6 @@ Work ProcessGroup::all_gather_into_tensor(const Tensor& output, const Tensor& in
   });
 }
 
-// Gloo has no reduce-scatter: an all-reduce of every chunk, of which each
-// rank keeps its own (what PyTorch's users fall back on).
 Work ProcessGroup::reduce_scatter(const Tensor& output, const std::vector<Tensor>& inputs,
                                   ReduceOp op, CallOptions o) {
   Engine* e = impl_->engine.get();
@@ -166,23 +180,18 @@ Work ProcessGroup::reduce_scatter(const Tensor& output, const std::vector<Tensor
     check_reduce("reduce_scatter", op, output.dtype());
     BP_CHECK(static_cast<int>(inputs.size()) == n, "[reduce_scatter] ", inputs.size(),
              " inputs for a group of ", n, " ranks: one per rank expected");
-    auto ins = std::make_shared<std::vector<HostBuffer>>();
     for (const Tensor& in : inputs) {
       need(in, "reduce_scatter", "input");
       check_like("reduce_scatter", in, output, "an input", output.numel());
-      ins->emplace_back(in, true);
     }
-    auto out = std::make_shared<HostBuffer>(output, false);
-    return [e, ins, out, op, me, dtype = output.dtype()](const Fingerprint& fp, Milliseconds to) {
-      const std::size_t nb = out->nbytes();
-      std::vector<std::byte> all(nb * ins->size());
-      for (std::size_t r = 0; r < ins->size(); ++r)
-        if (nb) std::memcpy(all.data() + r * nb, (*ins)[r].data(), nb);
-      e->all_reduce(all.data(), static_cast<std::size_t>(fp.count) * ins->size(), dtype, op,
-                    data_tag(fp), to);
-      if (nb) std::memcpy(out->data(), all.data() + static_cast<std::size_t>(me) * nb, nb);
-      out->finish();
-    };
+    // The inputs one after the other (as they are now), reduced in place.
+    const int64_t count = output.numel();
+    Tensor all = empty({n * count}, TensorOptions(output.dtype()).device(output.device()));
+    {
+      NoGradGuard no_grad;
+      for (int r = 0; r < n; ++r) all.narrow(0, r * count, count).copy_(inputs[r].reshape({-1}));
+    }
+    return reduce_own_chunk(e, all, output, op, me);
   });
 }
 
@@ -196,21 +205,18 @@ Work ProcessGroup::reduce_scatter_tensor(const Tensor& output, const Tensor& inp
     describe_tensor(f, output);
     check_reduce("reduce_scatter_tensor", op, output.dtype());
     check_like("reduce_scatter_tensor", input, output, "the input", output.numel() * n);
-    auto in = std::make_shared<HostBuffer>(input, true);
-    auto out = std::make_shared<HostBuffer>(output, false);
-    return [e, in, out, op, me, dtype = output.dtype()](const Fingerprint& fp, Milliseconds to) {
-      std::vector<std::byte> all(in->nbytes());
-      if (!all.empty()) std::memcpy(all.data(), in->data(), all.size());
-      e->all_reduce(all.data(), all.size() / itemsize(dtype), dtype, op, data_tag(fp), to);
-      const std::size_t nb = out->nbytes();
-      if (nb) std::memcpy(out->data(), all.data() + static_cast<std::size_t>(me) * nb, nb);
-      out->finish();
-    };
+    Tensor all;
+    {
+      NoGradGuard no_grad;
+      all = input.reshape({-1}).clone(MemoryFormat::Contiguous);
+    }
+    return reduce_own_chunk(e, all, output, op, me);
   });
 }
 
+// On the host engine (a device engine's calls have finished when they return).
 Work ProcessGroup::barrier(CallOptions o) {
-  Engine* e = impl_->engine.get();
+  Engine* e = &impl_->control();
   return impl_->submit(call(CallKind::Barrier), o, [&](Fingerprint&) -> Body {
     return [e](const Fingerprint& fp, Milliseconds to) { e->barrier(data_tag(fp), to); };
   });
@@ -223,12 +229,12 @@ Work ProcessGroup::send(const Tensor& tensor, int dst, int tag, CallOptions o) {
     describe_tensor(f, tensor);
     check_rank("send", "dst", dst, g->size);
     BP_CHECK(dst != g->rank, "[send] rank ", dst, " cannot send to itself");
-    auto hb = std::make_shared<HostBuffer>(tensor, true);
+    auto hb = std::make_shared<HostBuffer>(tensor, true, *g->engine);
     return [g, hb, dst](const Fingerprint& fp, Milliseconds to) {
       if (g->check_calls) {
         Fingerprint theirs;
-        g->engine->send(&fp, sizeof fp, dst, p2p_slot(fp, 0), to);
-        g->engine->recv(&theirs, sizeof theirs, dst, p2p_slot(fp, 1), to);
+        g->control().send(&fp, sizeof fp, dst, p2p_slot(fp, 0), to);
+        g->control().recv(&theirs, sizeof theirs, dst, p2p_slot(fp, 1), to);
         check_pair(fp, theirs, g->rank, dst);
       }
       g->engine->send(hb->data(), hb->nbytes(), dst, p2p_slot(fp, 2), to);
@@ -243,12 +249,12 @@ Work ProcessGroup::recv(const Tensor& tensor, int src, int tag, CallOptions o) {
     describe_tensor(f, tensor);
     check_rank("recv", "src", src, g->size);
     BP_CHECK(src != g->rank, "[recv] rank ", src, " cannot receive from itself");
-    auto hb = std::make_shared<HostBuffer>(tensor, false);
+    auto hb = std::make_shared<HostBuffer>(tensor, false, *g->engine);
     return [g, hb, src](const Fingerprint& fp, Milliseconds to) {
       if (g->check_calls) {
         Fingerprint theirs;
-        g->engine->recv(&theirs, sizeof theirs, src, p2p_slot(fp, 0), to);
-        g->engine->send(&fp, sizeof fp, src, p2p_slot(fp, 1), to);
+        g->control().recv(&theirs, sizeof theirs, src, p2p_slot(fp, 0), to);
+        g->control().send(&fp, sizeof fp, src, p2p_slot(fp, 1), to);
         check_pair(theirs, fp, src, g->rank);
       }
       g->engine->recv(hb->data(), hb->nbytes(), src, p2p_slot(fp, 2), to);

@@ -60,6 +60,10 @@ class CommError : public DistributedError {
 class Engine {
  public:
   virtual ~Engine() = default;
+  // The memory the calls take: host addresses (gloo), or device addresses
+  // of CUDA memory on device() (nccl).
+  virtual bool device_memory() const { return false; }
+  virtual int device() const { return -1; }
   virtual void all_reduce(void* buf, std::size_t count, DType dtype, ReduceOp op, uint32_t tag,
                           Milliseconds timeout) = 0;
   virtual void broadcast(void* buf, std::size_t nbytes, int root, uint32_t tag,
@@ -89,13 +93,24 @@ std::shared_ptr<gloo::rendezvous::Store> make_file_store(const std::string& dir,
 // The local address from which `host` is reached ("127.0.0.1" for loopback).
 std::string local_address_towards(const std::string& host);
 
-// A tensor's bytes in host memory for the length of a call: the tensor's
-// own memory when it is dense and host addressable, else a copy, written
-// back by finish().
+// NCCL through dlopen: the engine of the "nccl" backend, connected through
+// `store` (rank 0's unique id goes in it) on CUDA device `device`. Throws
+// DistributedError when NCCL or the CUDA runtime cannot be loaded or there
+// is no device, naming what was looked for.
+std::unique_ptr<Engine> make_nccl_engine(const std::shared_ptr<gloo::rendezvous::Store>& store,
+                                         int rank, int size, int device, Milliseconds timeout);
+// The CUDA device this rank's NCCL communicator uses: LOCAL_RANK (else the
+// rank) modulo the devices the CUDA runtime sees.
+int nccl_device_for(int rank);
+
+// A tensor's bytes where the engine reads and writes them, for the length of
+// a call. Host engines: the tensor's own memory when it is dense and host
+// addressable, else a host copy, written back by finish(). Device engines:
+// the address of the tensor's CUDA memory (a dense copy when it is not).
 class HostBuffer {
  public:
   // `read`: the call reads the tensor's values (else it only writes them).
-  HostBuffer(const Tensor& t, bool read);
+  HostBuffer(const Tensor& t, bool read, const Engine& engine);
   void* data() { return ptr_; }
   std::size_t nbytes() const { return nbytes_; }
   // Writes the call's result into the tensor (bumping its version).

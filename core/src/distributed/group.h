@@ -31,8 +31,9 @@ class Work::State {
 
 class ProcessGroup::Impl {
  public:
-  Impl(std::unique_ptr<detail::Engine> engine, std::shared_ptr<gloo::rendezvous::Store> store,
-       int rank, int size, std::string backend, Milliseconds timeout, bool check_calls);
+  Impl(std::unique_ptr<detail::Engine> engine, std::unique_ptr<detail::Engine> control,
+       std::shared_ptr<gloo::rendezvous::Store> store, int rank, int size, std::string backend,
+       Milliseconds timeout, bool check_calls);
   ~Impl();
 
   // What a call runs on the group's thread, after the fingerprints agree.
@@ -51,6 +52,10 @@ class ProcessGroup::Impl {
   Milliseconds timeout;
   bool check_calls;
   std::unique_ptr<detail::Engine> engine;
+  // Host engine of the fingerprints, the point-to-point checks and barriers,
+  // when `engine` works on device memory (else the engine itself).
+  std::unique_ptr<detail::Engine> control_engine;
+  detail::Engine& control() { return control_engine ? *control_engine : *engine; }
   std::atomic<bool> broken{false};
   // Point-to-point calls per peer (sender's count to, receiver's count from).
   std::vector<uint64_t> sent, received;

@@ -128,9 +128,9 @@ std::shared_ptr<ProcessGroup> default_pg;
 }  // namespace
 
 std::shared_ptr<ProcessGroup> new_process_group(const GroupOptions& o) {
-  BP_CHECK(o.backend == "gloo", "[init_process_group] backend '", o.backend,
-           "' is not available: this build has gloo (host memory; tensors of other devices "
-           "are staged through host buffers)");
+  BP_CHECK(o.backend == "gloo" || o.backend == "nccl", "[init_process_group] unknown backend '",
+           o.backend, "': gloo (host memory; tensors of other devices are staged through host "
+           "buffers) or nccl (CUDA tensors)");
   const int size = from_env(o.world_size, "WORLD_SIZE");
   const int rank = from_env(o.rank, "RANK");
   BP_CHECK(size >= 1, "[init_process_group] the world size must be at least 1, not ", size);
@@ -143,11 +143,20 @@ std::shared_ptr<ProcessGroup> new_process_group(const GroupOptions& o) {
   bool check = o.check_calls;
   if (env("BACKPLANE_DIST_CHECK") == "0") check = false;
 
+  // NCCL and a device first: a missing one is said before any waiting.
+  const int device = o.backend == "nccl" ? detail::nccl_device_for(rank) : -1;
   Rendezvous r = rendezvous(o, rank);
-  auto engine = detail::make_gloo_engine(r.store, rank, size, o.timeout, r.hostname,
-                                         env("GLOO_SOCKET_IFNAME"));
+  auto host = detail::make_gloo_engine(r.store, rank, size, o.timeout, r.hostname,
+                                       env("GLOO_SOCKET_IFNAME"));
+  std::unique_ptr<detail::Engine> engine, control;
+  if (o.backend == "nccl") {
+    engine = detail::make_nccl_engine(r.store, rank, size, device, o.timeout);
+    control = std::move(host);  // fingerprints, point-to-point checks, barriers
+  } else {
+    engine = std::move(host);
+  }
   auto pg = std::make_shared<ProcessGroup>(std::make_unique<ProcessGroup::Impl>(
-      std::move(engine), r.store, rank, size, o.backend, o.timeout, check));
+      std::move(engine), std::move(control), r.store, rank, size, o.backend, o.timeout, check));
   // Every rank has joined when this returns: rank 0's store may then go.
   pg->barrier();
   return pg;

@@ -53,11 +53,12 @@ void Work::wait(std::optional<Milliseconds> timeout) const {
 
 // --- the group's thread -------------------------------------------------
 
-ProcessGroup::Impl::Impl(std::unique_ptr<detail::Engine> e,
+ProcessGroup::Impl::Impl(std::unique_ptr<detail::Engine> e, std::unique_ptr<detail::Engine> c,
                          std::shared_ptr<gloo::rendezvous::Store> store, int r, int n,
                          std::string b, Milliseconds t, bool check)
     : rank(r), size(n), backend(std::move(b)), timeout(t), check_calls(check),
-      engine(std::move(e)), sent(n), received(n), store_(std::move(store)) {
+      engine(std::move(e)), control_engine(std::move(c)), sent(n), received(n),
+      store_(std::move(store)) {
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -155,8 +156,8 @@ void ProcessGroup::Impl::run(Task& t) {
   const bool p2p = kind == CallKind::Send || kind == CallKind::Recv;
   if (check_calls && !p2p) {
     std::vector<Fingerprint> all(static_cast<std::size_t>(size));
-    engine->all_gather(&t.fp, all.data(), sizeof(Fingerprint), static_cast<uint32_t>(2 * t.fp.seq),
-                       t.timeout);
+    control().all_gather(&t.fp, all.data(), sizeof(Fingerprint),
+                         static_cast<uint32_t>(2 * t.fp.seq), t.timeout);
     const std::string diff = detail::compare(all, rank);
     if (t.refused) std::rethrow_exception(t.refused);
     if (!diff.empty())
