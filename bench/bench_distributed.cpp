@@ -125,7 +125,10 @@ int main(int argc, char** argv) {
     g_unchecked = dist::new_process_group(o);
     // Gloo's own context, through its file store, for the baseline.
     const std::string dir = "/tmp/bp-bench-dist-" + std::string(std::getenv("MASTER_PORT"));
-    if (g_rank == 0) std::filesystem::create_directories(dir);
+    if (g_rank == 0) {
+      std::filesystem::remove_all(dir);  // a crashed run's keys
+      std::filesystem::create_directories(dir);
+    }
     dist::barrier();
     gloo::rendezvous::FileStore store(dir);
     gloo::transport::tcp::attr attr;

@@ -179,9 +179,9 @@ TEST(AutogradHooks, NonLeafHookReplacesTheGradientDownstream) {
 TEST(AutogradHooks, PostAccumulateHookSeesTheAccumulatedGrad) {
   Tensor x = leaf({1});
   std::vector<double> seen;
-  x.register_post_accumulate_grad_hook([&](const Tensor& p) {
-    EXPECT_TRUE(p.is_same(x));
-    seen.push_back(p.grad().item<double>());
+  x.register_post_accumulate_grad_hook([&](const Tensor& g) {
+    EXPECT_TRUE(g.is_same(x.grad()));
+    seen.push_back(g.item<double>());
   });
   (x * 2).sum().backward();
   (x * 3).sum().backward();
@@ -190,6 +190,31 @@ TEST(AutogradHooks, PostAccumulateHookSeesTheAccumulatedGrad) {
   EXPECT_NE(message_of<bp::AutogradError>([&] { y.register_post_accumulate_grad_hook([](const Tensor&) {}); })
                 .find("needs a leaf"),
             std::string::npos);
+}
+
+TEST(AutogradHooks, LeafGradientsAreAccumulatedAsSoonAsTheyAreComplete) {
+  // out = (x*3) * w: w's gradient is complete once the last mul has run,
+  // before backward goes on through x*3 (what lets DistributedDataParallel
+  // reduce gradients while backward runs). Each pass has its own number.
+  Tensor x = leaf({1, 2}), w = leaf({3, 4});
+  std::vector<std::string> order;
+  std::vector<uint64_t> passes;
+  w.register_post_accumulate_grad_hook([&](const Tensor&) {
+    order.push_back("w");
+    passes.push_back(bp::autograd::current_pass());
+  });
+  Tensor h = x * 3;
+  h.register_hook([&](const Tensor&) {
+    order.push_back("h");
+    return Tensor();
+  });
+  (h * w).sum().backward();
+  EXPECT_EQ(order, (std::vector<std::string>{"w", "h"}));
+  (x * w).sum().backward();
+  ASSERT_EQ(passes.size(), 2u);
+  EXPECT_NE(passes[0], 0u);
+  EXPECT_NE(passes[0], passes[1]);
+  EXPECT_EQ(bp::autograd::current_pass(), 0u);
 }
 
 TEST(AutogradHooks, QueuedCallbacksRunOnceTheWholePassHasFinished) {

@@ -183,7 +183,15 @@ void check_point_to_point(int n) {
   }
   const auto got = values_of(in);
   CHECK(got[0] == prev && got[1] == prev * 2, "recv from ", prev, ": ", got[0], ", ", got[1]);
-  std::cout << "rank " << g_rank << ": send and recv around a ring" << std::endl;
+  // Asynchronous both ways at once (every rank sends first): no deadlock.
+  Tensor in2 = bp::zeros({3}, bp::TensorOptions(DType::Float32));
+  dist::Work s = dist::send(bp::full({3}, double(g_rank)), next, 0, {.async_op = true});
+  dist::Work r = dist::recv(in2, prev, 0, {.async_op = true});
+  s.wait();
+  r.wait();
+  CHECK(values_of(in2)[2] == prev, "irecv from ", prev, ": ", values_of(in2)[2]);
+  std::cout << "rank " << g_rank << ": send and recv around a ring, in order and asynchronously"
+            << std::endl;
 }
 
 void check_layouts_and_async(int n) {
@@ -254,6 +262,16 @@ int mismatch(int n) {
     CHECK(contains(e, "a send and its receive differ") && contains(e, "send to rank 1 of 4") &&
               contains(e, "recv from rank 0 of 5"), e);
   }
+  // A receive refused by its own rank's checks: the sender hears why.
+  if (g_rank < 2) {
+    e = error_of([&] {
+      if (g_rank == 0) dist::send(bp::ones({2}), 1);
+      else dist::recv(Tensor(), 0);
+    });
+    std::cout << "rank " << g_rank << ": " << e << std::endl;
+    if (g_rank == 0) CHECK(contains(e, "rank 1 called recv #1, refused by the rank's own checks"), e);
+    else CHECK(contains(e, "undefined tensor"), e);
+  }
   Tensor last = bp::ones({2});
   dist::all_reduce(last);
   CHECK(values_of(last)[1] == n && !dist::default_group().is_broken(), "the group after it all");
@@ -307,17 +325,31 @@ double max_difference(bp::nn::Module& a, bp::nn::Module& b) {
   return worst;
 }
 
+// Passes its input on; when armed, backward through it raises (after the
+// layers above it have their gradients, some buckets started).
+bool g_tripwire_armed = false;
+class Tripwire : public bp::nn::Module {
+ public:
+  Tripwire() : Module("Tripwire") {}
+  Tensor forward(const Tensor& x) override {
+    if (g_tripwire_armed && x.requires_grad())
+      const_cast<Tensor&>(x).register_hook([](const Tensor&) -> Tensor { throw std::runtime_error("tripwire"); });
+    return x;
+  }
+};
+
 std::shared_ptr<bp::nn::Module> small_model() {
   auto m = std::make_shared<bp::nn::Sequential>();
   m->push_back(std::make_shared<bp::nn::Linear>(8, 32));
   m->push_back(std::make_shared<bp::nn::ReLU>());
+  m->push_back(std::make_shared<Tripwire>());
   m->push_back(std::make_shared<bp::nn::Linear>(32, 16));
   m->push_back(std::make_shared<bp::nn::ReLU>());
   m->push_back(std::make_shared<bp::nn::Linear>(16, 4));
   return m;
 }
 
-void ddp_case(int n, double bucket_mb, bool accumulate) {
+void ddp_case(int n, double bucket_mb, bool accumulate, int failing_step = -1) {
   const int64_t batch = 24;  // divisible by 2, 3 and 4
   bp::manual_seed(100 + g_rank);  // replicas start different: DDP copies rank 0's
   auto model = small_model();
@@ -334,14 +366,30 @@ void ddp_case(int n, double bucket_mb, bool accumulate) {
     const int micro = accumulate ? 2 : 1;
     opt.zero_grad();
     ref_opt.zero_grad();
+    if (step == failing_step) {
+      // Backward raises half-way on every rank: the step is dropped here
+      // and in the reference, and the next pass must average as usual.
+      Tensor x = bp::randn({batch, 8}), y = bp::randn({batch, 4});
+      g_tripwire_armed = true;
+      const std::string e = error_of([&] {
+        bp::mse_loss(ddp->forward(x.narrow(0, from, share)), y.narrow(0, from, share)).backward();
+      });
+      g_tripwire_armed = false;
+      CHECK(contains(e, "tripwire"), e);
+      continue;
+    }
     for (int m = 0; m < micro; ++m) {
       Tensor x = bp::randn({batch, 8}), y = bp::randn({batch, 4});
       auto mine = [&] {
         bp::mse_loss(ddp->forward(x.narrow(0, from, share)), y.narrow(0, from, share)).backward();
       };
       if (m + 1 < micro) {
-        auto guard = ddp->no_sync();
-        mine();
+        const std::size_t before = ddp->bucket_reductions();
+        {
+          auto guard = ddp->no_sync();
+          mine();
+        }
+        CHECK(ddp->bucket_reductions() == before, "a bucket was reduced under no_sync");
       } else {
         mine();
       }
@@ -352,7 +400,7 @@ void ddp_case(int n, double bucket_mb, bool accumulate) {
   }
   const double diff = max_difference(*model, *reference);
   std::cout << "rank " << g_rank << ": ddp with " << ddp->bucket_sizes().size() << " buckets"
-            << (accumulate ? " and no_sync" : "") << ": max difference from one process "
+            << (accumulate ? " and no_sync" : "") << (failing_step >= 0 ? " and a failed backward" : "") << ": max difference from one process "
             << diff << ", buckets started during backward " << ddp->buckets_started_early()
             << std::endl;
   CHECK(diff < 1e-5, "DDP differs from one process by ", diff);
@@ -361,10 +409,38 @@ void ddp_case(int n, double bucket_mb, bool accumulate) {
   CHECK(ddp->named_parameters().keys()[0] == "module.0.weight", ddp->named_parameters().keys()[0]);
 }
 
+// A module with a layer its forward never uses.
+class Branchy : public bp::nn::Module {
+ public:
+  Branchy() : Module("Branchy") {
+    used = register_module("used", std::make_shared<bp::nn::Linear>(4, 2));
+    unused = register_module("unused", std::make_shared<bp::nn::Linear>(4, 2));
+  }
+  Tensor forward(const Tensor& x) override { return used->forward(x); }
+  std::shared_ptr<bp::nn::Linear> used, unused;
+};
+
+void ddp_unused(bool find_unused) {
+  auto m = std::make_shared<Branchy>();
+  bp::nn::DDPOptions o;
+  o.find_unused_parameters = find_unused;
+  bp::nn::DistributedDataParallel d(m, o);
+  bp::manual_seed(3);
+  Tensor x = bp::randn({4, 4});
+  d.forward(x).sum().backward();
+  const Tensor g = m->unused->weight.grad();
+  if (find_unused) CHECK(!g.defined(), "an unused parameter got a gradient with find_unused_parameters");
+  else CHECK(g.defined() && values_of(g.flatten())[0] == 0, "an unused parameter's gradient is not zeros");
+  CHECK(m->used->weight.grad().defined(), "a used parameter has no gradient");
+}
+
 int ddp(int n) {
   ddp_case(n, 25, false);       // one bucket
   ddp_case(n, 0.001, false);    // a bucket per parameter or so
   ddp_case(n, 0.001, true);     // accumulation
+  ddp_case(n, 0.001, false, 1); // a backward that raises half-way
+  ddp_unused(true);
+  ddp_unused(false);
   // Replicas that differ are refused on every rank, naming both.
   auto m = std::make_shared<bp::nn::Linear>(4, g_rank == 1 ? 3 : 2);
   const std::string e = error_of([&] { bp::nn::DistributedDataParallel d(m); });
@@ -446,10 +522,28 @@ int spawn(int n, char** argv, const std::string& scenario) {
     }
     pids.push_back(pid);
   }
+  // Every rank ends within 120 s, or the rest are killed and it fails.
+  std::vector<int> statuses(n, -1);
+  const auto deadline = std::chrono::steady_clock::now() + 120s;
+  for (int left = n; left > 0;) {
+    for (int r = 0; r < n; ++r) {
+      if (statuses[r] != -1) continue;
+      int status = 0;
+      if (::waitpid(pids[r], &status, WNOHANG) == pids[r]) {
+        statuses[r] = status;
+        --left;
+      }
+    }
+    if (left > 0 && std::chrono::steady_clock::now() > deadline) {
+      std::cout << "[spawn] ranks still running after 120 s: killed" << std::endl;
+      for (int r = 0; r < n; ++r)
+        if (statuses[r] == -1) ::kill(pids[r], SIGKILL);
+    }
+    std::this_thread::sleep_for(10ms);
+  }
   int bad = 0;
   for (int r = 0; r < n; ++r) {
-    int status = 0;
-    ::waitpid(pids[r], &status, 0);
+    const int status = statuses[r];
     const bool expected_kill = scenario == "killed" && r == 1;
     const bool ok = expected_kill ? (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
                                   : (WIFEXITED(status) && WEXITSTATUS(status) == 0);

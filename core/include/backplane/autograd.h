@@ -52,6 +52,10 @@ namespace autograd {
 // DistributedDataParallel waits for its gradient buckets in). Raises
 // AutogradError outside a backward pass.
 void queue_callback(std::function<void()> callback);
+// A number unique to the backward pass running on this thread (0 when none
+// is): a hook tells a new pass from the one it saw last, also when that
+// one ended by an error and its callbacks never ran.
+uint64_t current_pass();
 }  // namespace autograd
 
 // Where warnings go (a non-leaf's grad read without retain_grad, ...).

@@ -241,9 +241,10 @@ class Tensor {
   // Calls `hook(grad)` when the gradient for this tensor is computed; a
   // defined return value replaces the gradient (AG-12).
   void register_hook(std::function<Tensor(const Tensor&)> hook);
-  // On a leaf: calls `hook(leaf)` after backward has accumulated a gradient
-  // into leaf.grad() (PyTorch's register_post_accumulate_grad_hook).
-  void register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook);
+  // On a leaf: calls `hook(grad)` with leaf.grad() each time backward has
+  // accumulated a gradient into it (PyTorch's register_post_accumulate_grad_hook,
+  // which passes the leaf; a hook here captures the leaf if it needs it).
+  void register_post_accumulate_grad_hook(std::function<void(const Tensor& grad)> hook);
   // Backpropagates from this tensor. `gradient` may be omitted only for a
   // one-element tensor (AG-2). retain_graph keeps the graph for another pass.
   void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;

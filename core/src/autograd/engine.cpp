@@ -48,15 +48,24 @@ struct ByLatest {
 
 void accumulate(Tensor& slot, const Tensor& g) { slot = slot.defined() ? slot.add(g) : g; }
 
-// The callbacks queued during the backward pass running on this thread.
+// The callbacks queued during the backward pass running on this thread,
+// and the pass's number.
 thread_local std::vector<std::function<void()>>* t_callbacks = nullptr;
+thread_local uint64_t t_pass = 0;
+std::atomic<uint64_t> g_passes{0};
 
 // Runs the queued callbacks when the pass ends, also when it ends by an
 // error (then they are dropped: a callback finishes a pass that finished).
 class CallbackScope {
  public:
-  CallbackScope() : prev_(t_callbacks) { t_callbacks = &list_; }
-  ~CallbackScope() { t_callbacks = prev_; }
+  CallbackScope() : prev_(t_callbacks), prev_pass_(t_pass) {
+    t_callbacks = &list_;
+    t_pass = ++g_passes;
+  }
+  ~CallbackScope() {
+    t_callbacks = prev_;
+    t_pass = prev_pass_;
+  }
   void run() {
     for (std::size_t i = 0; i < list_.size(); ++i) {
       auto f = std::move(list_[i]);  // a callback may queue more
@@ -68,6 +77,7 @@ class CallbackScope {
  private:
   std::vector<std::function<void()>> list_;
   std::vector<std::function<void()>>* prev_;
+  uint64_t prev_pass_;
 };
 
 void run_backward(const std::vector<Edge>& roots, const std::vector<Tensor>& grads,
@@ -163,6 +173,8 @@ Tensor root_gradient(const Tensor& t, const Tensor& g) {
 }
 
 }  // namespace
+
+uint64_t current_pass() { return t_pass; }
 
 void queue_callback(std::function<void()> callback) {
   BP_CHECK_T(AutogradError, t_callbacks != nullptr, "[queue_callback] no backward pass is running "
@@ -276,11 +288,10 @@ void Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) {
 void Tensor::register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) {
   BP_CHECK_T(AutogradError, requires_grad() && is_leaf(), "[register_post_accumulate_grad_hook] "
              "needs a leaf that requires grad, got ", detail::describe_tensor(*this));
-  // The hook lives in the leaf's own accumulator: it names the leaf without
-  // owning it (the accumulator dies with the leaf).
-  TensorImpl* leaf = impl();
-  autograd::accumulator(*this).add_post_hook(
-      [leaf, hook = std::move(hook)] { hook(Tensor(IntrusivePtr<TensorImpl>(leaf))); });
+  // The hook lives in the leaf's accumulator, which a graph may keep after
+  // the leaf is gone: it gets the gradient, not the leaf (a hook that needs
+  // the leaf holds it itself).
+  autograd::accumulator(*this).add_post_hook(std::move(hook));
 }
 
 void Tensor::backward(const Tensor& gradient, bool retain_graph) const {

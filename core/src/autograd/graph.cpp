@@ -10,13 +10,7 @@
 
 namespace bp {
 
-void destroy_autograd_meta(AutogradMeta* m) noexcept {
-  // Post-accumulate hooks name the leaf without owning it: they go with it,
-  // though a graph may keep the accumulator.
-  if (autograd::AccumulateGrad* a = m->accumulator.load(std::memory_order_acquire))
-    a->clear_post_hooks();
-  delete m;
-}
+void destroy_autograd_meta(AutogradMeta* m) noexcept { delete m; }
 
 namespace autograd {
 
@@ -294,7 +288,8 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>& grads) {
     if (r.defined()) g = r;
   }
   if (g.dtype() != outputs[0].dtype) g = g.to(outputs[0].dtype);
-  std::vector<std::function<void()>> post;
+  std::vector<std::function<void(const Tensor&)>> post;
+  Tensor accumulated;
   {
     std::lock_guard lock(mu_);
     if (!grad_.defined())
@@ -302,12 +297,13 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>& grads) {
     else
       grad_.add_(g);
     post = post_hooks_;
+    accumulated = grad_;
   }
-  for (const auto& h : post) h();
+  for (const auto& h : post) h(accumulated);
   return {};
 }
 
-void AccumulateGrad::add_post_hook(std::function<void()> hook) {
+void AccumulateGrad::add_post_hook(std::function<void(const Tensor&)> hook) {
   std::lock_guard lock(mu_);
   post_hooks_.push_back(std::move(hook));
 }

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <functional>
 #include <initializer_list>
+#include <limits>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -122,6 +123,10 @@ class AccumulateGrad : public Node {
  public:
   explicit AccumulateGrad(const TensorImpl& leaf) {
     outputs.push_back({leaf.sizes, leaf.dtype, leaf.device});
+    // Runs as soon as its gradient is complete (as PyTorch's does), so that
+    // post-accumulate hooks (DistributedDataParallel's buckets) fire while
+    // the rest of backward goes on, not all at its end.
+    sequence_nr = std::numeric_limits<uint64_t>::max();
   }
   const char* name() const override { return "AccumulateGrad"; }
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override;
@@ -132,18 +137,14 @@ class AccumulateGrad : public Node {
   Tensor grad() const;
   void set_grad(const Tensor& g);
   void add_hook(Hook hook);
-  // Called with no lock held after each accumulation.
-  void add_post_hook(std::function<void()> hook);
-  void clear_post_hooks() noexcept {
-    std::lock_guard lock(mu_);
-    post_hooks_.clear();
-  }
+  // Called with the accumulated gradient, no lock held, after each accumulation.
+  void add_post_hook(std::function<void(const Tensor&)> hook);
 
  private:
   mutable std::mutex mu_;
   Tensor grad_;
   std::vector<Hook> hooks_;
-  std::vector<std::function<void()>> post_hooks_;
+  std::vector<std::function<void(const Tensor&)>> post_hooks_;
 };
 
 }  // namespace bp::autograd

@@ -56,18 +56,6 @@ void check_like(const char* call, const Tensor& t, const Tensor& like, const cha
            " expected");
 }
 
-// The message for a send and a receive that do not match (same on both).
-void check_pair(const Fingerprint& send, const Fingerprint& recv, int sender, int receiver) {
-  const bool ok = static_cast<CallKind>(send.kind) == CallKind::Send &&
-                  static_cast<CallKind>(recv.kind) == CallKind::Recv && send.dtype == recv.dtype &&
-                  send.count == recv.count && send.tag == recv.tag && send.seq == recv.seq &&
-                  send.root == receiver && recv.root == sender;
-  if (!ok)
-    throw DistributedError(concat("[distributed] a send and its receive differ: rank ", sender,
-                                  " called ", detail::describe(send), "; rank ", receiver,
-                                  " called ", detail::describe(recv)));
-}
-
 // Gloo has no reduce-scatter: an all-reduce of every chunk, of which each
 // rank keeps its own (what PyTorch's users fall back on).
 Body reduce_own_chunk(Engine* e, const Tensor& all, const Tensor& output, ReduceOp op, int me) {
@@ -79,10 +67,6 @@ Body reduce_own_chunk(Engine* e, const Tensor& all, const Tensor& output, Reduce
     Tensor out = output;
     out.copy_(all.narrow(0, me * fp.count, fp.count).view(output.sizes()));
   };
-}
-
-uint64_t p2p_slot(const Fingerprint& f, int phase) {
-  return (uint64_t{0xB7} << 56) | ((f.seq & 0xFFFFFFFFFFull) << 8) | static_cast<uint64_t>(phase);
 }
 
 }  // namespace
@@ -231,13 +215,7 @@ Work ProcessGroup::send(const Tensor& tensor, int dst, int tag, CallOptions o) {
     BP_CHECK(dst != g->rank, "[send] rank ", dst, " cannot send to itself");
     auto hb = std::make_shared<HostBuffer>(tensor, true, *g->engine);
     return [g, hb, dst](const Fingerprint& fp, Milliseconds to) {
-      if (g->check_calls) {
-        Fingerprint theirs;
-        g->control().send(&fp, sizeof fp, dst, p2p_slot(fp, 0), to);
-        g->control().recv(&theirs, sizeof theirs, dst, p2p_slot(fp, 1), to);
-        check_pair(fp, theirs, g->rank, dst);
-      }
-      g->engine->send(hb->data(), hb->nbytes(), dst, p2p_slot(fp, 2), to);
+      g->engine->send(hb->data(), hb->nbytes(), dst, detail::p2p_slot(fp, 2), to);
     };
   });
 }
@@ -251,13 +229,7 @@ Work ProcessGroup::recv(const Tensor& tensor, int src, int tag, CallOptions o) {
     BP_CHECK(src != g->rank, "[recv] rank ", src, " cannot receive from itself");
     auto hb = std::make_shared<HostBuffer>(tensor, false, *g->engine);
     return [g, hb, src](const Fingerprint& fp, Milliseconds to) {
-      if (g->check_calls) {
-        Fingerprint theirs;
-        g->control().recv(&theirs, sizeof theirs, src, p2p_slot(fp, 0), to);
-        g->control().send(&fp, sizeof fp, src, p2p_slot(fp, 1), to);
-        check_pair(theirs, fp, src, g->rank);
-      }
-      g->engine->recv(hb->data(), hb->nbytes(), src, p2p_slot(fp, 2), to);
+      g->engine->recv(hb->data(), hb->nbytes(), src, detail::p2p_slot(fp, 2), to);
       hb->finish();
     };
   });

@@ -27,7 +27,10 @@ struct DistributedDataParallel::State {
   std::vector<Bucket> buckets;
   std::vector<bool> ready;
   bool sync = true;
+  bool find_unused = false;
   bool in_pass = false;
+  uint64_t pass = 0;           // autograd's number of the pass being reduced
+  std::size_t reductions = 0;  // bucket all-reduces started, in all
   std::size_t next = 0;        // the next bucket to start (they start in order)
   std::size_t early = 0;       // started before the pass ended
   std::size_t last_early = 0;
@@ -38,7 +41,17 @@ struct DistributedDataParallel::State {
   }
 
   void begin_pass(const std::weak_ptr<State>& self) {
+    // A pass that ended by an error left its callback unrun: its buckets
+    // may still be in flight, and must land before the memory is reused.
+    for (Bucket& b : buckets)
+      if (b.work) {
+        try {
+          b.work->wait();
+        } catch (const std::exception&) {  // reported by the pass that started it
+        }
+      }
     in_pass = true;
+    pass = autograd::current_pass();
     next = early = 0;
     std::fill(ready.begin(), ready.end(), false);
     for (Bucket& b : buckets) {
@@ -55,7 +68,7 @@ struct DistributedDataParallel::State {
   // start in order (every rank reduces the same buckets in the same order).
   void on_grad(std::size_t p, const std::weak_ptr<State>& self) {
     if (!sync) return;
-    if (!in_pass) begin_pass(self);
+    if (!in_pass || pass != autograd::current_pass()) begin_pass(self);
     if (ready[p]) return;
     ready[p] = true;
     slice(p).copy_(params[p].grad().reshape({-1}));
@@ -66,6 +79,7 @@ struct DistributedDataParallel::State {
   void start(std::size_t i) {
     Bucket& b = buckets[i];
     b.started = true;
+    ++reductions;
     b.work = pg->all_reduce(b.flat, dist::ReduceOp::Avg, {.async_op = true});
   }
 
@@ -74,16 +88,40 @@ struct DistributedDataParallel::State {
       State* s;
       ~Reset() { s->in_pass = false; }
     } reset{this};
-    // A parameter that had no gradient on this rank counts as zeros, so that
-    // every rank reduces every bucket and the replicas stay the same.
-    for (std::size_t p = 0; p < params.size(); ++p)
-      if (!ready[p]) slice(p).zero_();
+    // A parameter this pass did not reach goes in with the gradient it has
+    // (accumulated under no_sync), else as zeros: every rank reduces every
+    // bucket, and the replicas stay the same.
+    std::vector<float> used(params.size());
+    for (std::size_t p = 0; p < params.size(); ++p) {
+      used[p] = ready[p] ? 1.0f : 0.0f;
+      if (ready[p]) continue;
+      const Tensor g = params[p].grad();
+      if (g.defined()) slice(p).copy_(g.reshape({-1}));
+      else slice(p).zero_();
+    }
     for (; next < buckets.size(); ++next) start(next);
     last_early = early;
-    for (Bucket& b : buckets) b.work->wait();
+    // Every bucket lands before anything is read or raised.
+    std::exception_ptr error;
+    for (Bucket& b : buckets) {
+      try {
+        b.work->wait();
+      } catch (...) {
+        if (!error) error = std::current_exception();
+      }
+    }
+    if (error) std::rethrow_exception(error);
+    // With find_unused_parameters, a parameter no rank reached keeps no
+    // gradient (as in PyTorch), so the optimiser leaves it alone.
+    if (find_unused) {
+      Tensor mask = from_vector(used, {static_cast<int64_t>(used.size())}, TensorOptions(DType::Float32));
+      pg->all_reduce(mask, dist::ReduceOp::Max);
+      used = mask.to_vector<float>();
+    }
     for (std::size_t p = 0; p < params.size(); ++p) {
-      const Tensor avg = slice(p).view(params[p].sizes());
       Tensor g = params[p].grad();
+      if (find_unused && used[p] == 0.0f) continue;
+      const Tensor avg = slice(p).view(params[p].sizes());
       if (g.defined()) g.copy_(avg);
       else params[p].set_grad(avg.clone());
     }
@@ -117,6 +155,7 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> module,
   register_module("module", module_);
   State& s = *state_;
   s.pg = options_.group ? options_.group.get() : &dist::default_group();
+  s.find_unused = options_.find_unused_parameters;
   for (const Tensor& p : module_->parameters())
     if (p.requires_grad()) s.params.push_back(p);
 
@@ -199,5 +238,6 @@ std::vector<std::size_t> DistributedDataParallel::bucket_sizes() const {
 }
 
 std::size_t DistributedDataParallel::buckets_started_early() const { return state_->last_early; }
+std::size_t DistributedDataParallel::bucket_reductions() const { return state_->reductions; }
 
 }  // namespace bp::nn

@@ -47,6 +47,9 @@ std::string describe(const Fingerprint& f);
 // Empty when every rank's fingerprint equals `mine`; else a message naming
 // the differing calls (the same text on every rank).
 std::string compare(const std::vector<Fingerprint>& all, int me);
+// The transport slot of a point-to-point call's phase (0 and 1: the
+// fingerprints, 2: the data): apart from the collectives' and per pair.
+uint64_t p2p_slot(const Fingerprint& f, int phase);
 
 // An engine's failure to communicate (a timeout, a lost peer): the group
 // cannot be used after it.
@@ -64,6 +67,11 @@ class Engine {
   // of CUDA memory on device() (nccl).
   virtual bool device_memory() const { return false; }
   virtual int device() const { return -1; }
+  // The group is broken: give up on the peers (NCCL's communicator abort).
+  virtual void abort() {}
+  // Whether point-to-point calls may run beside the collectives (each on a
+  // thread), or must take their turn in the group's order.
+  virtual bool concurrent_p2p() const { return true; }
   virtual void all_reduce(void* buf, std::size_t count, DType dtype, ReduceOp op, uint32_t tag,
                           Milliseconds timeout) = 0;
   virtual void broadcast(void* buf, std::size_t nbytes, int root, uint32_t tag,

@@ -72,6 +72,10 @@ std::string describe(const Fingerprint& f) {
   return os.str();
 }
 
+uint64_t p2p_slot(const Fingerprint& f, int phase) {
+  return (uint64_t{0xB7} << 56) | ((f.seq & 0xFFFFFFFFFFull) << 8) | static_cast<uint64_t>(phase);
+}
+
 std::string compare(const std::vector<Fingerprint>& all, int me) {
   bool same = true;
   for (const Fingerprint& f : all) same = same && same_call(f, all[0]);

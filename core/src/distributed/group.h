@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <list>
 #include <mutex>
 #include <thread>
 
@@ -69,12 +70,16 @@ class ProcessGroup::Impl {
     std::shared_ptr<Work::State> state;
   };
   void loop();
+  void execute(Task& t);  // runs it and finishes its Work
   void run(Task& t);
+  void handshake(const detail::Fingerprint& mine, Milliseconds timeout);
 
   std::shared_ptr<gloo::rendezvous::Store> store_;  // keeps rank 0's server up
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Task> queue_;
+  // Point-to-point calls in flight, each on a thread (joined when done).
+  std::list<std::pair<std::thread, std::shared_ptr<Work::State>>> p2p_;
   bool stopping_ = false;
   uint64_t seq_ = 0;
   std::string broken_reason_;  // under mu_

@@ -148,6 +148,17 @@ std::shared_ptr<ProcessGroup> new_process_group(const GroupOptions& o) {
   Rendezvous r = rendezvous(o, rank);
   auto host = detail::make_gloo_engine(r.store, rank, size, o.timeout, r.hostname,
                                        env("GLOO_SOCKET_IFNAME"));
+  // Ranks that disagree on checking would exchange different messages:
+  // settled first, with a fixed size.
+  {
+    const char mine = check ? 1 : 0;
+    std::vector<char> all(static_cast<std::size_t>(size));
+    host->all_gather(&mine, all.data(), 1, 0xFFFFFFFFu, o.timeout);
+    for (int q = 0; q < size; ++q)
+      BP_CHECK(all[static_cast<std::size_t>(q)] == mine, "[init_process_group] the ranks disagree on "
+               "checking calls: rank ", rank, " has check_calls ", check ? "on" : "off", ", rank ", q,
+               " has it ", mine ? "off" : "on", " (BACKPLANE_DIST_CHECK and GroupOptions must agree)");
+  }
   std::unique_ptr<detail::Engine> engine, control;
   if (o.backend == "nccl") {
     engine = detail::make_nccl_engine(r.store, rank, size, device, o.timeout);

@@ -11,6 +11,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <atomic>
 #include <mutex>
 #include <thread>
 
@@ -161,6 +162,14 @@ class NcclEngine final : public Engine {
     a.cudaStreamDestroy(stream_);
   }
   bool device_memory() const override { return true; }
+  // NCCL calls must be issued in the same order on every rank: point-to-point
+  // calls take their turn with the collectives.
+  bool concurrent_p2p() const override { return false; }
+  void abort() override {
+    std::lock_guard lock(mu_);
+    if (!aborted_) api().ncclCommAbort(comm_);
+    aborted_ = true;
+  }
   int device() const override { return device_; }
 
   void all_reduce(void* buf, std::size_t count, DType dtype, ReduceOp op, uint32_t,
@@ -233,15 +242,11 @@ class NcclEngine final : public Engine {
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
   }
-  void abort() {
-    if (!aborted_) api().ncclCommAbort(comm_);
-    aborted_ = true;
-  }
-
   ncclComm_t comm_;
   cudaStream_t stream_;
   int device_;
-  bool aborted_ = false;
+  std::mutex mu_;  // abort() may come from another call's thread
+  std::atomic<bool> aborted_{false};
 };
 
 }  // namespace
@@ -255,7 +260,14 @@ int nccl_device_for(int rank) {
                                                                            : "0 devices",
                                   "). NCCL ", version_text(a.version), " is at ", a.nccl_path));
   const char* local = std::getenv("LOCAL_RANK");
-  const int which = local && *local ? std::atoi(local) : rank;
+  int which = rank;
+  if (local && *local) {
+    char* end = nullptr;
+    const long v = std::strtol(local, &end, 10);
+    BP_CHECK(*end == '\0' && v >= 0 && v < (1 << 20), "[distributed] LOCAL_RANK must be a "
+             "non-negative integer, not '", local, "'");
+    which = static_cast<int>(v);
+  }
   return which % count;
 }
 

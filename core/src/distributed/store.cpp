@@ -9,6 +9,7 @@
 #include <boost/asio.hpp>
 
 #include <array>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -55,7 +56,17 @@ class Server {
                                     " (another program, or a previous run, holds it?)"));
     acceptor_.listen();
     accept();
-    thread_ = std::thread([this] { io_.run(); });
+    // A handler that throws must not end rank 0: logged, and serving goes on.
+    thread_ = std::thread([this] {
+      for (;;) {
+        try {
+          io_.run();
+          return;
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "[distributed] rendezvous store: %s\n", e.what());
+        }
+      }
+    });
   }
   ~Server() {
     io_.stop();
@@ -98,9 +109,11 @@ class Server {
   };
 
   void accept() {
-    acceptor_.async_accept([this](auto ec, tcp::socket sock) {
+    acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket sock) {
+      if (ec == asio::error::operation_aborted) return;  // stopping
       if (!ec) {
-        sock.set_option(tcp::no_delay(true));
+        boost::system::error_code ignored;
+        sock.set_option(tcp::no_delay(true), ignored);
         std::make_shared<Session>(*this, std::move(sock))->read_request();
       }
       accept();
@@ -148,9 +161,9 @@ class TcpStore final : public gloo::rendezvous::Store {
   void set(const std::string& key, const std::vector<char>& data) override {
     std::lock_guard lock(mu_);
     const auto deadline = Clock::now() + timeout_;
-    request(kSet, key, data, deadline);
+    request(kSet, key, data, deadline, timeout_);
     char ack = 0;
-    run(deadline, "store a key", [&](auto done) { asio::async_read(socket_, asio::buffer(&ack, 1), done); });
+    run(deadline, timeout_, "store a key", [&](auto done) { asio::async_read(socket_, asio::buffer(&ack, 1), done); });
   }
 
   std::vector<char> get(const std::string& key) override { return get(key, timeout_); }
@@ -164,17 +177,17 @@ class TcpStore final : public gloo::rendezvous::Store {
   std::vector<char> get(const std::string& key, Milliseconds timeout) {
     std::lock_guard lock(mu_);
     const auto deadline = Clock::now() + timeout;
-    request(kGet, key, {}, deadline);
+    request(kGet, key, {}, deadline, timeout);
     uint32_t n = 0;
-    run(deadline, concat("get key '", key, "'"),
+    run(deadline, timeout, concat("get key '", key, "'"),
         [&](auto done) { asio::async_read(socket_, asio::buffer(&n, 4), done); });
     std::vector<char> v(n);
-    run(deadline, "read a value", [&](auto done) { asio::async_read(socket_, asio::buffer(v), done); });
+    run(deadline, timeout, "read a value", [&](auto done) { asio::async_read(socket_, asio::buffer(v), done); });
     return v;
   }
 
   void request(uint8_t op, const std::string& key, const std::vector<char>& value,
-               Clock::time_point deadline) {
+               Clock::time_point deadline, Milliseconds timeout) {
     std::array<char, kHeaderBytes> head{};
     const auto kl = static_cast<uint32_t>(key.size());
     const auto vl = static_cast<uint32_t>(value.size());
@@ -182,12 +195,12 @@ class TcpStore final : public gloo::rendezvous::Store {
     std::memcpy(&head[1], &kl, 4);
     std::memcpy(&head[5], &vl, 4);
     std::array<asio::const_buffer, 3> bufs{asio::buffer(head), asio::buffer(key), asio::buffer(value)};
-    run(deadline, "send a request", [&](auto done) { asio::async_write(socket_, bufs, done); });
+    run(deadline, timeout, "send a request", [&](auto done) { asio::async_write(socket_, bufs, done); });
   }
 
   // Runs one asynchronous operation to its end or the deadline.
   template <class Start>
-  void run(Clock::time_point deadline, const std::string& what, Start&& start) {
+  void run(Clock::time_point deadline, Milliseconds timeout, const std::string& what, Start&& start) {
     if (!socket_.is_open())
       throw DistributedError(concat("[distributed] the rendezvous store at ", host_, ':', port_,
                                     " was lost earlier"));
@@ -199,7 +212,7 @@ class TcpStore final : public gloo::rendezvous::Store {
       socket_.close();
       io_.restart();
       io_.poll();  // the cancelled handler
-      throw DistributedError(concat("[distributed] timed out after ", timeout_.count(),
+      throw DistributedError(concat("[distributed] timed out after ", timeout.count(),
                                     " ms waiting to ", what, " at the rendezvous store ", host_,
                                     ':', port_, " (did every rank start?)"));
     }

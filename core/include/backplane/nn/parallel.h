@@ -32,6 +32,10 @@ struct DDPOptions {
   double bucket_cap_mb = 25;     // PyTorch's
   double first_bucket_mb = 1;    // the first bucket is small, to start early
   bool broadcast_buffers = true; // rank 0's buffers to all before each training forward
+  // Parameters that no rank's backward reached keep no gradient (one more
+  // small all-reduce per step). Off: they get the average of what the
+  // ranks hold (zeros where none), as every other parameter.
+  bool find_unused_parameters = false;
 };
 
 class DistributedDataParallel : public Module {
@@ -65,6 +69,8 @@ class DistributedDataParallel : public Module {
   // Of the last backward pass: the buckets whose all-reduce started before
   // the pass ended (overlapping the rest of backward).
   std::size_t buckets_started_early() const;
+  // Bucket all-reduces started since construction (none under no_sync).
+  std::size_t bucket_reductions() const;
 
   struct State;
 
