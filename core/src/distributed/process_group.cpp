@@ -69,8 +69,13 @@ ProcessGroup::Impl::~Impl() {
   }
   cv_.notify_all();
   thread_.join();  // after the calls already made
-  std::lock_guard lock(mu_);
-  for (auto& [th, state] : p2p_) th.join();
+  // Joined without the lock, which a failing call takes to record why.
+  std::list<std::pair<std::thread, std::shared_ptr<Work::State>>> p2p;
+  {
+    std::lock_guard lock(mu_);
+    p2p.swap(p2p_);
+  }
+  for (auto& [th, state] : p2p) th.join();
 }
 
 namespace {
