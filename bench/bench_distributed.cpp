@@ -7,7 +7,7 @@
 // 256 MB on every rank: Gloo's allreduce called directly (its own context,
 // same transport), bp::distributed::all_reduce (with the call's fingerprint
 // exchanged first), and the same without that check (check_calls = false).
-// ddp_step/{single,ddp}: a step (forward, backward, SGD) of an MLP with 2.1M
+// ddp_step/{single,ddp}: a step (forward, backward, SGD) of an MLP with 1.6M
 // parameters on 64 samples per rank, in one process without a group, and in
 // DistributedDataParallel over every rank (weak scaling: 1.0 is free).
 // Every rank runs the same fixed iteration counts (a collective needs every
