@@ -16,7 +16,6 @@ struct DistributedDataParallel::State {
     std::vector<std::size_t> params;
     std::vector<int64_t> offsets;  // of each parameter in `flat`
     std::size_t pending = 0;       // gradients not there yet in this pass
-    bool started = false;
     std::optional<dist::Work> work;
   };
 
@@ -56,7 +55,6 @@ struct DistributedDataParallel::State {
     std::fill(ready.begin(), ready.end(), false);
     for (Bucket& b : buckets) {
       b.pending = b.params.size();
-      b.started = false;
       b.work.reset();
     }
     autograd::queue_callback([self] {
@@ -78,7 +76,6 @@ struct DistributedDataParallel::State {
 
   void start(std::size_t i) {
     Bucket& b = buckets[i];
-    b.started = true;
     ++reductions;
     b.work = pg->all_reduce(b.flat, dist::ReduceOp::Avg, {.async_op = true});
   }
