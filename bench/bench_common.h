@@ -35,6 +35,8 @@ inline constexpr int64_t kConvFlops = 2 * kConvN * kConvO * kConvHW * kConvHW * 
 inline constexpr int64_t kBlockN = 8, kBlockC = 64;
 // Sparse x dense: a kSparseRows-square sparse matrix by kSparseRows x kSparseCols.
 inline constexpr int64_t kSparseRows = 4096, kSparseCols = 256;
+// Sorting: a stable sort of this many float32 values.
+inline constexpr int64_t kSortElements = int64_t{1} << 20;
 // An optimiser step: kOptimTensors weights of kOptimElems float32 and as
 // many biases of kOptimSmall (4M elements in all).
 inline constexpr int kOptimTensors = 8;

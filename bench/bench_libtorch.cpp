@@ -135,6 +135,30 @@ void sparse_mm_libtorch(benchmark::State& state, double density) {
   }
 }
 
+// ATen's coalesce of the same kind of matrix (1%, duplicates included).
+void coalesce_libtorch(benchmark::State& state) {
+  at::NoGradGuard no_grad;
+  at::manual_seed(0);
+  const auto nnz = static_cast<int64_t>(0.01 * static_cast<double>(kSparseRows * kSparseRows));
+  const at::Tensor idx = at::randint(0, kSparseRows, {2, nnz}, at::kLong);
+  const at::Tensor s = at::sparse_coo_tensor(idx, at::randn({nnz}), {kSparseRows, kSparseRows});
+  for (auto _ : state) {
+    at::Tensor c = s.coalesce();
+    benchmark::DoNotOptimize(c.unsafeGetTensorImpl());
+  }
+}
+
+// ATen's stable sort of kSortElements random floats.
+void sort_libtorch(benchmark::State& state) {
+  at::NoGradGuard no_grad;
+  at::manual_seed(0);
+  const at::Tensor x = at::randn({kSortElements});
+  for (auto _ : state) {
+    auto r = at::sort(x, /*stable=*/true, 0, false);
+    benchmark::DoNotOptimize(std::get<1>(r).unsafeGetTensorImpl());
+  }
+}
+
 #ifdef BACKPLANE_BENCH_TORCH_OPTIM
 // torch::optim's step over the parameter set of bench_optim.cpp.
 void optim_step_libtorch(benchmark::State& state, bool adam) {
@@ -175,6 +199,8 @@ void register_libtorch_benchmarks() {
   benchmark::RegisterBenchmark("sparse_mm_0.1pct/libtorch", sparse_mm_libtorch, 0.001)
       ->UseRealTime()
       ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("coalesce_1pct/libtorch", coalesce_libtorch)->UseRealTime()->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("sort_1M/libtorch", sort_libtorch)->UseRealTime()->Unit(benchmark::kMillisecond);
   for (auto [name, fn] : {std::pair{"conv2d_fwd/libtorch", &conv_fwd_libtorch},
                           std::pair{"conv2d_fwd_bwd/libtorch", &conv_fwd_bwd_libtorch},
                           std::pair{"resnet_block/libtorch", &resnet_block_libtorch},

@@ -356,6 +356,9 @@ int main(int argc, char** argv) {
               "sparse_mm_1pct/libtorch", false);
   print_ratio(reporter, "sparse_mm 0.1% backplane/libtorch", "sparse_mm_0.1pct/backplane",
               "sparse_mm_0.1pct/libtorch", false);
+  print_ratio(reporter, "coalesce 1% backplane/libtorch", "coalesce_1pct/backplane",
+              "coalesce_1pct/libtorch", false);
+  print_ratio(reporter, "sort 1M backplane/libtorch", "sort_1M/backplane", "sort_1M/libtorch", false);
   print_ratio(reporter, "add_16M backplane/libtorch", "add_16M/backplane", "add_16M/libtorch",
               true);
 #endif

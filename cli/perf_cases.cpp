@@ -170,6 +170,16 @@ std::vector<Case> make_cases() {
     Tensor x = input({side, side}, d, t);
     return Workload{[x] { (void)log_softmax(x, 1); }, 2.0 * kMemory * es(t), 4.0 * kMemory};
   });
+  // --- sorting and running sums ----------------------------------------------------
+  b.add("argsort/rows/1M", "argsort", Bound::Memory, {Op::Argsort}, false, [](Device d, DType t) {
+    Tensor x = input({1024, 1024}, d, t);
+    const double n = 1024.0 * 1024;
+    return Workload{[x] { (void)argsort(x, 1); }, n * (es(t) + 8), n * 10};  // ~log2(1024) compares
+  });
+  b.add("cumsum/rows/16M", "cumsum", Bound::Memory, {Op::Cumsum}, false, [=](Device d, DType t) {
+    Tensor x = input({side, side}, d, t);
+    return Workload{[x] { (void)cumsum(x, 1); }, 2.0 * kMemory * es(t), double(kMemory)};
+  });
   // --- indexing ------------------------------------------------------------------
   b.add("index_select/rows/16M", "index_select", Bound::Memory, {Op::IndexSelect}, false, [](Device d, DType t) {
     const int64_t rows = 65536, cols = 256, picked = 16384;

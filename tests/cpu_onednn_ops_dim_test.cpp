@@ -1,8 +1,10 @@
 // The cpu_onednn ops that work along one dim (ARGMAX/ARGMIN, SOFTMAX,
-// LOG_SOFTMAX), the index ops (GATHER, SCATTER, INDEX_SELECT) and RANDOM,
+// LOG_SOFTMAX, ARGSORT, CUMSUM), the index ops (GATHER, SCATTER, INDEX_SELECT) and RANDOM,
 // checked against plain loops. RANDOM is checked against Philox4x32-10 as
 // defined in its paper, written out here independently of the SDK header.
+#include <algorithm>
 #include <cstdint>
+#include <numeric>
 
 #include "plugin_harness.h"
 
@@ -120,6 +122,76 @@ TEST(CpuOnednnDimOps, SoftmaxLogSoftmax) {
               run(op, d, {&in}, out, attrs_with({}, {c.dim}));
               expect_values(out, w, 1e-12);
             }
+}
+
+// ARGSORT against std::stable_sort with the order written out here (NaN
+// above all numbers), on lines of few distinct values (ties everywhere) with
+// NaN and infinities; the long lines take the chunked, merged path.
+TEST(CpuOnednnDimOps, Argsort) {
+  for (bp_dtype d : kAll)
+    for (const DimCase& c : kDimCases)
+      for (Layout li : kLayouts)
+        for (bool descending : {false, true}) {
+          if (descending && li != Layout::contiguous && li != Layout::transposed) continue;
+          SCOPED_TRACE(str("dtype ", d, " ", layout_name(li), " rank ", c.shape.size(), " dim ",
+                           c.dim, descending ? " descending" : ""));
+          const int64_t dim = wrap(c.dim, c.shape.size());
+          Buf in = make(d, c.shape, li, 1);
+          uint64_t k = 0;
+          for_each_index(c.shape, [&](const Shape& i) { in.set(i, double((k++ * 7919) % 5) - 2); });
+          add_specials(in, 3);
+          Buf out = make(BP_DTYPE_INT64, c.shape, Layout::stepped, 2);
+          Buf want = make(BP_DTYPE_INT64, c.shape, Layout::contiguous);
+          auto before = [descending](double a, double b) {
+            if (std::isnan(a) || std::isnan(b))
+              return descending ? std::isnan(a) && !std::isnan(b) : !std::isnan(a) && std::isnan(b);
+            return descending ? a > b : a < b;
+          };
+          for_each_line(c.shape, dim, [&](const Shape& first) {
+            const int64_t n = c.shape.empty() ? 1 : c.shape[dim];
+            auto at = [&](int64_t j) {
+              Shape p = first;
+              if (!p.empty()) p[dim] = j;
+              return p;
+            };
+            std::vector<int64_t> order(static_cast<size_t>(n));
+            std::iota(order.begin(), order.end(), 0);
+            std::stable_sort(order.begin(), order.end(),
+                             [&](int64_t a, int64_t b) { return before(in.get(at(a)), in.get(at(b))); });
+            for (int64_t j = 0; j < n; ++j) want.set(at(j), double(order[size_t(j)]));
+          });
+          run(BP_OP_ARGSORT, d, {&in}, out, attrs_with({}, {c.dim, descending ? 1 : 0}));
+          expect_values(out, collect(c.shape, [&](const Shape& i) { return want.get(i); }));
+        }
+}
+
+// CUMSUM against running sums in double (int64 for bool and integers).
+TEST(CpuOnednnDimOps, Cumsum) {
+  for (bp_dtype d : kAll)
+    for (const DimCase& c : kDimCases)
+      for (Layout li : kLayouts) {
+        SCOPED_TRACE(str("dtype ", d, " ", layout_name(li), " rank ", c.shape.size(), " dim ", c.dim));
+        const int64_t dim = wrap(c.dim, c.shape.size());
+        const bool floating = d == BP_DTYPE_FLOAT32 || d == BP_DTYPE_FLOAT64;
+        Buf in = make(d, c.shape, li, 1);
+        Buf out = make(floating ? d : BP_DTYPE_INT64, c.shape, Layout::stepped, 2);
+        Buf want = make(BP_DTYPE_FLOAT64, c.shape, Layout::contiguous);
+        for_each_line(c.shape, dim, [&](const Shape& first) {
+          const int64_t n = c.shape.empty() ? 1 : c.shape[dim];
+          double acc = 0;
+          for (int64_t j = 0; j < n; ++j) {
+            Shape p = first;
+            if (!p.empty()) p[dim] = j;
+            want.set(p, acc += in.get(p));
+          }
+        });
+        run(BP_OP_CUMSUM, d, {&in}, out, attrs_with({}, {c.dim}));
+        expect_values(out, collect(c.shape, [&](const Shape& i) { return want.get(i); }), 1e-12);
+      }
+  Buf in = make(BP_DTYPE_INT32, {4}, Layout::contiguous);
+  Buf wrong = make(BP_DTYPE_INT32, {4}, Layout::contiguous);
+  EXPECT_EQ(call(BP_OP_CUMSUM, BP_DTYPE_INT32, {&in}, wrong, attrs_with({}, {0})).status,
+            BP_STATUS_INVALID_ARGUMENT);  // an int32 cumsum is int64
 }
 
 // A valid index value for position `k` along a dim of size n (with repeats).

@@ -160,6 +160,29 @@ TEST(SdkChecks, ArgReduceReturnsTheDimAndRefusesAnEmptyLine) {
   EXPECT_EQ(check::arg_reduce(Call(BP_OP_ARGMAX, {&none}, {&nout}, {0}).kc()), 0);
 }
 
+TEST(SdkChecks, ArgsortAndCumsumReturnTheDimAndNameWrongOutputs) {
+  Desc in(BP_DTYPE_FLOAT32, {2, 3}), idx(BP_DTYPE_INT64, {2, 3});
+  bool descending = false;
+  EXPECT_EQ(check::argsort(Call(BP_OP_ARGSORT, {&in}, {&idx}, {-1, 1}).kc(), &descending), 1);
+  EXPECT_TRUE(descending);
+  EXPECT_EQ(check::argsort(Call(BP_OP_ARGSORT, {&in}, {&idx}, {0}).kc(), &descending), 0);
+  EXPECT_FALSE(descending);  // ints[1] absent: ascending
+  Desc f32(BP_DTYPE_FLOAT32, {2, 3}), small(BP_DTYPE_INT64, {2, 2});
+  EXPECT_EQ(refusal([&] { check::argsort(Call(BP_OP_ARGSORT, {&in}, {&f32}, {0}).kc(), &descending); }),
+            "[argsort] the output must be int64, got float32");
+  EXPECT_EQ(refusal([&] { check::argsort(Call(BP_OP_ARGSORT, {&in}, {&small}, {0}).kc(), &descending); }),
+            "[argsort] the input has size 3 in dim 1, the output 2");
+  EXPECT_EQ(refusal([&] { check::argsort(Call(BP_OP_ARGSORT, {&in}, {&idx}, {0, 2}).kc(), &descending); }),
+            "[argsort] ints[1] (descending) must be 0 or 1, got 2");
+  Desc ints(BP_DTYPE_INT32, {2, 3}), i64(BP_DTYPE_INT64, {2, 3});
+  EXPECT_EQ(check::cumsum(Call(BP_OP_CUMSUM, {&ints}, {&i64}, {1}).kc()), 1);
+  EXPECT_EQ(check::cumsum(Call(BP_OP_CUMSUM, {&in}, {&f32}, {-2}).kc()), 0);
+  EXPECT_EQ(refusal([&] { check::cumsum(Call(BP_OP_CUMSUM, {&ints}, {&ints}, {0}).kc()); }),
+            "[cumsum] a int32 cumsum is int64, the output is int32");
+  EXPECT_EQ(refusal([&] { check::cumsum(Call(BP_OP_CUMSUM, {&in}, {&f32}, {2}).kc()); }),
+            "[cumsum] dim 2 is out of range for a tensor of rank 2");
+}
+
 TEST(SdkChecks, MatmulReturnsTheBatchAndNamesShapesThatDoNotChain) {
   Desc a(BP_DTYPE_FLOAT32, {4, 2, 3}), b(BP_DTYPE_FLOAT32, {4, 3, 5}), out(BP_DTYPE_FLOAT32, {4, 2, 5});
   EXPECT_EQ(check::matmul(Call(BP_OP_MATMUL, {&a, &b}, {&out}).kc()), 4);

@@ -63,6 +63,21 @@ TEST(SdkElementwise, ArgBetterKeepsTheFirstWinnerAndTreatsNanAsExtreme) {
   EXPECT_FALSE(fn::arg_better<true>(kInf, kNaN));
 }
 
+TEST(SdkElementwise, SortsBeforePutsNanAboveNumbersAndKeepsTiesApartFromOrder) {
+  EXPECT_TRUE(fn::sorts_before(1.0, 2.0, false));
+  EXPECT_FALSE(fn::sorts_before(2.0, 2.0, false));  // ties: neither before the other
+  EXPECT_FALSE(fn::sorts_before(-0.0, 0.0, false));
+  EXPECT_FALSE(fn::sorts_before(0.0, -0.0, true));
+  EXPECT_TRUE(fn::sorts_before(kInf, kNaN, false));  // NaN last ascending
+  EXPECT_FALSE(fn::sorts_before(kNaN, kInf, false));
+  EXPECT_TRUE(fn::sorts_before(kNaN, kInf, true));  // and first descending
+  EXPECT_FALSE(fn::sorts_before(kNaN, kNaN, true));
+  EXPECT_FALSE(fn::sorts_before(kNaN, kNaN, false));
+  EXPECT_TRUE(fn::sorts_before(2.0, 1.0, true));
+  EXPECT_TRUE(fn::sorts_before(false, true, false));
+  EXPECT_TRUE(fn::sorts_before(int64_t{-5}, int64_t{3}, false));
+}
+
 TEST(SdkElementwise, ConvertMakesBoolFromNonZeroAndTruncatesToIntegers) {
   EXPECT_TRUE(fn::convert<bool>(0.25));
   EXPECT_TRUE(fn::convert<bool>(int64_t{1} << 40));

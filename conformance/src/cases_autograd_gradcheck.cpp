@@ -192,6 +192,11 @@ const std::vector<GradcheckSpec>& specs() {
       {"softmax_dim0", {{{3, 4}}}, [](const In& x) { return softmax(x[0], 0); }},
       {"log_softmax", {{{3, 4}}}, [](const In& x) { return log_softmax(x[0], 1); }},
       {"log_softmax_3d", {{{2, 3, 4}}}, [](const In& x) { return log_softmax(x[0], -1); }},
+      {"sort", {{{3, 4}, V::Distinct}}, [](const In& x) { return sort(x[0], 1).first; }},
+      {"sort_dim0_descending", {{{3, 4}, V::Distinct}},
+       [](const In& x) { return sort(x[0], 0, true).first; }},
+      {"cumsum", {{{3, 4}}}, [](const In& x) { return cumsum(x[0], 1); }},
+      {"cumsum_dim0", {{{3, 4}}}, [](const In& x) { return cumsum(x[0], 0); }},
       // --- matrix products
       {"matmul", {{{2, 3}}, {{3, 4}}}, [](const In& x) { return matmul(x[0], x[1]); }},
       {"matmul_vector_matrix", {{{3}}, {{3, 4}}}, [](const In& x) { return matmul(x[0], x[1]); }},

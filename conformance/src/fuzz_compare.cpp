@@ -80,6 +80,8 @@ std::optional<Op> primitive(OpKind k) {
       return Op::Softmax;
     case K::LogSoftmax:
       return Op::LogSoftmax;
+    case K::Cumsum:
+      return Op::Cumsum;
     case K::Matmul:
     case K::SparseMm:
     case K::Conv2d:  // a matmul of its windows, on the composite path

@@ -126,7 +126,7 @@ class Chain {
         cur = fresh_state(run("mul", [&] { return cur.t.mul(cur.t).add(0.5); }), n);
       }
       std::vector<std::string> outs = {fresh()};
-      if (op.kind == OpKind::MaxDim || op.kind == OpKind::MinDim) outs.push_back(fresh());
+      if (two_outputs(op.kind)) outs.push_back(fresh());
       emit(op_cpp(op, cur.name, names, outs));
       std::vector<Tensor> r = run(op.info->name, [&] { return run_op(op, cur.t, others); });
       if (first) {

@@ -139,6 +139,9 @@ enum class OpKind : uint8_t {
   MinDim,
   Softmax,
   LogSoftmax,
+  Sort,     // sort(dim, descending = keepdim): values and positions
+  Argsort,  // argsort(dim, descending = keepdim)
+  Cumsum,
   Matmul,
   SparseMm,  // mm(to_sparse(primary), other): a 2-D primary, the sparse COO path (SP-1)
   // CNN layers on an NCHW primary (conv2d's weight is the other operand)
@@ -178,6 +181,11 @@ enum class OpKind : uint8_t {
   IntResult,
 };
 inline constexpr int kNumOpKinds = static_cast<int>(OpKind::IntResult) + 1;
+
+// The ops with a second output (indices).
+inline constexpr bool two_outputs(OpKind k) {
+  return k == OpKind::MaxDim || k == OpKind::MinDim || k == OpKind::Sort;
+}
 
 enum class OpClass : uint8_t { Unary, Binary, Where, Reduce, Matmul, Nn, Inplace, Read, IntResult };
 

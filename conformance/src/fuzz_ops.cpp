@@ -60,6 +60,9 @@ const OpInfo kOps[kNumOpKinds] = {
     {K::MinDim, "min(dim)", C::Reduce, kAll, true},
     {K::Softmax, "softmax", C::Reduce, kFloat, true},
     {K::LogSoftmax, "log_softmax", C::Reduce, kFloat, true},
+    {K::Sort, "sort", C::Reduce, kAll, false},  // ties make it non-smooth
+    {K::Argsort, "argsort", C::Reduce, kAll, false},
+    {K::Cumsum, "cumsum", C::Reduce, kAll, true},
     {K::Matmul, "matmul", C::Matmul, kFloat, true},
     // Not in grad chains: to_sparse drops exact zeros, whose gradient
     // matmul's finite differences would still see.
@@ -363,14 +366,14 @@ ResolvedOp resolve_op(const OpStep& step, const PrimaryInfo& p) {
           if (n == 0 && (op.all || (r && sizes[d] == 0)))
             op.error = "argmax/argmin over no elements";
           break;
-        default:  // MaxDim, MinDim, Softmax, LogSoftmax: one dim
+        default:  // MaxDim, MinDim, Softmax, LogSoftmax, Sort, Argsort, Cumsum: one dim
           mask = r ? int64_t{1} << d : 0;
           if ((op.kind == K::MaxDim || op.kind == K::MinDim) && r && sizes[d] == 0)
             op.error = "max/min over a dim of size 0";
       }
       for (int64_t k = 0; k < r; ++k)
         if (mask >> k & 1) op.terms *= std::max<int64_t>(sizes[k], 1);
-      op.accumulates = op.kind == K::Sum || op.kind == K::Mean;
+      op.accumulates = op.kind == K::Sum || op.kind == K::Mean || op.kind == K::Cumsum;
       break;
     }
     case C::Matmul: {

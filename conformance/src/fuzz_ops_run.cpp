@@ -105,6 +105,14 @@ std::vector<Tensor> run_op(const ResolvedOp& op, Tensor& t, const std::vector<Te
       return {softmax(t, op.dim)};
     case K::LogSoftmax:
       return {log_softmax(t, op.dim)};
+    case K::Sort: {
+      auto [v, i] = sort(t, op.dim, op.keepdim);
+      return {v, i};
+    }
+    case K::Argsort:
+      return {argsort(t, op.dim, op.keepdim)};
+    case K::Cumsum:
+      return {cumsum(t, op.dim)};
     case K::Matmul:
       return {matmul(t, o[0])};
     case K::SparseMm:
@@ -228,7 +236,12 @@ std::string op_cpp(const ResolvedOp& op, const std::string& t, const std::vector
         os << "auto [" << outs[0] << ", " << outs[1]
            << "] = bp::" << (op.kind == K::MaxDim ? "max" : "min") << "(" << t << ", " << op.dim
            << ", " << kd << ");";
-      } else if (op.kind == K::Softmax || op.kind == K::LogSoftmax) {
+      } else if (op.kind == K::Sort) {
+        os << "auto [" << outs[0] << ", " << outs[1] << "] = bp::sort(" << t << ", " << op.dim
+           << ", " << kd << ");";
+      } else if (op.kind == K::Argsort) {
+        os << "auto " << out << " = bp::argsort(" << t << ", " << op.dim << ", " << kd << ");";
+      } else if (op.kind == K::Softmax || op.kind == K::LogSoftmax || op.kind == K::Cumsum) {
         os << "auto " << out << " = bp::" << name << "(" << t << ", " << op.dim << ");";
       } else if (op.all) {
         os << "auto " << out << " = bp::" << name << "(" << t << ");";

@@ -332,7 +332,7 @@ void run_op_case(const Case& c, const Env& env, Transcript& tr) {
     std::vector<BuiltOperand> others;
     for (const OperandPlan& plan : op.operands) others.push_back(m.operand(plan, cur));
     std::vector<std::string> outs = {tr.fresh()};
-    if (op.kind == K::MaxDim || op.kind == K::MinDim) outs.push_back(tr.fresh());
+    if (two_outputs(op.kind)) outs.push_back(tr.fresh());
     const std::string what = op.info->name;
     std::vector<Tensor> operands = device_tensors(others);
     if (!op.error.empty()) {

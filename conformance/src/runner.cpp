@@ -86,6 +86,7 @@ Suite default_suite() {
   add_lifecycle_cases(suite);
   add_composite_cases(suite);
   add_nn_cases(suite);
+  add_sort_cases(suite);
   add_sparse_cases(suite);
   add_model_cases(suite);
   add_stream_cases(suite);

@@ -26,6 +26,8 @@ std::string_view op_name(Op op) {
     case Op::Sigmoid: return "sigmoid";
     case Op::Tanh: return "tanh";
     case Op::Erf: return "erf";
+    case Op::Argsort: return "argsort";
+    case Op::Cumsum: return "cumsum";
     case Op::Clamp: return "clamp";
     case Op::LogicalNot: return "logical_not";
     case Op::Maximum: return "maximum";

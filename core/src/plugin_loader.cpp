@@ -93,6 +93,10 @@ bp_status register_kernel_c(void* ctx, const bp_kernel_registration* reg,
                          // A bit a plugin set before 2.5 defined it is not the promise
                          // to take the one-input form.
                          if (st.abi_minor < 5) full.flags &= ~BP_KERNEL_SCALAR_OPERAND;
+                         // (since 2.8) An op this core does not know, from a plugin of
+                         // a later minor: ignored, as an unknown override is.
+                         if (st.abi_minor > BP_ABI_MINOR && (full.op < 0 || full.op >= kNumOps))
+                           return;
                          KernelRegistry::instance().add(st.backend, full, std::move(o));
                        });
 }

@@ -432,6 +432,7 @@ void register_reduce_kernels(Registrar& r);
 void register_matmul_kernels(Registrar& r);
 void register_compare_kernels(Registrar& r);
 void register_argreduce_kernels(Registrar& r);
+void register_sort_kernels(Registrar& r);  // sort.cpp: ARGSORT, CUMSUM
 void register_softmax_kernels(Registrar& r);
 void register_index_kernels(Registrar& r);
 void register_random_kernels(Registrar& r);

@@ -21,6 +21,7 @@ class CpuOnednnPlugin final : public bp::sdk::Plugin {
     register_matmul_kernels(r);
     register_compare_kernels(r);
     register_argreduce_kernels(r);
+    register_sort_kernels(r);
     register_softmax_kernels(r);
     register_index_kernels(r);
     register_random_kernels(r);

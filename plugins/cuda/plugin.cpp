@@ -81,6 +81,7 @@ class CudaPlugin final : public bp::sdk::Plugin {
     register_random_kernels(r);
     register_conv_kernels(r);
     register_pool_norm_kernels(r);
+    register_sort_kernels(r);
   }
 
   // Memory. Handles are device pointers; offsets are added here.

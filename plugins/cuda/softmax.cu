@@ -10,15 +10,14 @@
 #include <limits>
 
 #include "elementwise.cuh"
+#include "lines.cuh"
 
 namespace bp::cuda {
 
 namespace {
 
 struct SoftmaxArgs {
-  int row_ndim;  // innermost first, >= 1
-  int64_t row_sizes[BP_MAX_DIMS], row_in[BP_MAX_DIMS], row_out[BP_MAX_DIMS];  // elements
-  int64_t rows, n, in_step, out_step;  // n: size of the dim; steps: its strides
+  LineArgs rows;  // a row: the elements along the dim
   const char* in;
   char* out;
   int ry, r_fast, log;
@@ -50,38 +49,27 @@ __global__ void __launch_bounds__(kBlock) softmax_kernel(SoftmaxArgs a) {
   const int ry = a.ry, mx = kBlock / ry, tid = threadIdx.x;
   const int ri = a.r_fast ? tid % ry : tid / mx;
   const int mi = a.r_fast ? tid / ry : tid % mx;
-  int64_t row = static_cast<int64_t>(blockIdx.x) * mx + mi;
-  const bool valid = row < a.rows;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * mx + mi;
+  const bool valid = row < a.rows.lines;
   int64_t in_off = 0, out_off = 0;
-#pragma unroll
-  for (int d = 0; d < BP_MAX_DIMS && valid; ++d) {
-    if (d == a.row_ndim - 1) {
-      in_off += row * a.row_in[d];
-      out_off += row * a.row_out[d];
-      break;
-    }
-    const int64_t q = row / a.row_sizes[d], r = row - q * a.row_sizes[d];
-    in_off += r * a.row_in[d];
-    out_off += r * a.row_out[d];
-    row = q;
-  }
+  if (valid) line_offsets(a.rows, row, in_off, out_off);
   const T* x = reinterpret_cast<const T*>(a.in) + in_off;
   T* y = reinterpret_cast<T*>(a.out) + out_off;
-  const int64_t n = valid ? a.n : 0;
+  const int64_t n = valid ? a.rows.n : 0;
   double* mine = smem + mi * ry;
 
   double m = -std::numeric_limits<double>::infinity();
-  for (int64_t j = ri; j < n; j += ry) m = nan_max(static_cast<double>(x[j * a.in_step]), m);
+  for (int64_t j = ri; j < n; j += ry) m = nan_max(static_cast<double>(x[j * a.rows.in_step]), m);
   m = row_reduce<true>(mine, ri, ry, m);
 
   double sum = 0;
-  for (int64_t j = ri; j < n; j += ry) sum += exp(static_cast<double>(x[j * a.in_step]) - m);
+  for (int64_t j = ri; j < n; j += ry) sum += exp(static_cast<double>(x[j * a.rows.in_step]) - m);
   sum = row_reduce<false>(mine, ri, ry, sum);
 
   const double log_sum = log(sum);
   for (int64_t j = ri; j < n; j += ry) {
-    const double v = static_cast<double>(x[j * a.in_step]) - m;
-    y[j * a.out_step] = static_cast<T>(a.log ? v - log_sum : exp(v) / sum);
+    const double v = static_cast<double>(x[j * a.rows.in_step]) - m;
+    y[j * a.rows.out_step] = static_cast<T>(a.log ? v - log_sum : exp(v) / sum);
   }
 }
 
@@ -94,36 +82,17 @@ int pow2_at_least(int64_t n, int cap) {
 void softmax_kernel_entry(const KernelCall& c) {
   const int dim = check::softmax(c);
   const TensorRef in = c.input(0), out = c.output(0);
-  const int nd = in.ndim();
   if (in.numel() == 0) return;
   SoftmaxArgs a{};
-  a.n = nd == 0 ? 1 : in.size(dim);
-  a.in_step = nd == 0 ? 0 : in.stride(dim);
-  a.out_step = nd == 0 ? 0 : out.stride(dim);
-  int64_t shape[BP_MAX_DIMS], si[BP_MAX_DIMS], so[BP_MAX_DIMS];
-  int nr = 0;
-  for (int d = 0; d < nd; ++d) {
-    if (d == dim) continue;
-    shape[nr] = in.size(d);
-    si[nr] = in.stride(d);
-    so[nr++] = out.stride(d);
-  }
-  const auto L = bp::sdk::make_layout<2>(nr, shape, {si, so}, {1, 1});
-  a.row_ndim = L.ndim;
-  a.rows = 1;
-  for (int d = 0; d < L.ndim; ++d) {
-    a.row_sizes[d] = L.shape[L.ndim - 1 - d];
-    a.row_in[d] = L.strides[0][L.ndim - 1 - d];
-    a.row_out[d] = L.strides[1][L.ndim - 1 - d];
-    a.rows *= a.row_sizes[d];
-  }
+  a.rows = line_args(in, out, dim);
   a.in = static_cast<const char*>(in.base());
   a.out = static_cast<char*>(out.base());
   a.log = c.op() == BP_OP_LOG_SOFTMAX;
-  const int64_t row_inner = std::llabs(a.row_in[0]);
-  a.r_fast = a.rows == 1 || row_inner == 0 || std::llabs(a.in_step) < row_inner;
-  a.ry = a.r_fast ? pow2_at_least(a.n, kBlock) : kBlock / pow2_at_least(a.rows, kBlock);
-  const unsigned blocks = grid_for(a.rows, kBlock / a.ry);
+  const LineArgs& r = a.rows;
+  const int64_t row_inner = std::llabs(r.in[0]);
+  a.r_fast = r.lines == 1 || row_inner == 0 || std::llabs(r.in_step) < row_inner;
+  a.ry = a.r_fast ? pow2_at_least(r.n, kBlock) : kBlock / pow2_at_least(r.lines, kBlock);
+  const unsigned blocks = grid_for(r.lines, kBlock / a.ry);
   const cudaStream_t s = prepare(c).handle;
   if (out.dtype() == BP_DTYPE_FLOAT32)
     softmax_kernel<float><<<blocks, kBlock, 0, s>>>(a);

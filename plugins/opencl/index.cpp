@@ -8,19 +8,6 @@ namespace bp::opencl {
 
 namespace {
 
-int64_t esize(const TensorRef& t) {
-  return static_cast<int64_t>(bp::sdk::dtype_size(t.dtype()));
-}
-int64_t offset(const TensorRef& t) {
-  return static_cast<int64_t>(t.raw().byte_offset);
-}
-int64_t stride_at(const TensorRef& t, int dim) {
-  return t.ndim() == 0 ? 0 : t.stride(dim);
-}
-int64_t size_at(const TensorRef& t, int dim) {
-  return t.ndim() == 0 ? 1 : t.size(dim);
-}
-
 // `t`'s strides with the one along `dim` zeroed.
 std::vector<int64_t> without(const TensorRef& t, int dim) {
   std::vector<int64_t> s(t.strides(), t.strides() + t.ndim());

@@ -208,6 +208,21 @@ ProgramSpec variant(ProgramSpec spec, const Geo& g, const std::vector<TensorRef>
 Geo plain(int ndim, const int64_t* shape, const std::vector<const int64_t*>& strides,
           const std::vector<int64_t>& esize, const std::vector<int64_t>& offsets);
 
+// An operand's element size and byte offset, and its stride and size along
+// `dim` (a 0-d operand: stride 0, size 1), for the kernels' arguments.
+inline int64_t esize(const TensorRef& t) {
+  return static_cast<int64_t>(bp::sdk::dtype_size(t.dtype()));
+}
+inline int64_t offset(const TensorRef& t) {
+  return static_cast<int64_t>(t.raw().byte_offset);
+}
+inline int64_t stride_at(const TensorRef& t, int dim) {
+  return t.ndim() == 0 ? 0 : t.stride(dim);
+}
+inline int64_t size_at(const TensorRef& t, int dim) {
+  return t.ndim() == 0 ? 1 : t.size(dim);
+}
+
 // The dim an op along one dim takes (ints[0]), checked against `ndim` (a
 // 0-d operand has dim 0).
 int dim_attr(const KernelCall& c, int ndim);
@@ -251,6 +266,7 @@ std::size_t default_local(int32_t device);
 void register_pointwise_kernels(Registrar& r);
 void register_copy_kernels(Registrar& r);
 void register_reduce_kernels(Registrar& r);
+void register_sort_kernels(Registrar& r);  // sort.cpp: argsort, cumsum
 void register_index_kernels(Registrar& r);
 void register_matmul_kernels(Registrar& r);
 void register_nn_kernels(Registrar& r);  // nn.cpp: the pools (core:: overrides)

@@ -58,6 +58,7 @@ class OpenclPlugin final : public bp::sdk::Plugin {
     register_copy_kernels(r);
     register_pointwise_kernels(r);
     register_reduce_kernels(r);
+    register_sort_kernels(r);
     register_index_kernels(r);
     register_matmul_kernels(r);
     register_nn_kernels(r);

@@ -29,13 +29,6 @@ std::size_t group_size(int32_t index, int64_t reduced) {
   return l;
 }
 
-int64_t esize(const TensorRef& t) {
-  return static_cast<int64_t>(bp::sdk::dtype_size(t.dtype()));
-}
-int64_t offset(const TensorRef& t) {
-  return static_cast<int64_t>(t.raw().byte_offset);
-}
-
 // How many slices a reduction of `reduced` elements into `outputs` outputs
 // is split into (1: one work-group per output is enough): a few thousand
 // work-groups in all, each slice at least 16K elements.

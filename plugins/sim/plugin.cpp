@@ -135,6 +135,7 @@ class SimPlugin final : public bp::sdk::Plugin {
     bp::sdk::Registrar wrapped(inner);
     register_elementwise_kernels(wrapped);
     register_reduce_kernels(wrapped);
+    register_sort_kernels(wrapped);
     register_linalg_kernels(wrapped);
     register_index_kernels(wrapped);
     register_nn_kernels(wrapped);

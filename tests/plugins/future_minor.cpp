@@ -59,6 +59,8 @@ class FutureMinorPlugin final : public bp::sdk::Plugin {
     // plugin, ignore the name and never call the kernel.
     r.add_named<&future_override>("core::future_fused", "(Tensor x) -> Tensor", {BP_DTYPE_FLOAT32},
                                   BP_ORIGIN);
+    // A primitive op the future minor would add: ignored likewise.
+    r.add<&future_override>(static_cast<bp_op>(BP_OP_COUNT), {BP_DTYPE_FLOAT32}, BP_ORIGIN);
     r.add<&add_checking_call>(BP_OP_ADD, {BP_DTYPE_FLOAT32}, BP_ORIGIN);
   }
   const bp_plugin* future_table() {

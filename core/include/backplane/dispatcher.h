@@ -57,6 +57,8 @@ enum class Op : int32_t {
   IndexSelect = BP_OP_INDEX_SELECT,
   Random = BP_OP_RANDOM,
   Erf = BP_OP_ERF,
+  Argsort = BP_OP_ARGSORT,
+  Cumsum = BP_OP_CUMSUM,
 };
 inline constexpr int kNumOps = BP_OP_COUNT;
 

@@ -9,6 +9,7 @@
 
 #include <initializer_list>
 #include <span>
+#include <tuple>
 #include <vector>
 
 namespace bp {
@@ -230,6 +231,23 @@ Tensor scatter(const Tensor& a, int64_t dim, const Tensor& index, const Tensor& 
 Tensor scatter(const Tensor& a, int64_t dim, const Tensor& index, const Scalar& value);
 Tensor scatter_add(const Tensor& a, int64_t dim, const Tensor& index, const Tensor& src);
 Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index);
+// The positions that sort each line along `dim`: a stable sort (whatever
+// `stable` says), NaN above every number, -0.0 equal to 0.0; int64.
+Tensor argsort(const Tensor& a, int64_t dim = -1, bool descending = false, bool stable = false);
+// (values, indices) of argsort; the values' gradient goes back to where
+// each value came from.
+std::pair<Tensor, Tensor> sort(const Tensor& a, int64_t dim = -1, bool descending = false,
+                               bool stable = false);
+// Running sums along `dim` (of `a` converted to `dtype` when given); bool and
+// integer tensors sum to int64.
+Tensor cumsum(const Tensor& a, int64_t dim, std::optional<DType> dtype = std::nullopt);
+// (output, inverse, counts): each run of equal consecutive elements (or,
+// with `dim`, equal slices along it) kept once; inverse gives each element's
+// (slice's) place in the output, counts each run's length. Inverse and
+// counts are undefined tensors unless asked for. Not differentiable.
+std::tuple<Tensor, Tensor, Tensor> unique_consecutive(const Tensor& a, bool return_inverse = false,
+                                                      bool return_counts = false,
+                                                      std::optional<int64_t> dim = std::nullopt);
 
 // --- linear algebra --------------------------------------------------------
 // numpy matmul: 1-D and 2-D operands, and batched with broadcast batch dims.

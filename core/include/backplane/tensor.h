@@ -369,6 +369,10 @@ class Tensor {
   Tensor log_softmax(int64_t dim) const;
   Tensor gather(int64_t dim, const Tensor& index) const;
   Tensor index_select(int64_t dim, const Tensor& index) const;
+  Tensor argsort(int64_t dim = -1, bool descending = false, bool stable = false) const;
+  std::pair<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false,
+                                 bool stable = false) const;
+  Tensor cumsum(int64_t dim, std::optional<DType> dtype = std::nullopt) const;
 
   // --- host data ---------------------------------------------------------
   // The value of a one-element tensor.

@@ -2,6 +2,8 @@
 // to_dense and to_sparse (SP-1).
 #include "coo_internal.h"
 
+#include "../internal.h"
+
 #include <backplane/autograd.h>
 
 #include <algorithm>
@@ -66,10 +68,15 @@ using namespace sparse_detail;
 
 namespace {
 
-// The coordinates on the host, row-major [sparse_dim][nnz].
-std::vector<int64_t> host_indices(const Tensor& indices) {
+// Each sparse dim's smallest and largest index (nnz > 0), reduced on the
+// device: only these 2 x sparse_dim values are read back.
+struct Bounds {
+  std::vector<int64_t> lo, hi;
+};
+Bounds index_bounds(const Tensor& indices) {
   NoGradGuard no_grad;
-  return indices.to_vector<int64_t>();
+  return {bp::min(indices, 1).first.to_vector<int64_t>(),
+          bp::max(indices, 1).first.to_vector<int64_t>()};
 }
 
 void check_index_args(const Tensor& indices, const Tensor& values) {
@@ -86,10 +93,10 @@ void check_index_args(const Tensor& indices, const Tensor& values) {
            to_string(indices.device()), " and ", to_string(values.device()));
 }
 
-// The checks of the sized form; `host` holds the indices when the caller
-// has copied them already.
+// The checks of the sized form; `bounds` holds the index bounds when the
+// caller has them already.
 SparseTensor checked(const Tensor& indices, const Tensor& values, IntArrayRef size,
-                     std::optional<DType> dtype, std::vector<int64_t> host) {
+                     std::optional<DType> dtype, std::optional<Bounds> bounds) {
   const int64_t sd = indices.size(0);
   const int64_t dense_dim = values.dim() - 1;
   BP_CHECK(static_cast<int64_t>(size.size()) == sd + dense_dim,
@@ -103,14 +110,12 @@ SparseTensor checked(const Tensor& indices, const Tensor& values, IntArrayRef si
     BP_CHECK(size[d] >= 0, "[sparse_coo_tensor] negative size in ", shape_str(size));
   const int64_t nnz = indices.size(1);
   if (nnz > 0) {
-    const std::vector<int64_t> h = host.empty() ? host_indices(indices) : std::move(host);
+    const Bounds b = bounds ? std::move(*bounds) : index_bounds(indices);
     for (int64_t d = 0; d < sd; ++d) {
-      const auto row = h.begin() + d * nnz;
-      const auto [lo, hi] = std::minmax_element(row, row + nnz);
-      BP_CHECK_INDEX(*lo >= 0, "[sparse_coo_tensor] found negative index ", *lo, " for dim ", d);
-      BP_CHECK_INDEX(*hi < size[static_cast<std::size_t>(d)],
-                     "[sparse_coo_tensor] size is inconsistent with indices: for dim ", d,
-                     ", size is ", size[static_cast<std::size_t>(d)], " but found index ", *hi);
+      const auto k = static_cast<std::size_t>(d);
+      BP_CHECK_INDEX(b.lo[k] >= 0, "[sparse_coo_tensor] found negative index ", b.lo[k], " for dim ", d);
+      BP_CHECK_INDEX(b.hi[k] < size[k], "[sparse_coo_tensor] size is inconsistent with indices: for dim ",
+                     d, ", size is ", size[k], " but found index ", b.hi[k]);
     }
   }
   // The values' memory is shared, as PyTorch shares it; their autograd
@@ -126,7 +131,7 @@ SparseTensor checked(const Tensor& indices, const Tensor& values, IntArrayRef si
 SparseTensor sparse_coo_tensor(const Tensor& indices, const Tensor& values, IntArrayRef size,
                                std::optional<DType> dtype) {
   check_index_args(indices, values);
-  return checked(indices, values, size, dtype, {});
+  return checked(indices, values, size, dtype, std::nullopt);
 }
 
 SparseTensor sparse_coo_tensor(const Tensor& indices, const Tensor& values) {
@@ -134,12 +139,11 @@ SparseTensor sparse_coo_tensor(const Tensor& indices, const Tensor& values) {
   const int64_t sd = indices.size(0);
   const int64_t nnz = indices.size(1);
   DimVector size(static_cast<std::size_t>(sd + values.dim() - 1), 0);
-  std::vector<int64_t> h;
+  std::optional<Bounds> bounds;
   if (nnz > 0) {
-    h = host_indices(indices);
+    bounds = index_bounds(indices);
     for (int64_t d = 0; d < sd; ++d) {
-      const auto row = h.begin() + d * nnz;
-      const int64_t hi = *std::max_element(row, row + nnz);
+      const int64_t hi = bounds->hi[static_cast<std::size_t>(d)];
       BP_CHECK_INDEX(hi < std::numeric_limits<int64_t>::max(), "[sparse_coo_tensor] index ", hi,
                      " for dim ", d, " leaves no size to infer");
       size[static_cast<std::size_t>(d)] = std::max<int64_t>(hi + 1, 0);
@@ -147,7 +151,7 @@ SparseTensor sparse_coo_tensor(const Tensor& indices, const Tensor& values) {
   }
   for (int64_t d = 1; d < values.dim(); ++d) size[static_cast<std::size_t>(sd + d - 1)] = values.size(d);
   // The bounds still matter: a negative index is refused.
-  return checked(indices, values, size, std::nullopt, std::move(h));
+  return checked(indices, values, size, std::nullopt, std::move(bounds));
 }
 
 // --- metadata ---------------------------------------------------------------
@@ -188,41 +192,39 @@ Tensor SparseTensor::_values() const { return impl().values; }
 
 namespace {
 
-// Where each stored element goes when coalescing: the distinct coordinates
-// in lexicographic order ([sparse_dim, unique] row-major), the first stored
-// element of each, and each stored element's rank among them.
+// Where each stored element goes when coalescing, found on the device with
+// ARGSORT and CUMSUM: the distinct coordinates in lexicographic order
+// ([sparse_dim, unique]), each stored element's rank among them
+// (`segment`), one stored element of each (`firsts`).
 struct CoalescePlan {
-  std::vector<int64_t> indices, firsts, segment;
+  Tensor indices, segment, firsts;
   int64_t unique = 0;
 };
 
-CoalescePlan plan_coalesce(const Tensor& indices_dev) {
-  const int64_t sd = indices_dev.size(0);
-  const int64_t nnz = indices_dev.size(1);
-  const std::vector<int64_t> h = host_indices(indices_dev);
-  auto at = [&](int64_t d, int64_t j) { return h[static_cast<std::size_t>(d * nnz + j)]; };
-  // Columns sorted lexicographically: no linear index, so no overflow
-  // whatever the sizes.
-  std::vector<int64_t> order(static_cast<std::size_t>(nnz));
-  std::iota(order.begin(), order.end(), 0);
-  auto less = [&](int64_t a, int64_t b) {
-    for (int64_t d = 0; d < sd; ++d)
-      if (at(d, a) != at(d, b)) return at(d, a) < at(d, b);
-    return false;
-  };
-  std::stable_sort(order.begin(), order.end(), less);
+CoalescePlan plan_coalesce(const Tensor& indices) {
+  NoGradGuard no_grad;
+  const int64_t sd = indices.size(0);
+  const int64_t nnz = indices.size(1);
+  const TensorOptions on_device = TensorOptions(DType::Int64).device(indices.device());
   CoalescePlan plan;
-  plan.segment.resize(static_cast<std::size_t>(nnz));
-  for (std::size_t p = 0; p < order.size(); ++p) {
-    if (p == 0 || less(order[p - 1], order[p])) plan.firsts.push_back(order[p]);
-    plan.segment[static_cast<std::size_t>(order[p])] = static_cast<int64_t>(plan.firsts.size()) - 1;
+  if (nnz == 0) {
+    plan.indices = indices;
+    plan.segment = plan.firsts = zeros({0}, on_device);
+    return plan;
   }
-  plan.unique = static_cast<int64_t>(plan.firsts.size());
-  plan.indices.resize(static_cast<std::size_t>(sd * plan.unique));
-  for (int64_t d = 0; d < sd; ++d)
-    for (int64_t u = 0; u < plan.unique; ++u)
-      plan.indices[static_cast<std::size_t>(d * plan.unique + u)] =
-          at(d, plan.firsts[static_cast<std::size_t>(u)]);
+  // Columns sorted lexicographically by stable sorts on each row, the last
+  // first: no linear index, so no overflow whatever the sizes.
+  Tensor order = arange(nnz, on_device);
+  for (int64_t d = sd - 1; d >= 0; --d) {
+    const Tensor key = index_select(indices.select(0, d), 0, order);
+    order = index_select(order, 0, argsort(key, 0, false, true));
+  }
+  const Tensor sorted = index_select(indices, 1, order);
+  const detail::Flagged runs = detail::consecutive_runs(sorted, 1);
+  plan.unique = runs.count;
+  plan.indices = index_select(sorted, 1, runs.positions);
+  plan.segment = scatter(zeros({nnz}, on_device), 0, order, runs.rank);
+  plan.firsts = index_select(order, 0, runs.positions);
   return plan;
 }
 
@@ -232,10 +234,8 @@ SparseTensor SparseTensor::coalesce() const {
   const Impl& s = impl();
   if (s.coalesced) return *this;
   const CoalescePlan plan = plan_coalesce(s.indices);
-  const TensorOptions on_device = TensorOptions(DType::Int64).device(device());
-  Tensor indices = from_vector(plan.indices, {s.sparse_dim, plan.unique}, on_device);
-  // Duplicates are summed on the device: values never leave it.
-  const Tensor seg = from_vector(plan.segment, {s.indices.size(1)}, on_device);
+  Tensor indices = plan.indices;
+  const Tensor& seg = plan.segment;
   DimVector vshape(s.values.sizes());
   vshape[0] = plan.unique;
   const Tensor zero = zeros(vshape, TensorOptions(dtype()).device(device()));
@@ -265,21 +265,22 @@ SparseTensor to_sparse(const Tensor& dense, std::optional<int64_t> sparse_dim) {
   for (int64_t d = sd; d < dense.dim(); ++d)
     flat_shape[static_cast<std::size_t>(d - sd + 1)] = dense.size(d);
   const Tensor flat = dense.reshape(flat_shape);
-  // A position is stored when any of its dense elements is nonzero.
-  std::vector<int64_t> nonzero;
-  {
+  // A position is stored when any of its dense elements is nonzero; the
+  // positions are found on the device and only they are read back.
+  const TensorOptions on_device = TensorOptions(DType::Int64).device(dense.device());
+  Tensor picked = zeros({0}, on_device);
+  std::vector<int64_t> positions;
+  if (flat_shape[0] > 0) {
     NoGradGuard no_grad;
     Tensor mask = ne(flat, 0).to(DType::Int64);
     if (flat.dim() > 1) {
       DimVector rest;
       for (int64_t d = 1; d < flat.dim(); ++d) rest.push_back(d);
-      mask = mask.sum(rest);
+      mask = gt(mask.sum(rest), 0).to(DType::Int64);
     }
-    nonzero = mask.to_vector<int64_t>();
+    picked = detail::flagged(mask).positions;
+    positions = picked.to_vector<int64_t>();
   }
-  std::vector<int64_t> positions;
-  for (std::size_t p = 0; p < nonzero.size(); ++p)
-    if (nonzero[p]) positions.push_back(static_cast<int64_t>(p));
   const auto n = static_cast<int64_t>(positions.size());
   std::vector<int64_t> idx(usd * positions.size());
   for (int64_t j = 0; j < n; ++j) {
@@ -289,8 +290,7 @@ SparseTensor to_sparse(const Tensor& dense, std::optional<int64_t> sparse_dim) {
       rem /= dense.size(d);
     }
   }
-  const TensorOptions on_device = TensorOptions(DType::Int64).device(dense.device());
-  Tensor values = flat.index_select(0, from_vector(positions, {n}, on_device));
+  Tensor values = flat.index_select(0, picked);
   return make(from_vector(idx, {sd, n}, on_device), std::move(values), DimVector(dense.sizes()),
               true);
 }
@@ -353,11 +353,9 @@ SparseTensor SparseTensor::grad() const {
   // that same gradient, so the first one's is taken (a sum would count it
   // once per duplicate).
   const CoalescePlan plan = plan_coalesce(s.indices);
-  const TensorOptions on_device = TensorOptions(DType::Int64).device(device());
   NoGradGuard no_grad;
-  Tensor picked = g.index_select(0, from_vector(plan.firsts, {plan.unique}, on_device));
-  return make(from_vector(plan.indices, {s.sparse_dim, plan.unique}, on_device), std::move(picked),
-              s.sizes, true);
+  Tensor picked = g.index_select(0, plan.firsts);
+  return make(plan.indices, std::move(picked), s.sizes, true);
 }
 
 }  // namespace bp

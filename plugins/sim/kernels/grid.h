@@ -95,6 +95,7 @@ T& ref(char* p) {
 // One function per op family, each in its own file.
 void register_elementwise_kernels(Registrar& r);  // elementwise.cpp: FILL..LOGICAL_NOT
 void register_reduce_kernels(Registrar& r);       // reduce.cpp: SUM..ARGMIN
+void register_sort_kernels(Registrar& r);         // sort.cpp: ARGSORT, CUMSUM
 void register_linalg_kernels(Registrar& r);       // linalg.cpp: MATMUL, SOFTMAX, layer_norm
 void register_index_kernels(Registrar& r);        // index.cpp: GATHER, SCATTER, INDEX_SELECT, RANDOM
 void register_nn_kernels(Registrar& r);           // nn.cpp: conv2d, pools, batch_norm (core:: overrides)

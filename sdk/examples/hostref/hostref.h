@@ -40,6 +40,7 @@ void register_binary_kernels(Registrar& r);   // binary.cpp: ADD..DIV, MAXIMUM, 
 void register_compare_kernels(Registrar& r);  // compare.cpp: EQ..GE, LOGICAL_AND/OR, WHERE
 void register_unary_kernels(Registrar& r);    // unary.cpp: RELU, NEG..CLAMP, LOGICAL_NOT
 void register_reduce_kernels(Registrar& r);   // reduce.cpp: SUM, PROD, MAX, MIN, ARGMAX, ARGMIN
+void register_sort_kernels(Registrar& r);     // sort.cpp: ARGSORT, CUMSUM
 void register_matmul_kernels(Registrar& r);   // matmul.cpp: MATMUL
 void register_softmax_kernels(Registrar& r);  // softmax.cpp: SOFTMAX, LOG_SOFTMAX
 void register_index_kernels(Registrar& r);    // index.cpp: GATHER, SCATTER, INDEX_SELECT
@@ -55,6 +56,7 @@ inline void register_all_kernels(Registrar& r) {
   register_compare_kernels(r);
   register_unary_kernels(r);
   register_reduce_kernels(r);
+  register_sort_kernels(r);
   register_matmul_kernels(r);
   register_softmax_kernels(r);
   register_index_kernels(r);

@@ -46,7 +46,7 @@ extern "C" {
 #endif
 
 #define BP_ABI_MAJOR 2
-#define BP_ABI_MINOR 7
+#define BP_ABI_MINOR 8
 
 #define BP_PLUGIN_ENTRY_SYMBOL "bp_plugin_init"
 
@@ -231,7 +231,19 @@ typedef enum bp_op {
   /* --- unary, floating (since 2.2: a 2.1 core refuses it at registration;
    *     register it when bp_host.abi_minor >= 2) --------------------------- */
   BP_OP_ERF = 41,     /* erf(in0), the Gaussian error function */
-  BP_OP_COUNT = 42,
+  /* --- along one dim (since 2.8: register them when bp_host.abi_minor >= 8)
+   *     ints[0] = the dim; a 0-d input arrives as shape [1] -------------- */
+  BP_OP_ARGSORT = 42, /* out[0] int64 of in0's shape: for each line along the
+                         dim, the positions of its elements in sorted order;
+                         ints[1] = 1: descending. Stable: equal elements keep
+                         their order (-0.0 equals 0.0). NaN is greater than
+                         every number: last ascending, first descending;
+                         bool: false < true. Any dtype */
+  BP_OP_CUMSUM = 43,  /* inclusive running sum along the dim; out int64 for
+                         bool and integer in0 (sums wrap), in0's dtype for
+                         floating (which may be summed in any order and in a
+                         wider dtype); out has in0's shape */
+  BP_OP_COUNT = 44,
   /* The `op` of a call to a named kernel (see bp_named_kernel_registration):
    * not an op a plugin registers with register_kernel. */
   BP_OP_NAMED = 4096

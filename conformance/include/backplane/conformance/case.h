@@ -135,6 +135,8 @@ void add_lifecycle_cases(Suite& suite);
 void add_composite_cases(Suite& suite);
 // The CNN layers (NN-4, NN-5): cases_nn.cpp, cases_nn_torch.cpp.
 void add_nn_cases(Suite& suite);
+// Sorting and running sums (SO-1..SO-3): cases_sort.cpp.
+void add_sort_cases(Suite& suite);
 // Sparse COO tensors (SP-1): cases_sparse.cpp.
 void add_sparse_cases(Suite& suite);
 // The model layer (NN-1..NN-3): cases_model.cpp, cases_optim.cpp.

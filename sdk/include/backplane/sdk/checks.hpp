@@ -51,7 +51,8 @@ inline const char* op_name(int op) {
       "sigmoid",    "tanh",        "clamp",  "logical_not", "maximum",      "minimum", "pow",
       "eq",         "ne",          "lt",     "le",          "gt",           "ge",      "logical_and",
       "logical_or", "where",       "prod",   "max",         "min",          "argmax",  "argmin",
-      "softmax",    "log_softmax", "gather", "scatter",     "index_select", "random",  "erf"};
+      "softmax",    "log_softmax", "gather", "scatter",     "index_select", "random",  "erf",
+      "argsort",    "cumsum"};
   if (op == BP_OP_NAMED) return "named op";
   return op >= 0 && op < BP_OP_COUNT ? kNames[op] : "op?";
 }
@@ -241,6 +242,44 @@ inline int arg_reduce(const KernelCall& c) {
   BP_SDK_CHECK(out.numel() == 0 || in.ndim() == 0 || in.size(d) > 0, op,
                "cannot reduce over dim " << d << " of size 0");
   return d;
+}
+
+// ARGSORT: one input, an int64 output of its shape; the dim in ints[0] and
+// the direction in ints[1] (1: descending; absent: ascending). Returns the
+// dim; *descending gets the direction.
+inline int argsort(const KernelCall& c, bool* descending) {
+  arity(c, 1, 1);
+  const TensorRef in = c.input(0), out = c.output(0);
+  same_shape(c, in, "the input", out);
+  BP_SDK_CHECK(out.dtype() == BP_DTYPE_INT64, "argsort",
+               "the output must be int64, got " << dtype_name(out.dtype()));
+  const int d = dim(c, 0, in.ndim());
+  const int64_t dir = c.attrs().num_ints > 1 ? c.attrs().ints[1] : 0;
+  BP_SDK_CHECK(dir == 0 || dir == 1, "argsort",
+               "ints[1] (descending) must be 0 or 1, got " << dir);
+  *descending = dir == 1;
+  return d;
+}
+
+// CUMSUM's output dtype: int64 for bool and integer inputs, the input's for
+// floating ones.
+inline bp_dtype cumsum_out_dtype(bp_dtype in) {
+  const bool floating = in == BP_DTYPE_FLOAT32 || in == BP_DTYPE_FLOAT64 ||
+                        in == BP_DTYPE_FLOAT16 || in == BP_DTYPE_BFLOAT16;
+  return floating ? in : BP_DTYPE_INT64;
+}
+
+// CUMSUM: one input, an output of its shape and cumsum_out_dtype, the dim in
+// ints[0]. Returns the dim.
+inline int cumsum(const KernelCall& c) {
+  arity(c, 1, 1);
+  const TensorRef in = c.input(0), out = c.output(0);
+  same_shape(c, in, "the input", out);
+  const bp_dtype want = cumsum_out_dtype(in.dtype());
+  BP_SDK_CHECK(out.dtype() == want, "cumsum",
+               "a " << dtype_name(in.dtype()) << " cumsum is " << dtype_name(want)
+                    << ", the output is " << dtype_name(out.dtype()));
+  return dim(c, 0, in.ndim());
 }
 
 // SOFTMAX, LOG_SOFTMAX: element-wise over one input, along dim ints[0].

@@ -219,6 +219,20 @@ BP_HOST_DEVICE bool arg_better(T v, T best) {
     return v < best;
 }
 
+// --- argsort ------------------------------------------------------------------
+// ARGSORT's order: whether `a` sorts strictly before `b`. NaN is greater than
+// every number (last ascending, first descending); -0.0 equals 0.0; equal
+// elements are not before one another, so a stable sort keeps their order.
+template <class T>
+BP_HOST_DEVICE bool sorts_before(T a, T b, bool descending) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (descending) return a == a ? (b == b && a > b) : b == b;
+    return b == b ? (a != a ? false : a < b) : a == a;
+  } else {
+    return descending ? b < a : a < b;
+  }
+}
+
 // --- random -------------------------------------------------------------------
 // RANDOM's element n (= offset + k) of distribution `dist` (0 uniform [0, 1),
 // 1 standard normal) for a float32 or float64 output.

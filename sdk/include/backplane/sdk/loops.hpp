@@ -14,8 +14,12 @@
 #include <backplane/sdk/strided.hpp>
 #include <backplane/sdk/tensor.hpp>
 
+#include <algorithm>
 #include <cstdint>
+#include <numeric>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 namespace bp::sdk {
 
@@ -41,6 +45,37 @@ void map2(const TensorRef& out, const TensorRef& a, const TensorRef& b, F f) {
     for (int64_t i = 0; i < n; ++i)
       at<O>(p[0], s[0], i) = f(at<T>(p[1], s[1], i), at<T>(p[2], s[2], i));
   });
+}
+
+// ARGSORT of one line: the n elements of x, `step` elements apart, in the
+// order of fn::sorts_before (stable), their positions written to out,
+// `ostep` elements apart. The (value, position) pairs are sorted in a
+// buffer of the calling thread, so comparisons read neighbouring memory.
+template <class T>
+void argsort_line(const T* x, int64_t step, int64_t n, bool descending, int64_t* out,
+                  int64_t ostep) {
+  thread_local std::vector<std::pair<T, int64_t>> pairs;
+  pairs.resize(static_cast<std::size_t>(n));
+  for (int64_t k = 0; k < n; ++k) pairs[static_cast<std::size_t>(k)] = {x[k * step], k};
+  std::stable_sort(pairs.begin(), pairs.end(), [descending](const auto& a, const auto& b) {
+    return fn::sorts_before(a.first, b.first, descending);
+  });
+  for (int64_t k = 0; k < n; ++k) out[k * ostep] = pairs[static_cast<std::size_t>(k)].second;
+}
+
+// CUMSUM of one line: n elements of x, `step` apart, into out, `ostep`
+// apart. Integers and bool sum in int64, wrapping; floating types in
+// double, each partial sum rounded to O (as PyTorch's CPU kernel does).
+template <class O, class T>
+void cumsum_line(const T* x, int64_t step, int64_t n, O* out, int64_t ostep) {
+  if constexpr (std::is_floating_point_v<T>) {
+    double acc = 0;
+    for (int64_t k = 0; k < n; ++k) out[k * ostep] = static_cast<O>(acc += x[k * step]);
+  } else {
+    uint64_t acc = 0;
+    for (int64_t k = 0; k < n; ++k)
+      out[k * ostep] = static_cast<O>(acc += static_cast<uint64_t>(static_cast<int64_t>(x[k * step])));
+  }
 }
 
 }  // namespace bp::sdk
