@@ -178,7 +178,7 @@ TEST(SdkChecks, ArgsortAndCumsumReturnTheDimAndNameWrongOutputs) {
   EXPECT_EQ(check::cumsum(Call(BP_OP_CUMSUM, {&ints}, {&i64}, {1}).kc()), 1);
   EXPECT_EQ(check::cumsum(Call(BP_OP_CUMSUM, {&in}, {&f32}, {-2}).kc()), 0);
   EXPECT_EQ(refusal([&] { check::cumsum(Call(BP_OP_CUMSUM, {&ints}, {&ints}, {0}).kc()); }),
-            "[cumsum] a int32 cumsum is int64, the output is int32");
+            "[cumsum] the cumsum of int32 is int64, the output is int32");
   EXPECT_EQ(refusal([&] { check::cumsum(Call(BP_OP_CUMSUM, {&in}, {&f32}, {2}).kc()); }),
             "[cumsum] dim 2 is out of range for a tensor of rank 2");
 }

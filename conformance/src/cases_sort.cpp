@@ -82,6 +82,9 @@ void cumsum_values(const Context& ctx) {
   const Tensor as_double = cumsum(int64s(ctx, {1, 2}, {2}), 0, DType::Float64);
   BP_EXPECT_EQ(as_double.dtype(), DType::Float64);
   BP_EXPECT_VALUES(as_double, {1, 3});
+  const Tensor as_int32 = cumsum(int64s(ctx, {2147483647, 1}, {2}), 0, DType::Int32);
+  BP_EXPECT_EQ(as_int32.dtype(), DType::Int32);
+  BP_EXPECT_VALUES(as_int32, {2147483647, -2147483648.0});  // the sums wrap in int32
   BP_EXPECT_EQ(cumsum(scalar_tensor(4.0, ctx.options()), 0).item<double>(), 4.0);
   BP_EXPECT_SHAPE(cumsum(zeros({0, 3}, ctx.options()), 0), {0, 3});
 }
@@ -111,6 +114,10 @@ void unique_consecutive_values(const Context& ctx) {
   BP_EXPECT_SHAPE(c3, {0});
   BP_EXPECT_THROWS(unique_consecutive(scalar_tensor(1.0, ctx.options()), false, false, 0),
                    IndexError);
+  BP_EXPECT_THROWS(unique_consecutive(zeros({3, 0}, ctx.options()), false, false, 0), ValueError);
+  BP_EXPECT_THROWS(unique_consecutive(zeros({0, 0}, ctx.options()), false, false, 0), ValueError);
+  BP_EXPECT_SHAPE(std::get<0>(unique_consecutive(zeros({0, 3}, ctx.options()), false, false, 0)),
+                  {0, 3});
 }
 
 // SO-1, SO-2: the gradients: sort's goes back to where each value came
@@ -125,6 +132,16 @@ void sort_cumsum_grad(const Context& ctx) {
   y.requires_grad_();
   cumsum(y, 0).mul(w).sum().backward();
   BP_EXPECT_VALUES(y.grad(), {111, 110, 100});
+  // An infinite or a huge gradient at the start spoils none of the ones
+  // after it.
+  Tensor z = from_vector(std::vector<double>{1, 2, 3}, {3}, ctx.options(DType::Float32));
+  z.requires_grad_();
+  cumsum(z, 0).backward(from_vector(std::vector<double>{kInf, 1, 1}, {3}, ctx.options(DType::Float32)));
+  BP_EXPECT_VALUES(z.grad(), {kInf, 2, 1});
+  Tensor h = from_vector(std::vector<double>{1, 2, 3}, {3}, ctx.options(DType::Float32));
+  h.requires_grad_();
+  cumsum(h, 0).backward(from_vector(std::vector<double>{1e8, 1, 1}, {3}, ctx.options(DType::Float32)));
+  BP_EXPECT_VALUES(h.grad(), {1e8, 2, 1});
   BP_EXPECT(!argsort(y).requires_grad(), "argsort's positions record nothing");
 }
 

@@ -182,9 +182,6 @@ inline Backend& backend_of(const Tensor& t) {
 // throws when the value names no loaded backend (DV-4).
 IntrusivePtr<Backend> acquire_backend(Device d);
 
-// A new tensor with contiguous strides (or `strides` when given) and fresh
-// memory, on the device a Device value names, or on the device (and
-// backend) of the tensor `like`, the lock-free way for op results.
 // Where the int64 0/1 `flags` ([n], n > 0) hold 1, found on their device
 // with CUMSUM and SCATTER: each element's rank among the flagged elements
 // up to it, minus 1 (`rank`), the flagged positions in order
@@ -199,6 +196,9 @@ Flagged flagged(const Tensor& flags);
 // slice's run and `positions` each run's first slice.
 Flagged consecutive_runs(const Tensor& x, int64_t d);
 
+// A new tensor with contiguous strides (or `strides` when given) and fresh
+// memory, on the device a Device value names, or on the device (and
+// backend) of the tensor `like`, the lock-free way for op results.
 Tensor make_empty(IntArrayRef shape, DType dtype, Device device);
 Tensor make_empty(IntArrayRef shape, DType dtype, const Tensor& like);
 Tensor make_empty_strided(IntArrayRef shape, IntArrayRef strides, DType dtype, Device device);

@@ -45,19 +45,22 @@ void argsort_line_parallel(const T* x, int64_t step, int64_t n, bool descending,
   for (int64_t k = 0; k < n; ++k) out[k * ostep] = pairs[static_cast<std::size_t>(k)].second;
 }
 
-// Runs line(in_line, out_line) for every line along `d`, split over threads.
+// Runs line(in_line, out_line) for every line along `d`, the lines split
+// over threads unless `one_at_a_time` (each line then has the team).
 template <class Line>
-void for_each_line(const TensorRef& in, const TensorRef& out, int d, Line&& line) {
+void for_each_line(const TensorRef& in, const TensorRef& out, int d, Line&& line,
+                   bool one_at_a_time = false) {
   TensorDesc o(out), x(in);
   const int64_t n = x.size(d);
   x.size(d) = 1;
   o.size(d) = 1;
-  for_each_row_parallel<2>(
-      {o.ref(), x.ref()},
-      [&](std::array<char*, 2> p, std::array<int64_t, 2> s, int64_t len) {
-        for (int64_t j = 0; j < len; ++j) line(p[1] + j * s[1], p[0] + j * s[0]);
-      },
-      n * 8);
+  auto row = [&](std::array<char*, 2> p, std::array<int64_t, 2> s, int64_t len) {
+    for (int64_t j = 0; j < len; ++j) line(p[1] + j * s[1], p[0] + j * s[0]);
+  };
+  if (one_at_a_time)
+    bp::sdk::for_each_row<2>({o.ref(), x.ref()}, row);
+  else
+    for_each_row_parallel<2>({o.ref(), x.ref()}, row, n * 8);
 }
 
 void argsort_kernel(const KernelCall& c) {
@@ -70,10 +73,13 @@ void argsort_kernel(const KernelCall& c) {
   bp::sdk::visit_dtype(in.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if (n >= kParallelMinElements && out.numel() / n < omp_get_max_threads()) {
-      for_each_line(in, out, d, [&](char* x, char* o) {
-        argsort_line_parallel(reinterpret_cast<const T*>(x), step, n, descending,
-                              reinterpret_cast<int64_t*>(o), ostep);
-      });
+      for_each_line(
+          in, out, d,
+          [&](char* x, char* o) {
+            argsort_line_parallel(reinterpret_cast<const T*>(x), step, n, descending,
+                                  reinterpret_cast<int64_t*>(o), ostep);
+          },
+          true);
       return;
     }
     for_each_line(in, out, d, [&](char* x, char* o) {

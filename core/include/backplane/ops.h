@@ -238,8 +238,8 @@ Tensor argsort(const Tensor& a, int64_t dim = -1, bool descending = false, bool 
 // each value came from.
 std::pair<Tensor, Tensor> sort(const Tensor& a, int64_t dim = -1, bool descending = false,
                                bool stable = false);
-// Running sums along `dim` (of `a` converted to `dtype` when given); bool and
-// integer tensors sum to int64.
+// Running sums along `dim` (of `a` converted to `dtype` when given, and in
+// that dtype); bool and integer tensors otherwise sum to int64.
 Tensor cumsum(const Tensor& a, int64_t dim, std::optional<DType> dtype = std::nullopt);
 // (output, inverse, counts): each run of equal consecutive elements (or,
 // with `dim`, equal slices along it) kept once; inverse gives each element's

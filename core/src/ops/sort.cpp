@@ -95,19 +95,31 @@ std::pair<Tensor, Tensor> sort(const Tensor& a, int64_t dim, bool descending, bo
   return {values, idx};
 }
 
+namespace {
+// `g` with its elements along `d` in reverse order (a copy).
+Tensor reversed(const Tensor& g, int64_t d) {
+  const int64_t n = g.size(d);
+  return index_select(g, d, arange(n - 1, -1, -1, TensorOptions(DType::Int64).device(g.device())));
+}
+}  // namespace
+
 Tensor cumsum(const Tensor& a, int64_t dim, std::optional<DType> dtype) {
   const Tensor x = dtype ? a.to(*dtype) : a;
   const int64_t d = wrap_dim(dim, x.dim(), "cumsum");
-  const DType out_dtype = is_floating(x.dtype()) ? x.dtype() : DType::Int64;
-  Tensor out = detail::make_empty(x.sizes(), out_dtype, x);
+  // The kernel sums bool and integers in int64; a narrower integer dtype
+  // asked for is the same sums wrapped, by a conversion after.
+  const DType sum_dtype = is_floating(x.dtype()) ? x.dtype() : DType::Int64;
+  Tensor out = detail::make_empty(x.sizes(), sum_dtype, x);
   along_dim(Op::Cumsum, x, out, d);
+  if (dtype && *dtype != sum_dtype) out = out.to(*dtype);
   if (autograd::needs_grad({&x})) {
     const int64_t rd = x.dim() == 0 ? -1 : d;
     auto node = autograd::make_node(
         "CumsumBackward0", {&x}, [rd](autograd::FunctionNode&, std::vector<Tensor>& g) {
-          if (rd < 0) return std::vector<Tensor>{g[0]};
-          // The sum of g from each position to the end of its line.
-          return std::vector<Tensor>{g[0].sum({rd}, true).sub(cumsum(g[0], rd)).add(g[0])};
+          if (rd < 0 || g[0].numel() == 0) return std::vector<Tensor>{g[0]};
+          // The sum of g from each position to the end of its line, as
+          // PyTorch forms it: a running sum of the reversed line, reversed.
+          return std::vector<Tensor>{reversed(cumsum(reversed(g[0], rd), rd), rd)};
         });
     autograd::set_history(out, node.get());
   }
@@ -121,6 +133,15 @@ std::tuple<Tensor, Tensor, Tensor> unique_consecutive(const Tensor& a, bool retu
   BP_CHECK_INDEX(!dim || a.dim() > 0, "[unique_consecutive] dim ", dim.value_or(0),
                  " of a 0-d tensor: a 0-d tensor has no dims");
   const int64_t d = dim ? wrap_dim(*dim, a.dim(), "unique_consecutive") : 0;
+  if (dim) {  // PyTorch's refusals of empty slices along other dims
+    int64_t zero_dims = 0;
+    for (int64_t k = 0; k < a.dim(); ++k) zero_dims += a.size(k) == 0;
+    BP_CHECK(zero_dims <= 1, "[unique_consecutive] ", detail::describe_tensor(a),
+             " has more than one dim of size 0, so unique cannot be applied");
+    BP_CHECK(zero_dims == 0 || a.size(d) == 0, "[unique_consecutive] ",
+             detail::describe_tensor(a), " has a dim of size 0 other than dim ", d,
+             ", so unique cannot be applied");
+  }
   // The slices compared: along `dim`, or the elements of the flattened tensor.
   const Tensor x = dim ? a : a.reshape({-1});
   const int64_t n = x.size(d);

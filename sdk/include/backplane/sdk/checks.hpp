@@ -277,8 +277,8 @@ inline int cumsum(const KernelCall& c) {
   same_shape(c, in, "the input", out);
   const bp_dtype want = cumsum_out_dtype(in.dtype());
   BP_SDK_CHECK(out.dtype() == want, "cumsum",
-               "a " << dtype_name(in.dtype()) << " cumsum is " << dtype_name(want)
-                    << ", the output is " << dtype_name(out.dtype()));
+               "the cumsum of " << dtype_name(in.dtype()) << " is " << dtype_name(want)
+                                    << ", the output is " << dtype_name(out.dtype()));
   return dim(c, 0, in.ndim());
 }
 

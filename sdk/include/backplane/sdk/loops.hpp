@@ -61,6 +61,10 @@ void argsort_line(const T* x, int64_t step, int64_t n, bool descending, int64_t*
     return fn::sorts_before(a.first, b.first, descending);
   });
   for (int64_t k = 0; k < n; ++k) out[k * ostep] = pairs[static_cast<std::size_t>(k)].second;
+  if (pairs.capacity() > (std::size_t{1} << 16)) {  // a long line's buffer is not kept
+    pairs.clear();
+    pairs.shrink_to_fit();
+  }
 }
 
 // CUMSUM of one line: n elements of x, `step` apart, into out, `ostep`
