@@ -3,6 +3,7 @@
 //
 //   backplane launch --nproc 4 -- distributed_worker collectives [--backend sim]
 //   distributed_worker --spawn 2 killed     # starts the ranks itself (file://)
+//   distributed_worker --dist nccl --backend cuda collectives   # a GPU per rank
 //
 // Scenarios: collectives (every call and dtype, against values computed
 // here), mismatch (differing calls give the error on every rank, and the group
@@ -36,6 +37,7 @@ namespace {
 
 int g_rank = -1;
 int g_failures = 0;
+std::string g_dist = "gloo";  // the process group's backend (--dist)
 
 #define CHECK(cond, ...)                                                                   \
   do {                                                                                     \
@@ -78,10 +80,40 @@ Tensor make(const std::vector<double>& v, DType dt) {
 
 std::vector<double> values_of(const Tensor& t) { return t.to(DType::Float64).to_vector<double>(); }
 
+// The dtypes the test runs: those the group's backend carries (NCCL has no
+// int16, refused by name) and the tensors' backend holds (cuda has no 16-bit
+// or 8-bit kernels: those are listed once and left out).
+std::vector<DType> group_dtypes() {
+  static const std::vector<DType> v = [] {
+    std::vector<DType> held;
+    std::string lacking;
+    for (DType dt : kDTypes) {
+      if (g_dist == "nccl" && dt == DType::Int16) continue;
+      try {
+        bp::zeros({1}, bp::TensorOptions(dt)).to(DType::Float64);
+        held.push_back(dt);
+      } catch (const bp::NotImplementedError&) {
+        lacking += std::string(lacking.empty() ? "" : ", ") + std::string(bp::name(dt));
+      }
+    }
+    if (!lacking.empty())
+      std::cout << "rank " << g_rank << ": the backend has no kernels for " << lacking
+                << ": left out" << std::endl;
+    return held;
+  }();
+  return v;
+}
+
 void check_all_reduce(int n) {
   using R = dist::ReduceOp;
   const int64_t len = 37;
-  for (DType dt : kDTypes) {
+  if (g_dist == "nccl") {
+    Tensor t = bp::empty({2}, bp::TensorOptions(DType::Int16));  // no kernel needed
+    const std::string e = error_of([&] { dist::all_reduce(t); });
+    CHECK(contains(e, "NCCL has no int16"), e);
+    std::cout << "rank " << g_rank << ": " << e << std::endl;
+  }
+  for (DType dt : group_dtypes()) {
     for (R op : {R::Sum, R::Avg, R::Product, R::Min, R::Max}) {
       if (op == R::Avg && !bp::is_floating(dt)) {
         Tensor t = make(std::vector<double>(len, 1), dt);
@@ -114,11 +146,11 @@ void check_all_reduce(int n) {
     }
   }
   std::cout << "rank " << g_rank << ": all_reduce: sum, avg, product, min, max on "
-            << kDTypes.size() << " dtypes" << std::endl;
+            << group_dtypes().size() << " dtypes" << std::endl;
 }
 
 void check_other_collectives(int n) {
-  for (DType dt : kDTypes) {
+  for (DType dt : group_dtypes()) {
     const auto base = [&](int r, int64_t i) { return dt == DType::Bool ? (r + i) % 2 : r * 10 + i; };
     // broadcast from every root
     for (int root = 0; root < n; ++root) {
@@ -170,6 +202,12 @@ void check_other_collectives(int n) {
 }
 
 void check_point_to_point(int n) {
+  if (n < 2) {
+    const std::string e = error_of([&] { dist::send(bp::ones({1}), 0); });
+    CHECK(contains(e, "cannot send to itself"), e);
+    std::cout << "rank 0: alone, a send to itself is refused" << std::endl;
+    return;
+  }
   // A ring: even ranks send first, odd ranks receive first (calls run in order).
   const int next = (g_rank + 1) % n, prev = (g_rank + n - 1) % n;
   Tensor out = make({double(g_rank), double(g_rank) * 2}, DType::Int64);
@@ -442,6 +480,7 @@ int ddp(int n) {
   ddp_unused(true);
   ddp_unused(false);
   // Replicas that differ are refused on every rank, naming both.
+  if (n < 2) return 0;
   auto m = std::make_shared<bp::nn::Linear>(4, g_rank == 1 ? 3 : 2);
   const std::string e = error_of([&] { bp::nn::DistributedDataParallel d(m); });
   CHECK(contains(e, "the replicas differ: rank 0's module has 2 parameters of"), e);
@@ -564,11 +603,12 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--spawn" && i + 1 < argc) spawn_n = std::atoi(argv[++i]);
+    else if (a == "--dist" && i + 1 < argc) g_dist = argv[++i];
     else scenario = a;
   }
   if (scenario.empty()) {
-    std::cerr << "usage: distributed_worker [--spawn N] collectives|mismatch|late|killed|ddp|init-errors "
-                 "[--backend B]\n";
+    std::cerr << "usage: distributed_worker [--spawn N] [--dist gloo|nccl] "
+                 "collectives|mismatch|late|killed|ddp|init-errors [--backend B]\n";
     return 2;
   }
   if (spawn_n > 0) {
@@ -588,6 +628,7 @@ int main(int argc, char** argv) {
     } else {
       dist::GroupOptions o;
       if (const char* init = std::getenv("BP_TEST_INIT")) o.init_method = init;
+      o.backend = g_dist;
       o.timeout = 30s;
       dist::init_process_group(o);
       g_rank = dist::get_rank();

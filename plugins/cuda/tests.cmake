@@ -19,7 +19,18 @@ endif()
 
 # `backplane conformance --backend cuda`: exit 3 and "no device" without a
 # GPU, exit 0 (every case passes) with one.
-add_test(NAME cuda.conformance
-  COMMAND ${CMAKE_COMMAND} -DBACKPLANE=$<TARGET_FILE:backplane>
-          -P ${CMAKE_CURRENT_LIST_DIR}/check_conformance.cmake)
-set_tests_properties(cuda.conformance PROPERTIES ENVIRONMENT "BACKPLANE_PLUGIN_PATH=")
+set(_check_on_gpu ${CMAKE_CURRENT_LIST_DIR}/check_on_gpu.cmake)
+function(gpu_test name)
+  cmake_parse_arguments(T "" "EXPECT_STDOUT;NO_DEVICE_EXIT" "COMMAND" ${ARGN})
+  set(defs -DNAME=${name})
+  foreach(field EXPECT_STDOUT NO_DEVICE_EXIT)
+    if(DEFINED T_${field})
+      list(APPEND defs "-D${field}=${T_${field}}")
+    endif()
+  endforeach()
+  add_test(NAME ${name}
+    COMMAND ${CMAKE_COMMAND} ${defs} -P ${_check_on_gpu} -- ${T_COMMAND})
+  set_tests_properties(${name} PROPERTIES ENVIRONMENT "BACKPLANE_PLUGIN_PATH=")
+endfunction()
+gpu_test(cuda.conformance COMMAND $<TARGET_FILE:backplane> conformance --backend cuda --no-isolate)
+
