@@ -4,6 +4,7 @@
 // gradients through broadcasting and views of views. Expected gradients are
 // derived by hand in the comments (or by plain host loops).
 #include <backplane/backplane.h>
+#include <backplane/debug.h>
 #include <gtest/gtest.h>
 
 #include "test_util.h"
@@ -415,6 +416,66 @@ TEST(AutogradInPlace, AddAndSubOnANonLeafRecordInPlace) {
   EXPECT_EQ(values(x.grad()), (Values{62, 124, 66, 128}));
   EXPECT_EQ(values(b.grad()), (Values{6 * (31 + 33), 6 * (62 + 64)}));
   EXPECT_EQ(values(y.grad()), (Values{62, 124, 66, 128}));
+}
+
+// --- accumulating a leaf's first gradient ---------------------------------------------
+
+bool copied(const std::vector<bp::debug::ReachedKernel>& kernels) {
+  for (const auto& k : kernels)
+    if (k.op == "copy") return true;
+  return false;
+}
+
+TEST(AutogradAccumulate, AFreshGradientBecomesTheGradWithoutACopy) {
+  Tensor w = leaf({1, 2, 3});
+  Tensor y = w * 3;
+  bp::debug::KernelRecording rec;
+  y.backward(bp::full({3}, 2.0));
+  EXPECT_FALSE(copied(rec.kernels()));
+  EXPECT_EQ(values(w.grad()), (Values{6, 6, 6}));
+}
+
+TEST(AutogradAccumulate, AGradientHeldElsewhereIsCopied) {
+  // The caller keeps the gradient it passed: changing it later leaves the
+  // leaf's grad as it was.
+  Tensor w = leaf({1, 2, 3});
+  Tensor g = bp::full({3}, 2.0);
+  w.backward(g);
+  g.add_(1);
+  EXPECT_EQ(values(w.grad()), (Values{2, 2, 2}));
+  // One gradient reaching two leaves (an addition passes it on to both):
+  // the leaves' grads do not share memory.
+  Tensor a = leaf({1, 2}), b = leaf({3, 4});
+  (a + b).backward(bp::full({2}, 1.0));
+  a.grad().add_(5);
+  EXPECT_EQ(values(a.grad()), (Values{6, 6}));
+  EXPECT_EQ(values(b.grad()), (Values{1, 1}));
+}
+
+TEST(AutogradAccumulate, ATransposedMatrixGetsItsGradientInItsOwnLayout) {
+  // y = x W^T (Linear): W's gradient G^T x arrives row by row, without a
+  // transposing copy; M^T B: M's gradient B G^T likewise.
+  Tensor x = leaf({1, 2, 3, 4, 5, 6}, {3, 2});
+  Tensor W = leaf({1, -1, 2, 0.5}, {2, 2});
+  const bp::TensorOptions f32(DType::Float32);
+  Tensor G = bp::from_vector(Values{1, 0, 2, 1, 0, 3}, {3, 2}, f32);
+  Tensor y = bp::matmul(x, W.t());
+  {
+    bp::debug::KernelRecording rec;
+    y.backward(G);
+    EXPECT_FALSE(copied(rec.kernels()));
+  }
+  // G^T x = [[1*1+2*3+0*5, 1*2+2*4+0*6], [0*1+1*3+3*5, 0*2+1*4+3*6]]
+  EXPECT_TRUE(W.grad().is_contiguous());
+  EXPECT_EQ(values(W.grad()), (Values{7, 10, 18, 22}));
+  // x's gradient G W = [[1, -1], [2*1+1*2, -2+0.5], [0+3*2, 0+1.5]]
+  EXPECT_EQ(values(x.grad()), (Values{1, -1, 4, -1.5, 6, 1.5}));
+  Tensor M = leaf({1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor B = bp::from_vector(Values{1, 0, 0, 1}, {2, 2}, f32);
+  bp::matmul(M.t(), B).backward(bp::from_vector(Values{1, 2, 3, 4, 5, 6}, {3, 2}, f32));
+  // M's gradient: B G^T = G^T (B is the identity) = [[1, 3, 5], [2, 4, 6]]
+  EXPECT_TRUE(M.grad().is_contiguous());
+  EXPECT_EQ(values(M.grad()), (Values{1, 3, 5, 2, 4, 6}));
 }
 
 // --- gradcheck itself -----------------------------------------------------------------

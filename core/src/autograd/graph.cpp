@@ -151,9 +151,14 @@ class ViewNode : public Node {
     Tensor v = replay_(src_grad);
     const Geometry vg = Geometry::of(v);
     if (v.numel() == src_grad.numel() && non_overlapping(vg)) {
-      // A permutation of the source's elements (transpose, view, squeeze):
-      // every element is written once.
-      v.copy_(g);
+      // A permutation of the source's elements (transpose, view, squeeze).
+      // A gradient already laid out as the view of a contiguous source
+      // (the gradient of a transposed weight made column by column) is
+      // that source's gradient read row by row: no copy.
+      if (v.storage_offset() == 0 && DimVector(g.strides()) == DimVector(v.strides()))
+        return {detail::make_view_unrecorded(g, src_shape_, contiguous_strides(src_shape_),
+                                             g.storage_offset(), name_)};
+      v.copy_(g);  // every element is written once
       return {src_grad};
     }
     src_grad.zero_();
@@ -275,8 +280,39 @@ void FunctionNode::release_saved() {
   for (auto& s : saved_) s.reset();
 }
 
+namespace {
+
+// A leaf's first gradient: the tensor itself when nothing else can reach
+// its memory and it lies contiguous over all of it, as PyTorch steals such
+// a gradient; a view of a tensor held by nothing else (the transposed
+// result of a matmul's backward) is made the owner of that memory. Else a
+// contiguous copy.
+Tensor take_or_clone(Tensor g) {
+  TensorImpl* t = g.impl();
+  const StorageImpl& st = *t->storage;
+  TensorImpl* base = t->base.get();
+  const bool whole = t->contiguous && t->offset == 0 && !t->own_version &&
+                     st.nbytes() == static_cast<std::size_t>(t->numel) * itemsize(t->dtype);
+  const bool alone = t->use_count() == 1 && (base == nullptr || base->use_count() == 1) &&
+                     st.use_count() == (base == nullptr ? 1u : 2u);
+  if (!whole || !alone || t->autograd.load(std::memory_order_acquire) != nullptr)
+    return g.clone(MemoryFormat::Contiguous);
+  if (base == nullptr) return g;
+  auto owner = make_intrusive<TensorImpl>();
+  owner->storage = t->storage;
+  owner->version = t->version;
+  owner->sizes = t->sizes;
+  owner->strides = t->strides;
+  owner->dtype = t->dtype;
+  owner->device = t->device;
+  owner->refresh();
+  return Tensor(std::move(owner));
+}
+
+}  // namespace
+
 std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>& grads) {
-  Tensor g = grads[0];
+  Tensor g = std::move(grads[0]);
   std::vector<Hook> hooks;
   {
     std::lock_guard lock(mu_);
@@ -293,7 +329,7 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>& grads) {
   {
     std::lock_guard lock(mu_);
     if (!grad_.defined())
-      grad_ = g.clone(MemoryFormat::Contiguous);
+      grad_ = take_or_clone(std::move(g));
     else
       grad_.add_(g);
     post = post_hooks_;

@@ -73,18 +73,30 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
     if (a_vec) sa2.insert(0, 1);
     if (b_vec) sb2.push_back(1);
     const DType da = a_in.dtype(), db = b_in.dtype();
+    // A 2-D operand stored column by column (a transposed matrix: Linear's
+    // weight.t()) gets its gradient in the same layout, as PyTorch's mm
+    // backward does: (B G^T)^T instead of G B^T. The gradient then reaches
+    // the weight through the transpose already row by row, and its
+    // accumulator takes it without a transposing copy.
+    const auto column_major = [&](const Tensor& t) {
+      return a_in.dim() == 2 && b_in.dim() == 2 && t.size(0) > 1 && t.size(1) > 1 &&
+             t.stride(0) == 1 && t.stride(1) == t.size(0);
+    };
+    const bool a_cols = column_major(a_in), b_cols = column_major(b_in);
     auto node = autograd::make_node(
         "MmBackward0", {&a_in, &b_in}, [=](autograd::FunctionNode& n, std::vector<Tensor>& g) {
           const Tensor G = g[0].reshape(full_out);
           Tensor ga, gb;
           if (n.needs_grad(0)) {
             const Tensor B = n.saved(1).reshape(sb2);
-            ga = autograd::sum_to(bp::matmul(G, B.transpose(-1, -2)), sa2).reshape(sa);
+            ga = a_cols ? bp::matmul(B, G.transpose(0, 1)).transpose(0, 1)
+                        : autograd::sum_to(bp::matmul(G, B.transpose(-1, -2)), sa2).reshape(sa);
             if (ga.dtype() != da) ga = ga.to(da);
           }
           if (n.needs_grad(1)) {
             const Tensor A = n.saved(0).reshape(sa2);
-            gb = autograd::sum_to(bp::matmul(A.transpose(-1, -2), G), sb2).reshape(sb);
+            gb = b_cols ? bp::matmul(G.transpose(0, 1), A).transpose(0, 1)
+                        : autograd::sum_to(bp::matmul(A.transpose(-1, -2), G), sb2).reshape(sb);
             if (gb.dtype() != db) gb = gb.to(db);
           }
           return std::vector<Tensor>{ga, gb};
