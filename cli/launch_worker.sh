@@ -9,7 +9,7 @@
 #            and exits
 case "$1" in
   env)
-    echo "rank=$RANK local=$LOCAL_RANK world=$WORLD_SIZE lws=$LOCAL_WORLD_SIZE group=$GROUP_RANK addr=$MASTER_ADDR port=$MASTER_PORT" ;;
+    echo "rank=$RANK local=$LOCAL_RANK world=$WORLD_SIZE lws=$LOCAL_WORLD_SIZE group=$GROUP_RANK addr=$MASTER_ADDR port=$MASTER_PORT threads=$OMP_NUM_THREADS." ;;
   fail)
     if [ "$RANK" = 1 ]; then sleep 0.2; exit 3; fi
     exec sleep 60 ;;
