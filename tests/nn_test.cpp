@@ -70,6 +70,35 @@ TEST(Conv2d, OnesKernelSumsWindows) {
   }
 }
 
+TEST(ConvTranspose2d, SpreadsEachInputOverItsWindow) {
+  // A 2x2 kernel of ones, stride 2: each input element fills its own 2x2
+  // block of the 4x4 output; the bias adds 1. Each output has one input: the
+  // input's gradient (of the sum) is the kernel's sum, 4.
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    Tensor x = iota({1, 1, 2, 2}, dt).requires_grad_();
+    const Tensor w = bp::ones({1, 1, 2, 2}, bp::TensorOptions(dt));
+    const Tensor b = bp::ones({1}, bp::TensorOptions(dt));
+    Tensor y = bp::conv_transpose2d(x, w, b, 2);
+    EXPECT_EQ(y.to_vector<double>(),
+              (std::vector<double>{1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4}));
+    y.sum().backward();
+    EXPECT_EQ(x.grad().to_vector<double>(), std::vector<double>(4, 4.0));
+  }
+}
+
+TEST(ConvTranspose2d, ModuleShapesAndRepr) {
+  bp::nn::ConvTranspose2d m(4, 6, 3, {.stride = 2, .padding = 1, .output_padding = 1, .groups = 2});
+  EXPECT_EQ(bp::DimVector(m.weight.sizes()), bp::DimVector({4, 3, 3, 3}));
+  EXPECT_EQ(bp::DimVector(m.bias.sizes()), bp::DimVector({6}));
+  // fan_in = out/groups * kh * kw = 27: every value within 1/sqrt(27).
+  const double bound = 1 / std::sqrt(27.0);
+  EXPECT_LE(m.weight.abs().max().item<double>(), bound);
+  EXPECT_LE(m.bias.abs().max().item<double>(), bound);
+  // (5 - 1) * 2 - 2 * 1 + 3 + 1 = 10 per spatial dim.
+  EXPECT_EQ(bp::DimVector(m.forward(bp::ones({1, 4, 5, 5})).sizes()), bp::DimVector({1, 6, 10, 10}));
+  EXPECT_EQ(m.extra_repr(), "4, 6, kernel_size=(3, 3), stride=(2, 2), padding=(1, 1), output_padding=(1, 1), groups=2");
+}
+
 TEST(LayerNorm, LargeFloat32RunsOnednnWithoutGrad) {
   // The composite reduces (sum); oneDNN's layer normalisation does not reach it.
   const Tensor x = bp::randn({256, 256}), w = bp::randn({256}), b = bp::randn({256});

@@ -74,6 +74,30 @@ OpCaseSpec conv_case() {
           kNnLayouts, {"NN-4"}};
 }
 
+// conv_transpose2d: dims = {stride, padding, output_padding, dilation,
+// groups}, by sample (the third with an output_padding only its dilation allows).
+OpCaseSpec conv_transpose_case() {
+  return {"nn.conv_transpose2d", {Op::Matmul, Op::Add, Op::Sum}, kNnDtypes,
+          [](Rng& r, Layout layout, DType) {
+            static const int64_t params[3][5] = {{1, 0, 0, 1, 1}, {2, 1, 1, 1, 2}, {1, 1, 1, 2, 3}};
+            const int64_t* p = params[r.sample_index() % 3];
+            const int64_t g = p[4], cg = r.uniform_int(1, 3), og = r.uniform_int(1, 3);
+            const int64_t k = r.uniform_int(1, 3);
+            Sample s;
+            s.inputs = {{image(r, layout, cg * g, 3, 5)}, {{cg * g, og, k, k}}, {{og * g}}};
+            s.dims = {p[0], p[1], p[2], p[3], g};
+            s.terms = cg * k * k * 16;
+            return s;
+          },
+          [](const OpArgs& a) {
+            const auto& d = a.sample.dims;
+            return with_grads(a, [&](const std::vector<Tensor>& x) {
+              return Outputs{conv_transpose2d(x[0], x[1], x[2], d[0], d[1], d[2], d[4], d[3])};
+            });
+          },
+          kNnLayouts, {"NN-4"}};
+}
+
 OpCaseSpec pool_case(const char* name, std::function<Tensor(const Tensor&, int)> f) {
   return {name, {Op::Add, Op::Where, Op::Gt, Op::Scatter, Op::Matmul}, kNnDtypes,
           [](Rng& r, Layout layout, DType) {
@@ -188,6 +212,8 @@ void gradchecks(const Context& ctx) {
        [](const auto& x) { return conv2d(x[0], x[1], x[2], 1, 1); }},
       {"conv2d groups, stride, dilation", {{1, 4, 6, 7}, {2, 2, 2, 3}},
        [](const auto& x) { return conv2d(x[0], x[1], Tensor(), {2, 1}, {1, 0}, {1, 2}, 2); }},
+      {"conv_transpose2d", {{1, 4, 3, 4}, {4, 1, 2, 3}, {2}},
+       [](const auto& x) { return conv_transpose2d(x[0], x[1], x[2], {2, 1}, {1, 0}, {1, 0}, 2, {1, 2}); }},
       {"max_pool2d", {{1, 2, 5, 5}}, [](const auto& x) { return max_pool2d(x[0], 3, 2, 1, 1, true); }},
       {"avg_pool2d", {{1, 2, 5, 5}}, [](const auto& x) { return avg_pool2d(x[0], 3, 2, 1, true, false); }},
       {"adaptive_avg_pool2d", {{1, 2, 5, 7}}, [](const auto& x) { return adaptive_avg_pool2d(x[0], {2, 3}); }},
@@ -259,6 +285,16 @@ void bad_arguments(const Context& ctx) {
   BP_EXPECT_MENTIONS(message([&] { conv2d(x, big); }), "conv2d", "(5 x 5)", "(7 x 7)");
   BP_EXPECT_MENTIONS(message([&] { conv2d(x, big.narrow(2, 0, 3).narrow(3, 0, 3), Tensor(), 1, -1); }), "conv2d",
                      "negative padding");
+  // conv_transpose2d's weight is [in, out/groups, kh, kw]: w expects 4 input channels.
+  BP_EXPECT_MENTIONS(message([&] { conv_transpose2d(x, w); }), "conv_transpose2d", "[4, 2, 3, 3]",
+                     "[2, 3, 5, 5]", "channels");
+  const Tensor wt = ones({3, 2, 3, 3}, ctx.options(DType::Float32));
+  BP_EXPECT_MENTIONS(message([&] { conv_transpose2d(x, wt, Tensor(), 1, 0, 1); }), "conv_transpose2d",
+                     "output_padding (1, 1)", "stride (1, 1)", "dilation (1, 1)");
+  BP_EXPECT_MENTIONS(message([&] { conv_transpose2d(x, wt, Tensor(), 1, 4); }), "conv_transpose2d",
+                     "[2, 3, 5, 5]", "(-1 x -1)", "too small");
+  BP_EXPECT_MENTIONS(message([&] { conv_transpose2d(x, wt, Tensor(), 1, -1); }), "conv_transpose2d",
+                     "negative padding");
   BP_EXPECT_MENTIONS(message([&] { max_pool2d(x, 2, 2, 2); }), "max_pool2d", "half");
   BP_EXPECT_MENTIONS(message([&] { batch_norm(ones({1, 3}, ctx.options()), Tensor(), Tensor(), Tensor(), Tensor(),
                                               true); }),
@@ -274,6 +310,7 @@ void bad_arguments(const Context& ctx) {
 
 void add_nn_cases(Suite& suite) {
   add_op_case(suite, conv_case());
+  add_op_case(suite, conv_transpose_case());
   add_op_case(suite, pool_case("nn.max_pool2d", [](const Tensor& x, int v) {
                 return max_pool2d(x, 2 + v % 2, std::nullopt, v % 2, 1, v == 1);
               }));

@@ -139,6 +139,19 @@ const std::vector<TorchCase>& cases() {
        [](const Context& x) { return I{{vals(x, {2, 6, 6}, 0.7), true}, {vals(x, {3, 2, 2, 2}, 0.2), true},
                                        {vals(x, {3}, 0.9), true}}; },
        [](const Context&, const V& a) { return V{conv2d(a[0], a[1], a[2], 2)}; }},
+      {"conv_transpose2d.basic",
+       [](const Context& x) { return I{{vals(x, {2, 3, 4, 4}, 0.2), true}, {vals(x, {3, 2, 3, 3}, 0.9), true},
+                                       {vals(x, {2}, 1.3), true}}; },
+       [](const Context&, const V& a) { return V{conv_transpose2d(a[0], a[1], a[2], 2, 1, 1)}; }},
+      {"conv_transpose2d.groups_dilation",
+       [](const Context& x) { return I{{vals(x, {1, 4, 3, 5}, 0.5), true}, {vals(x, {4, 3, 2, 3}, 1.7), true}}; },
+       [](const Context&, const V& a) {
+         return V{conv_transpose2d(a[0], a[1], Tensor(), {1, 2}, {0, 1}, {1, 1}, 2, {2, 1})};
+       }},
+      {"conv_transpose2d.unbatched",
+       [](const Context& x) { return I{{vals(x, {3, 2, 2}, 0.4), true}, {vals(x, {3, 1, 2, 2}, 0.6), true},
+                                       {vals(x, {1}, 0.8), true}}; },
+       [](const Context&, const V& a) { return V{conv_transpose2d(a[0], a[1], a[2])}; }},
       {"max_pool2d.ceil_padding", [](const Context& x) { return I{{vals(x, {1, 2, 5, 6}, 0.4), true}}; },
        [](const Context&, const V& a) {
          auto [y, i] = max_pool2d_with_indices(a[0], 3, 2, 1, 1, true);

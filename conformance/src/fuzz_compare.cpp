@@ -85,6 +85,7 @@ std::optional<Op> primitive(OpKind k) {
     case K::Matmul:
     case K::SparseMm:
     case K::Conv2d:  // a matmul of its windows, on the composite path
+    case K::ConvTranspose2d:
       return Op::Matmul;
     case K::AvgPool2d:
     case K::BatchNorm:

@@ -146,6 +146,7 @@ enum class OpKind : uint8_t {
   SparseMm,  // mm(to_sparse(primary), other): a 2-D primary, the sparse COO path (SP-1)
   // CNN layers on an NCHW primary (conv2d's weight is the other operand)
   Conv2d,
+  ConvTranspose2d,  // output_padding stride - 1
   MaxPool2d,
   AvgPool2d,
   BatchNorm,  // training mode, eps 1 (see fuzz_ops.cpp), on a primary of rank 2 or more

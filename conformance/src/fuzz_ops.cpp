@@ -68,6 +68,7 @@ const OpInfo kOps[kNumOpKinds] = {
     // matmul's finite differences would still see.
     {K::SparseMm, "mm(to_sparse)", C::Matmul, kFloat, false},
     {K::Conv2d, "conv2d", C::Nn, kFloat, true},
+    {K::ConvTranspose2d, "conv_transpose2d", C::Nn, kFloat, true},
     {K::MaxPool2d, "max_pool2d", C::Nn, kFloat, false},  // ties make it non-smooth
     {K::AvgPool2d, "avg_pool2d", C::Nn, kFloat, true},
     {K::BatchNorm, "batch_norm", C::Nn, kFloat, true},
@@ -430,15 +431,25 @@ ResolvedOp resolve_op(const OpStep& step, const PrimaryInfo& p) {
       if (r != 4 || !is_floating(p.dtype)) return skip();
       const int64_t k = 1 + step.p[0] % 3, s = 1 + step.p[1], pad = std::min<int64_t>(step.p[2] % 2, k / 2);
       op.dims = {k, s, pad};
-      if (sizes[2] + 2 * pad < k || sizes[3] + 2 * pad < k)
+      if (op.kind == K::ConvTranspose2d) {
+        // The output: (in - 1) * s - 2 * pad + k + (s - 1) per dim.
+        if ((sizes[2] - 1) * s - 2 * pad + k + s - 1 <= 0 || (sizes[3] - 1) * s - 2 * pad + k + s - 1 <= 0)
+          op.error = "an output of no elements per channel (NN-4)";
+      } else if (sizes[2] + 2 * pad < k || sizes[3] + 2 * pad < k) {
         op.error = "a kernel larger than the padded input (NN-4)";
-      if (op.kind == K::Conv2d) {
+      }
+      if (op.kind == K::Conv2d || op.kind == K::ConvTranspose2d) {
         const int64_t c = sizes[1], groups = c > 0 && c % 2 == 0 && step.p[2] >= 3 ? 2 : 1;
         op.dims.push_back(groups);
         Operand spec = operand(0);
         spec.source = Source::Fresh;
         spec.values.dtype = p.dtype;
-        op.operands.push_back(plan_operand(spec, {groups * (1 + step.p[0] % 2), c / groups, k, k}, p));
+        const int64_t per_group = 1 + step.p[0] % 2;  // output channels per group
+        op.operands.push_back(plan_operand(spec,
+                                           op.kind == K::Conv2d
+                                               ? std::vector<int64_t>{groups * per_group, c / groups, k, k}
+                                               : std::vector<int64_t>{c, per_group, k, k},
+                                           p));
         op.operands[0].dtype = op.operands[0].values.dtype = p.dtype;
         op.terms = std::max<int64_t>(c / groups * k * k, 1);
         op.accumulates = true;

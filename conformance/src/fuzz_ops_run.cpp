@@ -119,6 +119,8 @@ std::vector<Tensor> run_op(const ResolvedOp& op, Tensor& t, const std::vector<Te
       return {mm(to_sparse(t), o[0])};
     case K::Conv2d:
       return {conv2d(t, o[0], Tensor(), op.dims[1], op.dims[2], 1, op.dims[3])};
+    case K::ConvTranspose2d:
+      return {conv_transpose2d(t, o[0], Tensor(), op.dims[1], op.dims[2], op.dims[1] - 1, op.dims[3])};
     case K::MaxPool2d:
       return {max_pool2d(t, op.dims[0], op.dims[1], op.dims[2])};
     case K::AvgPool2d:
@@ -272,6 +274,9 @@ std::string op_cpp(const ResolvedOp& op, const std::string& t, const std::vector
       else if (op.kind == K::Conv2d)
         os << "auto " << out << " = bp::conv2d(" << t << ", " << o[0] << ", bp::Tensor(), " << op.dims[1]
            << ", " << op.dims[2] << ", 1, " << op.dims[3] << ");";
+      else if (op.kind == K::ConvTranspose2d)
+        os << "auto " << out << " = bp::conv_transpose2d(" << t << ", " << o[0] << ", bp::Tensor(), "
+           << op.dims[1] << ", " << op.dims[2] << ", " << op.dims[1] - 1 << ", " << op.dims[3] << ");";
       else
         os << "auto " << out << " = bp::" << name << "(" << t << ", " << op.dims[0] << ", " << op.dims[1]
            << ", " << op.dims[2] << ");";

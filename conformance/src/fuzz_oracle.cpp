@@ -347,7 +347,7 @@ void run_op_case(const Case& c, const Env& env, Transcript& tr) {
     const std::vector<Tensor> want =
         on_reference(env, op, input, cur.layout.sizes, cur.t.dtype(), others);
     double magnitude = max_abs(input);
-    if (op.kind == K::Matmul || op.kind == K::SparseMm || op.kind == K::Conv2d)
+    if (op.kind == K::Matmul || op.kind == K::SparseMm || op.kind == K::Conv2d || op.kind == K::ConvTranspose2d)
       magnitude *= max_abs(others[0].values);
     std::vector<double> first;
     for (std::size_t i = 0; i < want.size(); ++i) {

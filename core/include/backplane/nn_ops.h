@@ -37,6 +37,17 @@ struct Size2 {
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(),
               Size2 stride = 1, Size2 padding = 0, Size2 dilation = 1, int64_t groups = 1);
 
+// The transposed convolution (the gradient of conv2d with respect to its
+// input, as an op): each input element adds weight[c, o] times itself into
+// the output window it maps to. weight is [in_channels,
+// out_channels/groups, kh, kw]; bias (optional) [out_channels]. The output
+// is (in - 1) * stride - 2 * padding + dilation * (kernel - 1) +
+// output_padding + 1 per spatial dim; output_padding must be smaller than
+// stride or dilation. PyTorch's argument order.
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(),
+                        Size2 stride = 1, Size2 padding = 0, Size2 output_padding = 0,
+                        int64_t groups = 1, Size2 dilation = 1);
+
 // --- pooling ---------------------------------------------------------------------
 // Max over each window (padding counts as -inf); stride defaults to the kernel
 // size. The indices are positions in each input plane (h * W + w), the first

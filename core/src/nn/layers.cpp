@@ -113,6 +113,43 @@ std::string Conv2d::extra_repr() const {
   return s;
 }
 
+ConvTranspose2d::ConvTranspose2d(int64_t in, int64_t out, Size2 k, ConvTranspose2dOptions o)
+    : Module("ConvTranspose2d"), in_channels(in), out_channels(out), kernel_size(k), options(o) {
+  BP_CHECK(o.groups > 0, "[ConvTranspose2d] groups must be a positive integer, got ", o.groups);
+  BP_CHECK(in % o.groups == 0, "[ConvTranspose2d] in_channels (", in, ") must be divisible by groups (",
+           o.groups, ")");
+  BP_CHECK(out % o.groups == 0, "[ConvTranspose2d] out_channels (", out, ") must be divisible by groups (",
+           o.groups, ")");
+  BP_CHECK(k[0] > 0 && k[1] > 0, "[ConvTranspose2d] kernel_size must be positive, got ", tuple(k));
+  weight = register_parameter("weight", empty({in, out / o.groups, k[0], k[1]}));
+  bias = register_parameter("bias", o.bias ? empty({out}) : Tensor());
+  reset_parameters();
+}
+
+void ConvTranspose2d::reset_parameters() {
+  const int64_t fan_in = out_channels / options.groups * kernel_size[0] * kernel_size[1];
+  const double bound = fan_in > 0 ? 1.0 / std::sqrt(static_cast<double>(fan_in)) : 0.0;
+  init::uniform_(weight, -bound, bound);
+  if (bias.defined()) init::uniform_(bias, -bound, bound);
+}
+
+Tensor ConvTranspose2d::forward(const Tensor& input) {
+  return conv_transpose2d(input, weight, bias, options.stride, options.padding, options.output_padding,
+                          options.groups, options.dilation);
+}
+
+std::string ConvTranspose2d::extra_repr() const {
+  std::string s = bp::detail::concat(in_channels, ", ", out_channels, ", kernel_size=", tuple(kernel_size),
+                                     ", stride=", tuple(options.stride));
+  if (options.padding[0] != 0 || options.padding[1] != 0) s += ", padding=" + tuple(options.padding);
+  if (options.dilation[0] != 1 || options.dilation[1] != 1) s += ", dilation=" + tuple(options.dilation);
+  if (options.output_padding[0] != 0 || options.output_padding[1] != 0)
+    s += ", output_padding=" + tuple(options.output_padding);
+  if (options.groups != 1) s += ", groups=" + std::to_string(options.groups);
+  if (!bias.defined()) s += ", bias=False";
+  return s;
+}
+
 // --- activations and shape -----------------------------------------------------------------
 
 Tensor ReLU::forward(const Tensor& input) {

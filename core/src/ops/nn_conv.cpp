@@ -113,7 +113,118 @@ ConvShape check_conv(const Tensor& x, const Tensor& weight, const Tensor& bias, 
   return s;
 }
 
+// conv_transpose2d as the conv2d whose input gradient it is: that conv's
+// input is the transposed convolution's output, its output the input.
+struct TransposeShape {
+  ConvShape conv;
+  bool as_kernel;  // the conv's own output size is the input's: its kernels fit
+};
+
+TransposeShape check_transpose(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 stride,
+                               Size2 padding, Size2 output_padding, int64_t groups, Size2 dilation) {
+  const char* op = "conv_transpose2d";
+  BP_CHECK(weight.defined(), "[", op, "] the weight is an undefined tensor");
+  BP_CHECK(weight.dim() == 4, "[", op, "] expects a 4-D weight (in_channels, out_channels/groups, kh, kw), got ",
+           detail::describe_tensor(weight));
+  BP_CHECK(groups > 0, "[", op, "] groups must be positive, got ", groups);
+  detail::check_same_device(op, x, weight);
+  BP_CHECK_TYPE(weight.dtype() == x.dtype(), "[", op, "] the input is ", name(x.dtype()), " and the weight ",
+                name(weight.dtype()), "; they must be the same dtype");
+  BP_CHECK(x.size(1) == weight.size(0), "[", op, "] a weight of shape ", nn_detail::shape_text(weight.sizes()),
+           " expects an input with ", weight.size(0), " channels, but the input of shape ",
+           nn_detail::shape_text(x.sizes()), " has ", x.size(1));
+  BP_CHECK(weight.size(0) % groups == 0, "[", op, "] a weight of shape ", nn_detail::shape_text(weight.sizes()),
+           " has ", weight.size(0), " input channels, not divisible by groups=", groups);
+  const int64_t out_channels = weight.size(1) * groups;
+  if (bias.defined()) {
+    detail::check_same_device(op, x, bias);
+    BP_CHECK(bias.dim() == 1 && bias.size(0) == out_channels, "[", op, "] the bias has shape ",
+             nn_detail::shape_text(bias.sizes()), ", expected [", out_channels, "] (one per output channel)");
+    BP_CHECK_TYPE(bias.dtype() == x.dtype(), "[", op, "] the input is ", name(x.dtype()), " and the bias ",
+                  name(bias.dtype()));
+  }
+  nn_detail::Windows w{};
+  for (int i = 0; i < 2; ++i) {
+    BP_CHECK(stride[i] > 0, "[", op, "] stride must be positive, got (", stride[0], ", ", stride[1], ")");
+    BP_CHECK(padding[i] >= 0, "[", op, "] negative padding (", padding[0], ", ", padding[1],
+             ") is not supported");
+    BP_CHECK(dilation[i] > 0, "[", op, "] dilation must be positive, got (", dilation[0], ", ", dilation[1], ")");
+    BP_CHECK(output_padding[i] >= 0 && (output_padding[i] < stride[i] || output_padding[i] < dilation[i]),
+             "[", op, "] output_padding (", output_padding[0], ", ", output_padding[1],
+             ") must be smaller than either stride (", stride[0], ", ", stride[1], ") or dilation (",
+             dilation[0], ", ", dilation[1], ")");
+    w.k[i] = weight.size(2 + i);
+    w.s[i] = stride[i];
+    w.p[i] = padding[i];
+    w.d[i] = dilation[i];
+    w.out[i] = x.size(2 + i);
+    w.in[i] = (w.out[i] - 1) * w.s[i] - 2 * w.p[i] + w.span(i) + output_padding[i];
+  }
+  BP_CHECK(w.in[0] > 0 && w.in[1] > 0, "[", op, "] an input of shape ", nn_detail::shape_text(x.sizes()),
+           " with kernel (", w.k[0], ", ", w.k[1], "), stride (", w.s[0], ", ", w.s[1], "), padding (",
+           w.p[0], ", ", w.p[1], ") and dilation (", w.d[0], ", ", w.d[1], ") gives an output of (", w.in[0],
+           " x ", w.in[1], ") per channel: too small");
+  // The windows reach no further than the output's end (w.extra is 0): an
+  // output_padding of stride or more only adds elements no window touches.
+  bool as_kernel = true;
+  for (int i = 0; i < 2; ++i)
+    as_kernel = as_kernel && nn_detail::out_size(w.in[i], w.k[i], w.s[i], w.p[i], w.d[i], false) == w.out[i];
+  return {ConvShape{x.size(0), out_channels, weight.size(0), groups, w}, as_kernel};
+}
+
+// The conv's input gradient for output gradient `g` (the transposed
+// convolution's input), or its weight gradient for input `y`.
+Tensor transpose_forward(const Tensor& x, const Tensor& weight, const TransposeShape& t) {
+  const ConvShape& s = t.conv;
+  const DimVector out_shape{s.n, s.c, s.w.in[0], s.w.in[1]};
+  if (x.numel() == 0 || weight.numel() == 0)
+    return zeros(out_shape, TensorOptions(x.dtype()).device(x.device()));
+  // The conv's input, for its shape: a kernel reads none of it for an input gradient.
+  const Tensor like = detail::make_empty(out_shape, x.dtype(), x);
+  if (t.as_kernel) return backward(x, like, weight, s, true, false).first;
+  return backward_composite(x.contiguous(), like, weight, s, true, false).first;
+}
+
 }  // namespace
+
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Size2 stride,
+                        Size2 padding, Size2 output_padding, int64_t groups, Size2 dilation) {
+  bool unbatched = false;
+  const Tensor x = nn_detail::as_batch("conv_transpose2d", input, unbatched);
+  const TransposeShape t = check_transpose(x, weight, bias, stride, padding, output_padding, groups, dilation);
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    out = transpose_forward(x, weight, t);
+    if (bias.defined() && out.numel() > 0) out.add_(bias.reshape({1, t.conv.c, 1, 1}));
+  }
+  if (autograd::needs_grad({&x, &weight, &bias})) {
+    auto node = autograd::make_node(
+        "ConvolutionBackward0", {&x, &weight, &bias},
+        [t, stride, padding, dilation, groups](autograd::FunctionNode& n, std::vector<Tensor>& g) {
+          const Tensor xs = n.saved(0), ws = n.saved(1);
+          const Tensor gy = g[0].contiguous();
+          Tensor gx, gw, gb;
+          // The input's gradient is the conv of the output's; its weight's,
+          // the conv's weight gradient with the roles of input and output swapped.
+          if (n.needs_grad(0))
+            gx = conv2d(gy, ws, Tensor(), stride, padding, dilation, groups)
+                     .narrow(2, 0, xs.size(2))
+                     .narrow(3, 0, xs.size(3));
+          if (n.needs_grad(1)) {
+            if (xs.numel() == 0 || gy.numel() == 0) gw = zeros_like(ws);
+            else if (t.as_kernel) gw = backward(xs, gy, ws, t.conv, false, true).second;
+            else gw = backward_composite(xs.contiguous(), gy, ws, t.conv, false, true).second;
+          }
+          if (n.needs_grad(2)) gb = gy.sum({0, 2, 3});
+          return std::vector<Tensor>{gx, gw, gb};
+        });
+    node->save(x);
+    node->save(weight);
+    autograd::set_history(out, node.get());
+  }
+  return unbatched ? out.squeeze(0) : out;
+}
 
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Size2 stride,
               Size2 padding, Size2 dilation, int64_t groups) {

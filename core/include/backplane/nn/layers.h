@@ -52,6 +52,31 @@ class Conv2d : public Module {
   Tensor weight, bias;
 };
 
+struct ConvTranspose2dOptions {
+  Size2 stride = 1;
+  Size2 padding = 0;
+  Size2 output_padding = 0;
+  int64_t groups = 1;
+  bool bias = true;
+  Size2 dilation = 1;
+};
+
+// conv_transpose2d with weight [in, out/groups, kh, kw] and bias [out], both
+// from U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = out/groups * kh * kw (the
+// weight's second dim, as PyTorch counts it).
+class ConvTranspose2d : public Module {
+ public:
+  ConvTranspose2d(int64_t in_channels, int64_t out_channels, Size2 kernel_size,
+                  ConvTranspose2dOptions options = {});
+  Tensor forward(const Tensor& input) override;
+  std::string extra_repr() const override;
+  void reset_parameters();
+  int64_t in_channels, out_channels;
+  Size2 kernel_size;
+  ConvTranspose2dOptions options;
+  Tensor weight, bias;
+};
+
 // max(x, 0); with inplace, x.relu_() (the errors of an in-place op: a leaf
 // that requires grad, a view of one, a tensor saved for backward, which
 // fails at backward by its version).
