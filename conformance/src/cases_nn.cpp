@@ -295,6 +295,8 @@ void bad_arguments(const Context& ctx) {
                      "[2, 3, 5, 5]", "(-1 x -1)", "too small");
   BP_EXPECT_MENTIONS(message([&] { conv_transpose2d(x, wt, Tensor(), 1, -1); }), "conv_transpose2d",
                      "negative padding");
+  BP_EXPECT_MENTIONS(message([&] { conv_transpose2d(x.narrow(3, 0, 0), wt); }), "conv_transpose2d",
+                     "[2, 3, 5, 0]", "no elements per channel");
   BP_EXPECT_MENTIONS(message([&] { max_pool2d(x, 2, 2, 2); }), "max_pool2d", "half");
   BP_EXPECT_MENTIONS(message([&] { batch_norm(ones({1, 3}, ctx.options()), Tensor(), Tensor(), Tensor(), Tensor(),
                                               true); }),

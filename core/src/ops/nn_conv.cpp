@@ -63,8 +63,11 @@ std::pair<Tensor, Tensor> backward_composite(const Tensor& g, const Tensor& x, c
     for (int64_t kh = 0; kh < s.w.k[0]; ++kh)
       for (int64_t kw = 0; kw < s.w.k[1]; ++kw)
         nn_detail::tap(gxp, s.w, kh, kw).add_(gcols.select(2, kh).select(2, kw));
-    gx = gxp.narrow(2, s.w.p[0], s.w.in[0]).narrow(3, s.w.p[1], s.w.in[1]);
-    if (!gx.is_contiguous()) gx = gx.contiguous();
+    // A tensor of its own, not a view of the padded one (it is
+    // conv_transpose2d's result).
+    const bool whole = s.w.p[0] == 0 && s.w.p[1] == 0 && s.w.extra[0] == 0 && s.w.extra[1] == 0;
+    gx = whole ? gxp
+               : gxp.narrow(2, s.w.p[0], s.w.in[0]).narrow(3, s.w.p[1], s.w.in[1]).clone(MemoryFormat::Contiguous);
   }
   return {gx, gw};
 }
@@ -133,6 +136,9 @@ TransposeShape check_transpose(const Tensor& x, const Tensor& weight, const Tens
   BP_CHECK(x.size(1) == weight.size(0), "[", op, "] a weight of shape ", nn_detail::shape_text(weight.sizes()),
            " expects an input with ", weight.size(0), " channels, but the input of shape ",
            nn_detail::shape_text(x.sizes()), " has ", x.size(1));
+  BP_CHECK(x.size(0) == 0 || x.size(1) == 0 || (x.size(2) > 0 && x.size(3) > 0), "[", op,
+           "] an input of shape ", nn_detail::shape_text(x.sizes()), " has no elements per channel; only a "
+           "batch or channel count of 0 is supported");
   BP_CHECK(weight.size(0) % groups == 0, "[", op, "] a weight of shape ", nn_detail::shape_text(weight.sizes()),
            " has ", weight.size(0), " input channels, not divisible by groups=", groups);
   const int64_t out_channels = weight.size(1) * groups;
@@ -207,7 +213,9 @@ Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor&
           Tensor gx, gw, gb;
           // The input's gradient is the conv of the output's; its weight's,
           // the conv's weight gradient with the roles of input and output swapped.
-          if (n.needs_grad(0))
+          if (n.needs_grad(0) && xs.numel() == 0)
+            gx = zeros_like(xs);
+          else if (n.needs_grad(0))
             gx = conv2d(gy, ws, Tensor(), stride, padding, dilation, groups)
                      .narrow(2, 0, xs.size(2))
                      .narrow(3, 0, xs.size(3));
