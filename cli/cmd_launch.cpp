@@ -18,6 +18,7 @@
 #include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -47,6 +48,15 @@ using Clock = std::chrono::steady_clock;
 long threads_per_rank(long cores, long nproc) {
   const long share = cores / nproc;
   return share >= 4 ? share - 1 : std::max(1L, share);
+}
+
+// The cores this process may run on (its affinity mask, as `nproc` counts
+// them: a container's or taskset's share), else the machine's online cores.
+long usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  return sysconf(_SC_NPROCESSORS_ONLN);
 }
 
 // A free TCP port on the loopback interface, for a one-machine run.
@@ -215,7 +225,7 @@ class LaunchCommand : public Command {
     const char* omp = std::getenv("OMP_NUM_THREADS");
     if (nproc_ > 1 && (omp == nullptr || *omp == '\0'))  // unset or empty
       set.emplace_back("OMP_NUM_THREADS",
-                       std::to_string(threads_per_rank(sysconf(_SC_NPROCESSORS_ONLN), nproc_)));
+                       std::to_string(threads_per_rank(usable_cores(), nproc_)));
     std::vector<std::string> env;
     for (char** e = environ; *e; ++e) {
       const std::string entry(*e);

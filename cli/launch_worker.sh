@@ -9,7 +9,12 @@
 #            and exits
 case "$1" in
   env)
-    echo "rank=$RANK local=$LOCAL_RANK world=$WORLD_SIZE lws=$LOCAL_WORLD_SIZE group=$GROUP_RANK addr=$MASTER_ADDR port=$MASTER_PORT threads=$OMP_NUM_THREADS." ;;
+    # The OpenMP threads the launcher should have given: the usable cores
+    # (nproc) / ranks, less one where 3 or more are left, at least 1.
+    share=$(( $(nproc) / LOCAL_WORLD_SIZE ))
+    if [ "$share" -ge 4 ]; then want=$((share - 1)); elif [ "$share" -lt 1 ]; then want=1; else want=$share; fi
+    [ "$OMP_NUM_THREADS" = "$want" ] && verdict=expected || verdict="not $want"
+    echo "rank=$RANK local=$LOCAL_RANK world=$WORLD_SIZE lws=$LOCAL_WORLD_SIZE group=$GROUP_RANK addr=$MASTER_ADDR port=$MASTER_PORT threads=$OMP_NUM_THREADS ($verdict)" ;;
   fail)
     if [ "$RANK" = 1 ]; then sleep 0.2; exit 3; fi
     exec sleep 60 ;;

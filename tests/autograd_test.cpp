@@ -450,6 +450,23 @@ TEST(AutogradAccumulate, AGradientHeldElsewhereIsCopied) {
   a.grad().add_(5);
   EXPECT_EQ(values(a.grad()), (Values{6, 6}));
   EXPECT_EQ(values(b.grad()), (Values{1, 1}));
+  // The same, the shared gradient made inside the pass (mul's), and through
+  // a transpose on one side.
+  Tensor c = leaf({1, 2}), d = leaf({3, 4});
+  ((c + d) * 2).sum().backward();
+  c.grad().add_(5);
+  EXPECT_EQ(values(c.grad()), (Values{7, 7}));
+  EXPECT_EQ(values(d.grad()), (Values{2, 2}));
+  Tensor W = leaf({1, 2, 3, 4}, {2, 2}), M = leaf({0, 0, 0, 0}, {2, 2});
+  ((W.t() + M) * 3).sum().backward();
+  W.grad().add_(1);
+  EXPECT_EQ(values(W.grad()), (Values{4, 4, 4, 4}));
+  EXPECT_EQ(values(M.grad()), (Values{3, 3, 3, 3}));
+  // A hook's result that requires grad is not taken as the gradient itself.
+  Tensor h = leaf({1, 2});
+  h.register_hook([](const Tensor& g) { return g.detach().requires_grad_(); });
+  (h * 2).sum().backward();
+  EXPECT_FALSE(h.grad().requires_grad());
 }
 
 TEST(AutogradAccumulate, ATransposedMatrixGetsItsGradientInItsOwnLayout) {

@@ -433,7 +433,9 @@ ResolvedOp resolve_op(const OpStep& step, const PrimaryInfo& p) {
       op.dims = {k, s, pad};
       if (op.kind == K::ConvTranspose2d) {
         // The output: (in - 1) * s - 2 * pad + k + (s - 1) per dim.
-        if (sizes[0] * sizes[1] > 0 && sizes[2] * sizes[3] == 0)
+        if (sizes[1] == 0)
+          op.error = "a weight with no input channels (NN-4)";
+        else if (sizes[0] > 0 && sizes[2] * sizes[3] == 0)
           op.error = "an input with no elements per channel (NN-4)";
         else if ((sizes[2] - 1) * s - 2 * pad + k + s - 1 <= 0 || (sizes[3] - 1) * s - 2 * pad + k + s - 1 <= 0)
           op.error = "an output of no elements per channel (NN-4)";

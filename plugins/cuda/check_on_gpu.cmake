@@ -1,10 +1,12 @@
-# cmake -DNAME=<test> [-DEXPECT_STDOUT="a|b"] [-DNO_DEVICE_EXIT=3]
+# cmake -DNAME=<test> [-DEXPECT_STDOUT="a|b"] [-DNO_DEVICE_EXIT=3] [-DSKIP_IF=text]
 #       -P check_on_gpu.cmake -- <program> <args>...
 #
 # Runs a command that needs a CUDA device. Where `nvidia-smi -L` lists a GPU
 # it must pass: exit 0, and stdout holds each '|'-separated text of
-# EXPECT_STDOUT. Elsewhere it must exit NO_DEVICE_EXIT (default 3, the CLI's
-# code for a backend without a device) and say "no device".
+# EXPECT_STDOUT; unless its output holds SKIP_IF (a library the machine
+# lacks, as NCCL), then it prints "skipped: SKIP_IF" (the test's
+# SKIP_REGULAR_EXPRESSION). Elsewhere it must exit NO_DEVICE_EXIT (default 3,
+# the CLI's code for a backend without a device) and say "no device".
 set(cmd "")
 set(after_dashes FALSE)
 math(EXPR last "${CMAKE_ARGC} - 1")
@@ -35,6 +37,13 @@ endif()
 execute_process(COMMAND ${cmd} RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)
 message("gpu listed by nvidia-smi: ${gpu}\nexit ${code}\n--- stdout ---\n${out}--- stderr ---\n${err}")
 
+if(gpu AND DEFINED SKIP_IF AND NOT code EQUAL 0)
+  string(FIND "${out}${err}" "${SKIP_IF}" pos)
+  if(NOT pos EQUAL -1)
+    message("[${NAME}] skipped: ${SKIP_IF}")
+    return()
+  endif()
+endif()
 if(gpu)
   if(NOT code EQUAL 0)
     message(FATAL_ERROR "[${NAME}] a GPU is present; expected exit 0, got ${code}")

@@ -295,7 +295,8 @@ Tensor take_or_clone(Tensor g) {
                      st.nbytes() == static_cast<std::size_t>(t->numel) * itemsize(t->dtype);
   const bool alone = t->use_count() == 1 && (base == nullptr || base->use_count() == 1) &&
                      st.use_count() == (base == nullptr ? 1u : 2u);
-  if (!whole || !alone || t->autograd.load(std::memory_order_acquire) != nullptr)
+  if (!whole || !alone || t->requires_grad.load(std::memory_order_relaxed) ||
+      t->autograd.load(std::memory_order_acquire) != nullptr)
     return g.clone(MemoryFormat::Contiguous);
   if (base == nullptr) return g;
   auto owner = make_intrusive<TensorImpl>();

@@ -139,6 +139,10 @@ TransposeShape check_transpose(const Tensor& x, const Tensor& weight, const Tens
   BP_CHECK(x.size(0) == 0 || x.size(1) == 0 || (x.size(2) > 0 && x.size(3) > 0), "[", op,
            "] an input of shape ", nn_detail::shape_text(x.sizes()), " has no elements per channel; only a "
            "batch or channel count of 0 is supported");
+  BP_CHECK(weight.size(0) >= groups, "[", op, "] given groups=", groups, ", expected the weight to be at least ",
+           groups, " at dimension 0, but got a weight of shape ", nn_detail::shape_text(weight.sizes()));
+  BP_CHECK(weight.size(2) > 0 && weight.size(3) > 0, "[", op, "] kernel_size must be positive, got (",
+           weight.size(2), ", ", weight.size(3), ") from a weight of shape ", nn_detail::shape_text(weight.sizes()));
   BP_CHECK(weight.size(0) % groups == 0, "[", op, "] a weight of shape ", nn_detail::shape_text(weight.sizes()),
            " has ", weight.size(0), " input channels, not divisible by groups=", groups);
   const int64_t out_channels = weight.size(1) * groups;
@@ -155,7 +159,9 @@ TransposeShape check_transpose(const Tensor& x, const Tensor& weight, const Tens
     BP_CHECK(padding[i] >= 0, "[", op, "] negative padding (", padding[0], ", ", padding[1],
              ") is not supported");
     BP_CHECK(dilation[i] > 0, "[", op, "] dilation must be positive, got (", dilation[0], ", ", dilation[1], ")");
-    BP_CHECK(output_padding[i] >= 0 && (output_padding[i] < stride[i] || output_padding[i] < dilation[i]),
+    BP_CHECK(output_padding[i] >= 0, "[", op, "] negative output_padding (", output_padding[0], ", ",
+             output_padding[1], ") is not supported");
+    BP_CHECK(output_padding[i] < stride[i] || output_padding[i] < dilation[i],
              "[", op, "] output_padding (", output_padding[0], ", ", output_padding[1],
              ") must be smaller than either stride (", stride[0], ", ", stride[1], ") or dilation (",
              dilation[0], ", ", dilation[1], ")");
