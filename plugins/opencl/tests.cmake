@@ -13,9 +13,7 @@ if(TARGET backplane_unit_tests)
 endif()
 
 # The whole suite, every profile at once: certified for `full` or it fails.
-add_test(NAME conformance.opencl
-  COMMAND backplane conformance --backend opencl --profile full
-          --json ${CMAKE_BINARY_DIR}/conformance-opencl.json)
+backplane_suite_test(conformance.opencl opencl --profile full)
 set_tests_properties(conformance.opencl PROPERTIES
   ENVIRONMENT "BACKPLANE_PLUGIN_PATH=" TIMEOUT 1500 PASS_REGULAR_EXPRESSION "opencl is certified for profile full")
 
