@@ -186,10 +186,10 @@ TEST(BatchNorm, UpdatesRunningStatsInPlace) {
   EXPECT_GT(rm.version(), v0);
 }
 
-// The CPU backend keeps freed blocks of 4 KiB and up for reuse: a block
-// stays reserved while cached, and taking it again counts neither a new
-// reserved byte nor a system allocation.
-// Large blocks (12 MiB) and medium ones (16 KiB: a 64 x 64 float32 result).
+// The CPU backend keeps freed blocks for reuse: a block stays reserved
+// while cached, and taking it again counts neither a new reserved byte nor
+// a system allocation. Large blocks (12 MiB), medium ones (16 KiB: a
+// 64 x 64 float32 result) and small ones (12 bytes, cached per thread).
 class HostAllocator : public ::testing::TestWithParam<int64_t> {};
 
 TEST_P(HostAllocator, FreedBlocksAreReusedAndCountedOnce) {
@@ -198,6 +198,15 @@ TEST_P(HostAllocator, FreedBlocksAreReusedAndCountedOnce) {
   const int64_t n = GetParam();
   { const Tensor warm = bp::empty({n}); }
   const bp_memory_stats s0 = *b.memory_stats(d.index);
+#if defined(__SANITIZE_ADDRESS__)
+  // Under AddressSanitizer small blocks go back to malloc at once, so that
+  // it sees a use after free (allocator.cpp).
+  if (n * 4 <= 256) {
+    const Tensor t = bp::empty({n});
+    EXPECT_EQ(b.memory_stats(d.index)->num_system_allocs, s0.num_system_allocs + 1);
+    return;
+  }
+#endif
   for (int i = 0; i < 3; ++i) {
     const Tensor t = bp::empty({n});
     const bp_memory_stats s = *b.memory_stats(d.index);
@@ -210,6 +219,7 @@ TEST_P(HostAllocator, FreedBlocksAreReusedAndCountedOnce) {
   EXPECT_EQ(s1.allocated_bytes, s0.allocated_bytes);
 }
 
-INSTANTIATE_TEST_SUITE_P(Sizes, HostAllocator, ::testing::Values(int64_t{3} << 20, int64_t{4096}));
+INSTANTIATE_TEST_SUITE_P(Sizes, HostAllocator,
+                         ::testing::Values(int64_t{3} << 20, int64_t{4096}, int64_t{3}));
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <backplane/tensor.h>
 
 #include "autograd/graph.h"
+#include "block_cache.h"
 #include "internal.h"
 
 #include <algorithm>
@@ -12,6 +13,27 @@
 #include <vector>
 
 namespace bp {
+
+void* StorageImpl::operator new(std::size_t size) {
+  return size == sizeof(StorageImpl) ? detail::BlockCache<sizeof(StorageImpl)>::take()
+                                     : ::operator new(size);
+}
+void StorageImpl::operator delete(void* p, std::size_t size) noexcept {
+  if (size == sizeof(StorageImpl))
+    detail::BlockCache<sizeof(StorageImpl)>::give(p);
+  else
+    ::operator delete(p);
+}
+void* TensorImpl::operator new(std::size_t size) {
+  return size == sizeof(TensorImpl) ? detail::BlockCache<sizeof(TensorImpl)>::take()
+                                    : ::operator new(size);
+}
+void TensorImpl::operator delete(void* p, std::size_t size) noexcept {
+  if (size == sizeof(TensorImpl))
+    detail::BlockCache<sizeof(TensorImpl)>::give(p);
+  else
+    ::operator delete(p);
+}
 
 StorageImpl::StorageImpl(IntrusivePtr<Backend> backend, Device device, std::size_t nbytes,
                          bp_stream stream)

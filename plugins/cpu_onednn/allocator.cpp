@@ -1,8 +1,9 @@
 // Host memory: 64-byte aligned for large buffers (a cache line, and what
 // AVX-512 loads want), plain malloc for small ones that ask for no more than
 // its natural 16 (aligned_alloc takes glibc's slow memalign path, which
-// dominated the cost of a tiny op), recently freed blocks of 4 KiB and up
-// kept for reuse, with the statistics memory_stats reports.
+// dominated the cost of a tiny op), recently freed blocks kept for reuse
+// (up to 256 bytes per thread and size class, 4 KiB and up shared), with
+// the statistics memory_stats reports.
 #include <algorithm>
 #include <cstdlib>
 #include <new>
@@ -25,6 +26,20 @@ constexpr std::size_t kCachedBytes = std::size_t{1} << 30;
 constexpr std::size_t kMediumBlock = std::size_t{4} << 10;
 constexpr std::size_t kMediumBlocks = 32;
 constexpr std::size_t kMediumBytes = std::size_t{32} << 20;
+// Small blocks are cached per thread except under AddressSanitizer, which
+// then still sees each free and reports a use after it.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSmallCacheOn = false;
+#else
+constexpr bool kSmallCacheOn = true;
+#endif
+// The size class of a small request of `nbytes` (the same on allocate and
+// deallocate, which is told the size asked for), and its block size.
+int small_class(std::size_t nbytes) {
+  const std::size_t n = nbytes <= 16 ? 16 : nbytes;
+  return n <= 16 ? 0 : n <= 32 ? 1 : n <= 64 ? 2 : n <= 128 ? 3 : 4;
+}
+constexpr std::size_t small_block(int k) { return std::size_t{16} << k; }
 std::size_t effective_alignment(std::size_t alignment, std::size_t nbytes) {
   std::size_t a = block_alignment(nbytes);
   while (a < alignment) a <<= 1;  // aligned_alloc needs a power of two
@@ -70,10 +85,33 @@ HostAllocator::Counters& HostAllocator::local() {
 HostAllocator::~HostAllocator() {
   for (const Cached& b : cache_) std::free(b.ptr);
   for (const Cached& b : medium_) std::free(b.ptr);
+  for (const auto& c : threads_)
+    for (int k = 0; k < Counters::kSmallClasses; ++k)
+      for (int i = 0; i < c->small_count[k]; ++i) std::free(c->small[k][i]);
 }
 
 void* HostAllocator::allocate(std::size_t nbytes, std::size_t alignment) {
   const std::size_t a = effective_alignment(alignment, nbytes);
+  if (kSmallCacheOn && nbytes <= kSmallMax) {
+    // A block of the class's size, at 16 bytes' alignment or more: any
+    // cached block of the class serves a request that asks for no more than
+    // 16; a larger alignment gets a fresh block (cached when freed).
+    const int k = small_class(nbytes);
+    Counters& c = local();
+    void* p = nullptr;
+    if (a <= kMallocAlignment && c.small_count[k] > 0) {
+      p = c.small[k][--c.small_count[k]];
+    } else {
+      p = a <= kMallocAlignment ? std::malloc(small_block(k))
+                                : std::aligned_alloc(a, rounded_size(small_block(k), a));
+      if (p == nullptr) throw std::bad_alloc();
+      system_allocs_.fetch_add(1, std::memory_order_relaxed);
+      add(c.reserved, static_cast<int64_t>(small_block(k)));
+    }
+    add(c.allocated, static_cast<int64_t>(nbytes));
+    add(c.allocs, 1);
+    return p;
+  }
   std::size_t n = rounded_size(nbytes == 0 ? 1 : nbytes, a);
   // Large blocks come in 2 MiB steps (a multiple of every alignment asked
   // for), so that deallocate, which is not told the alignment, finds the
@@ -139,10 +177,20 @@ void HostAllocator::deallocate(void* ptr, std::size_t nbytes) {
   // The alignment is not passed back; the size decides it for every caller
   // that asks for no more than the default, so the reserved figure is exact
   // for them and close for the rest.
-  const std::size_t n = nbytes == 0 ? 1 : nbytes;
-  std::size_t block = rounded_size(n, block_alignment(n));
   Counters& c = local();
   add(c.allocated, -static_cast<int64_t>(nbytes));
+  if (kSmallCacheOn && nbytes <= kSmallMax) {
+    const int k = small_class(nbytes);
+    if (c.small_count[k] < Counters::kSmallPerClass) {
+      c.small[k][c.small_count[k]++] = ptr;  // still reserved
+      return;
+    }
+    add(c.reserved, -static_cast<int64_t>(small_block(k)));
+    std::free(ptr);
+    return;
+  }
+  const std::size_t n = nbytes == 0 ? 1 : nbytes;
+  std::size_t block = rounded_size(n, block_alignment(n));
   if (block >= kLargeBlock) {
     block = rounded_size(block, kLargeStep);
     std::lock_guard lock(cache_mu_);

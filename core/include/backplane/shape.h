@@ -45,7 +45,12 @@ class IntArrayRef {
   constexpr int64_t back() const { return data_[size_ - 1]; }
   constexpr IntArrayRef first(std::size_t n) const { return {data_, n}; }
   bool equals(IntArrayRef o) const {
-    return size_ == o.size_ && std::equal(begin(), end(), o.begin());
+    if (size_ != o.size_) return false;
+    // A plain loop: std::equal becomes a memcmp call, dearer for a few dims.
+    const int64_t *a = data(), *b = o.data();
+    for (uint32_t i = 0; i < size_; ++i)
+      if (a[i] != b[i]) return false;
+    return true;
   }
 
  private:
@@ -114,7 +119,12 @@ class DimVector {
   }
 
   bool operator==(const DimVector& o) const {
-    return size_ == o.size_ && std::equal(begin(), end(), o.begin());
+    if (size_ != o.size_) return false;
+    // A plain loop: std::equal becomes a memcmp call, dearer for a few dims.
+    const int64_t *a = data(), *b = o.data();
+    for (uint32_t i = 0; i < size_; ++i)
+      if (a[i] != b[i]) return false;
+    return true;
   }
 
  private:
@@ -144,7 +154,7 @@ class DimVector {
       heap_cap_ = o.heap_cap_;
       o.heap_ = nullptr;
     } else {
-      std::memcpy(inline_, o.inline_, size_ * sizeof(int64_t));
+      for (uint32_t i = 0; i < size_; ++i) inline_[i] = o.inline_[i];
     }
     o.size_ = 0;
   }

@@ -53,6 +53,9 @@ class StorageImpl : public RefCounted {
   StorageImpl(IntrusivePtr<Backend> backend, Device device, std::size_t nbytes,
               bp_stream stream);
   ~StorageImpl() override;
+  // From a per-thread cache of freed objects (tensor.cpp).
+  static void* operator new(std::size_t size);
+  static void operator delete(void* p, std::size_t size) noexcept;
 
   // The plugin's handle for the memory: never dereferenced nor offset by
   // the core (byte offsets travel beside it).
@@ -99,6 +102,9 @@ class TensorImpl : public RefCounted {
   ~TensorImpl() override {
     if (AutogradMeta* m = autograd.load(std::memory_order_acquire)) destroy_autograd_meta(m);
   }
+  // From a per-thread cache of freed objects (tensor.cpp).
+  static void* operator new(std::size_t size);
+  static void operator delete(void* p, std::size_t size) noexcept;
 
   IntrusivePtr<StorageImpl> storage;
   VersionCounter* version = nullptr;  // the storage's, or own_version's
