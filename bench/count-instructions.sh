@@ -8,13 +8,14 @@
 #   bench/count-instructions.sh build/bin/backplane-bench tiny_add_grad/backplane
 #   bench/count-instructions.sh BENCH NAME [CALLEE]
 #
-# NAME is a benchmark of BENCH whose function is NAME with '/' as '_' (as
-# bench_main.cpp names them); CALLEE defaults to bp::add(Tensor, Tensor,
-# Scalar). Needs valgrind (Debian: apt-get install valgrind). Takes about a
-# minute: the program runs about 50 times slower under callgrind.
+# NAME is a benchmark of BENCH whose function is NAME with '/' as '_'
+# (tiny_add/backplane, tiny_add_scalar/backplane, tiny_add_grad/backplane in
+# bench_main.cpp); CALLEE defaults to bp::add(Tensor, Tensor, Scalar).
+# Needs valgrind (Debian: apt-get install valgrind). Takes a minute or two:
+# the program runs about 50 times slower under callgrind.
 set -euo pipefail
 if [[ $# -lt 2 || $1 == -h || $1 == --help ]]; then
-  sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 bench=$1 name=$2
@@ -30,7 +31,7 @@ echo "running: ${cmd[*]}" >&2
 total=$(awk '/Collected/ {print $NF}' "$err")
 calls=$(callgrind_annotate --tree=calling "$out" 2>/dev/null | grep -F "> " | grep -F "$callee (" |
         head -1 | sed 's/.*(\([0-9,]*\)x).*/\1/' | tr -d , || true)
-if [[ -z $total || -z $calls || $calls == 0 ]]; then
+if ! [[ $total =~ ^[0-9]+$ && $calls =~ ^[1-9][0-9]*$ ]]; then
   echo "no calls of '$callee' were counted inside '$fn'" >&2
   exit 1
 fi

@@ -26,20 +26,55 @@ constexpr std::size_t kCachedBytes = std::size_t{1} << 30;
 constexpr std::size_t kMediumBlock = std::size_t{4} << 10;
 constexpr std::size_t kMediumBlocks = 32;
 constexpr std::size_t kMediumBytes = std::size_t{32} << 20;
-// Small blocks are cached per thread except under AddressSanitizer, which
-// then still sees each free and reports a use after it.
+// Blocks of up to kSmallMax bytes are cached per thread, below the
+// allocator's accounting as malloc's own per-thread cache is below malloc's:
+// a freed one leaves `reserved` and waits in its size class (16, 32, ...
+// 256 bytes) for the thread's next allocation of the class (malloc and free
+// were a tenth of a 1-element op); the thread's destructors give its blocks
+// back to malloc. Blocks are plain malloc memory, so any allocator instance
+// may take them. Off under AddressSanitizer, which then still sees each free
+// and reports a use after it.
 #if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSmallCacheOn = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
 constexpr bool kSmallCacheOn = false;
 #else
 constexpr bool kSmallCacheOn = true;
 #endif
+#else
+constexpr bool kSmallCacheOn = true;
+#endif
+constexpr int kSmallClasses = 5;
+constexpr int kSmallPerClass = 16;
+constexpr std::size_t kSmallMax = std::size_t{16} << (kSmallClasses - 1);
 // The size class of a small request of `nbytes` (the same on allocate and
 // deallocate, which is told the size asked for), and its block size.
 int small_class(std::size_t nbytes) {
-  const std::size_t n = nbytes <= 16 ? 16 : nbytes;
-  return n <= 16 ? 0 : n <= 32 ? 1 : n <= 64 ? 2 : n <= 128 ? 3 : 4;
+  return nbytes <= 16 ? 0 : nbytes <= 32 ? 1 : nbytes <= 64 ? 2 : nbytes <= 128 ? 3 : 4;
 }
 constexpr std::size_t small_block(int k) { return std::size_t{16} << k; }
+
+// Trivially destructible, so it stays readable after the thread's
+// destructors ran: `closed` then sends later frees to free().
+struct SmallBlocks {
+  void* blocks[kSmallClasses][kSmallPerClass];
+  int count[kSmallClasses];
+  bool flush_registered;
+  bool closed;
+};
+thread_local SmallBlocks t_small{};
+struct SmallBlocksFlush {
+  void touch() {}
+  ~SmallBlocksFlush() {
+    SmallBlocks& s = t_small;
+    for (int k = 0; k < kSmallClasses; ++k)
+      while (s.count[k] > 0) std::free(s.blocks[k][--s.count[k]]);
+    s.closed = true;
+  }
+};
+thread_local SmallBlocksFlush t_small_flush;
+
 std::size_t effective_alignment(std::size_t alignment, std::size_t nbytes) {
   std::size_t a = block_alignment(nbytes);
   while (a < alignment) a <<= 1;  // aligned_alloc needs a power of two
@@ -85,9 +120,6 @@ HostAllocator::Counters& HostAllocator::local() {
 HostAllocator::~HostAllocator() {
   for (const Cached& b : cache_) std::free(b.ptr);
   for (const Cached& b : medium_) std::free(b.ptr);
-  for (const auto& c : threads_)
-    for (int k = 0; k < Counters::kSmallClasses; ++k)
-      for (int i = 0; i < c->small_count[k]; ++i) std::free(c->small[k][i]);
 }
 
 void* HostAllocator::allocate(std::size_t nbytes, std::size_t alignment) {
@@ -98,16 +130,17 @@ void* HostAllocator::allocate(std::size_t nbytes, std::size_t alignment) {
     // 16; a larger alignment gets a fresh block (cached when freed).
     const int k = small_class(nbytes);
     Counters& c = local();
+    SmallBlocks& sb = t_small;
     void* p = nullptr;
-    if (a <= kMallocAlignment && c.small_count[k] > 0) {
-      p = c.small[k][--c.small_count[k]];
+    if (a <= kMallocAlignment && sb.count[k] > 0) {
+      p = sb.blocks[k][--sb.count[k]];
     } else {
       p = a <= kMallocAlignment ? std::malloc(small_block(k))
                                 : std::aligned_alloc(a, rounded_size(small_block(k), a));
       if (p == nullptr) throw std::bad_alloc();
       system_allocs_.fetch_add(1, std::memory_order_relaxed);
-      add(c.reserved, static_cast<int64_t>(small_block(k)));
     }
+    add(c.reserved, static_cast<int64_t>(small_block(k)));
     add(c.allocated, static_cast<int64_t>(nbytes));
     add(c.allocs, 1);
     return p;
@@ -181,11 +214,16 @@ void HostAllocator::deallocate(void* ptr, std::size_t nbytes) {
   add(c.allocated, -static_cast<int64_t>(nbytes));
   if (kSmallCacheOn && nbytes <= kSmallMax) {
     const int k = small_class(nbytes);
-    if (c.small_count[k] < Counters::kSmallPerClass) {
-      c.small[k][c.small_count[k]++] = ptr;  // still reserved
+    add(c.reserved, -static_cast<int64_t>(small_block(k)));
+    SmallBlocks& sb = t_small;
+    if (sb.count[k] < kSmallPerClass && !sb.closed) {
+      if (!sb.flush_registered) {
+        sb.flush_registered = true;
+        t_small_flush.touch();  // constructs the flush, run by this thread's destructors
+      }
+      sb.blocks[k][sb.count[k]++] = ptr;
       return;
     }
-    add(c.reserved, -static_cast<int64_t>(small_block(k)));
     std::free(ptr);
     return;
   }

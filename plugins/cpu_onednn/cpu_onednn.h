@@ -385,15 +385,7 @@ class HostAllocator {
   // subtracted there, so one thread's figure may go negative; the sum is right.
   struct Counters {
     std::atomic<int64_t> allocated{0}, reserved{0}, allocs{0};
-    // Blocks of up to kSmallMax bytes this thread freed, by size class (16,
-    // 32, ... 256 bytes), taken first by its next allocations of the class:
-    // malloc and free were a tenth of a 1-element op. Still reserved.
-    static constexpr int kSmallClasses = 5;
-    static constexpr int kSmallPerClass = 16;
-    void* small[kSmallClasses][kSmallPerClass];
-    int small_count[kSmallClasses] = {};
   };
-  static constexpr std::size_t kSmallMax = std::size_t{16} << (Counters::kSmallClasses - 1);
 
  private:
   Counters& local();
