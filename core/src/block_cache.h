@@ -69,4 +69,18 @@ class BlockCache {
   static inline thread_local Flusher flusher_;
 };
 
+// Class-specific operator new and delete of T through BlockCache: objects
+// of exactly sizeof(T) (never a derived class's) use the cache.
+template <class T>
+void* cached_new(std::size_t size) {
+  return size == sizeof(T) ? BlockCache<sizeof(T)>::take() : ::operator new(size);
+}
+template <class T>
+void cached_delete(void* p, std::size_t size) noexcept {
+  if (size == sizeof(T))
+    BlockCache<sizeof(T)>::give(p);
+  else
+    ::operator delete(p);
+}
+
 }  // namespace bp::detail

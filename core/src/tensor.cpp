@@ -14,25 +14,13 @@
 
 namespace bp {
 
-void* StorageImpl::operator new(std::size_t size) {
-  return size == sizeof(StorageImpl) ? detail::BlockCache<sizeof(StorageImpl)>::take()
-                                     : ::operator new(size);
-}
+void* StorageImpl::operator new(std::size_t size) { return detail::cached_new<StorageImpl>(size); }
 void StorageImpl::operator delete(void* p, std::size_t size) noexcept {
-  if (size == sizeof(StorageImpl))
-    detail::BlockCache<sizeof(StorageImpl)>::give(p);
-  else
-    ::operator delete(p);
+  detail::cached_delete<StorageImpl>(p, size);
 }
-void* TensorImpl::operator new(std::size_t size) {
-  return size == sizeof(TensorImpl) ? detail::BlockCache<sizeof(TensorImpl)>::take()
-                                    : ::operator new(size);
-}
+void* TensorImpl::operator new(std::size_t size) { return detail::cached_new<TensorImpl>(size); }
 void TensorImpl::operator delete(void* p, std::size_t size) noexcept {
-  if (size == sizeof(TensorImpl))
-    detail::BlockCache<sizeof(TensorImpl)>::give(p);
-  else
-    ::operator delete(p);
+  detail::cached_delete<TensorImpl>(p, size);
 }
 
 StorageImpl::StorageImpl(IntrusivePtr<Backend> backend, Device device, std::size_t nbytes,
