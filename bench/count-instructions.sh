@@ -10,16 +10,21 @@
 #
 # NAME is a benchmark of BENCH whose function is NAME with '/' as '_'
 # (tiny_add/backplane, tiny_add_scalar/backplane, tiny_add_grad/backplane in
-# bench_main.cpp); CALLEE defaults to bp::add(Tensor, Tensor, Scalar).
+# bench_main.cpp; tiny_add/libtorch in
+# bench_libtorch.cpp); CALLEE defaults to bp::add(Tensor, Tensor, Scalar),
+# or to LibTorch's add operator for a NAME ending in /libtorch.
 # Needs valgrind (Debian: apt-get install valgrind). Takes a minute or two:
 # the program runs about 50 times slower under callgrind.
 set -euo pipefail
 if [[ $# -lt 2 || $1 == -h || $1 == --help ]]; then
-  sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 bench=$1 name=$2
-callee=${3:-"bp::add(bp::Tensor const&, bp::Tensor const&, bp::Scalar const&)"}
+default_callee="bp::add(bp::Tensor const&, bp::Tensor const&, bp::Scalar const&)"
+[[ $name == */libtorch ]] &&
+  default_callee="at::_ops::add_Tensor::call(at::Tensor const&, at::Tensor const&, c10::Scalar const&)"
+callee=${3:-$default_callee}
 command -v valgrind >/dev/null || { echo "valgrind is not installed (apt-get install valgrind)" >&2; exit 2; }
 fn="bp::bench::(anonymous namespace)::${name//\//_}(benchmark::State&)"
 out=$(mktemp) err=$(mktemp)

@@ -419,9 +419,12 @@ TEST(TensorValues, LargeTransposedOperandsMatchContiguousCopies) {
   const std::vector<float> x = a.to_vector<float>(), y = bt.contiguous().to_vector<float>();
   const std::vector<float> sum = bp::add(a, bt).to_vector<float>();
   const std::vector<float> diff = bp::sub(bt, a).to_vector<float>();
+  const std::vector<bool> less = bp::lt(a, bt).to_vector<bool>();  // a bool output
   ASSERT_EQ(sum.size(), x.size());
+  ASSERT_EQ(less.size(), x.size());
   for (std::size_t i = 0; i < x.size(); ++i) {
     ASSERT_EQ(sum[i], x[i] + y[i]) << i;
     ASSERT_EQ(diff[i], y[i] - x[i]) << i;
+    ASSERT_EQ(less[i], x[i] < y[i]) << i;
   }
 }

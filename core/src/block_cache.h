@@ -29,13 +29,13 @@ template <std::size_t Size>
 class BlockCache {
  public:
   static void* take() {
-    List& l = list_;
+    List& l = this_thread();
     if (kBlockCacheOn && l.n > 0) return l.blocks[--l.n];
     return ::operator new(Size);
   }
 
   static void give(void* p) noexcept {
-    List& l = list_;
+    List& l = this_thread();
     if (kBlockCacheOn && l.n < kCapacity && !l.closed) {
       if (!l.flush_registered) {
         l.flush_registered = true;
@@ -66,6 +66,16 @@ class BlockCache {
     }
   };
   static inline thread_local List list_{};
+  // The list's address, looked up once per call: GCC otherwise repeats the
+  // thread-local lookup (a call to __tls_get_addr in a shared library) on
+  // the path that joins after the first free's registration.
+  static List& this_thread() noexcept {
+    List* l = &list_;
+#if defined(__GNUC__)
+    asm("" : "+r"(l));
+#endif
+    return *l;
+  }
   static inline thread_local Flusher flusher_;
 };
 

@@ -74,6 +74,28 @@ IntrusivePtr<Backend> acquire_backend(Device d) {
 namespace {
 static_assert(kMaxDims == BP_MAX_DIMS, "the core's rank limit is the plugin ABI's");
 
+// Gives a new tensor whose sizes and strides are set, of `n` elements whose
+// strides reach `bytes` bytes, its dtype, device and memory.
+Tensor allocate_impl(IntrusivePtr<TensorImpl> impl, int64_t n, int64_t bytes, DType dtype,
+                     Device device, IntrusivePtr<Backend> backend) {
+  impl->dtype = dtype;
+  impl->device = device;
+  impl->numel = n;
+  impl->storage = make_intrusive<StorageImpl>(std::move(backend), device,
+                                              static_cast<std::size_t>(bytes),
+                                              current_stream_of(device));
+  impl->version = &impl->storage->version_counter();
+  return Tensor(std::move(impl));
+}
+
+// `n` elements of `dtype` in bytes, or an error naming the shape.
+int64_t checked_bytes(int64_t n, IntArrayRef shape, DType dtype) {
+  int64_t bytes = 0;
+  BP_CHECK(!__builtin_mul_overflow(n, static_cast<int64_t>(itemsize(dtype)), &bytes),
+           "[empty] shape ", shape, " of ", dtype, " needs more bytes than 64 bits can count");
+  return bytes;
+}
+
 // Finishes a new tensor whose sizes and strides are set: validates the shape
 // (CR-8), counts elements, allocates the memory the strides reach.
 Tensor finish_empty(IntrusivePtr<TensorImpl> impl, DType dtype, Device device,
@@ -84,17 +106,9 @@ Tensor finish_empty(IntrusivePtr<TensorImpl> impl, DType dtype, Device device,
   if (n > 0) {
     const auto [lo, hi] = checked_extent(shape, impl->strides, 0, "empty");
     BP_CHECK(lo >= 0, "[empty] negative strides ", impl->strides, " for shape ", shape);
-    BP_CHECK(!__builtin_mul_overflow(hi + 1, static_cast<int64_t>(itemsize(dtype)), &bytes),
-             "[empty] shape ", shape, " of ", dtype, " needs more bytes than 64 bits can count");
+    bytes = checked_bytes(hi + 1, shape, dtype);
   }
-  impl->dtype = dtype;
-  impl->device = device;
-  impl->numel = n;
-  impl->storage = make_intrusive<StorageImpl>(std::move(backend), device,
-                                              static_cast<std::size_t>(bytes),
-                                              current_stream_of(device));
-  impl->version = &impl->storage->version_counter();
-  return Tensor(std::move(impl));
+  return allocate_impl(std::move(impl), n, bytes, dtype, device, std::move(backend));
 }
 
 IntrusivePtr<TensorImpl> strided_impl(IntArrayRef shape, IntArrayRef strides) {
@@ -107,14 +121,21 @@ IntrusivePtr<TensorImpl> strided_impl(IntArrayRef shape, IntArrayRef strides) {
 
 IntrusivePtr<TensorImpl> contiguous_impl(IntArrayRef shape) {
   auto impl = make_intrusive<TensorImpl>();
-  impl->sizes = DimVector(shape);
-  impl->strides.resize(shape.size());
+  impl->sizes = shape;
+  if (shape.size() > static_cast<std::size_t>(kMaxDims)) {
+    impl->strides = DimVector(shape.size());  // finish_empty rejects the rank
+    return impl;
+  }
+  // Computed on the stack and copied once (resizing the member first cost
+  // a memset call, a visible share of a tiny op's result).
+  int64_t strides[kMaxDims];
   int64_t acc = 1;
   for (std::size_t i = shape.size(); i-- > 0;) {
-    impl->strides[i] = acc;
+    strides[i] = acc;
     // Wraps only for shapes that finish_empty rejects before using a stride.
     __builtin_mul_overflow(acc, std::max<int64_t>(shape[i], 1), &acc);
   }
+  impl->strides = IntArrayRef(strides, shape.size());
   impl->contiguous = true;
   return impl;
 }
@@ -141,6 +162,14 @@ Tensor make_empty(IntArrayRef shape, DType dtype, Device device) {
 }
 
 Tensor make_empty(IntArrayRef shape, DType dtype, const Tensor& like) {
+  const TensorImpl* l = like.impl();
+  if (l->numel > 0 && shape.equals(l->sizes)) {
+    // `like`'s shape, checked when `like` was made, and its element count:
+    // a contiguous layout of them reaches numel elements (most results of
+    // element-wise ops, which then skip the shape's checks).
+    return allocate_impl(contiguous_impl(shape), l->numel, checked_bytes(l->numel, shape, dtype),
+                         dtype, like.device(), IntrusivePtr<Backend>(&backend_of(like)));
+  }
   return finish_empty(contiguous_impl(shape), dtype, like.device(),
                       IntrusivePtr<Backend>(&backend_of(like)));
 }

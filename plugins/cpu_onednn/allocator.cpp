@@ -63,11 +63,25 @@ struct SmallBlocks {
   bool flush_registered;
   bool closed;
 };
-thread_local SmallBlocks t_small{};
+// Everything an allocation reads of its thread, in one thread-local object:
+// the plugin is loaded with dlopen, so each thread-local lookup is a call
+// to __tls_get_addr.
+struct ThreadState {
+  HostAllocator::RecentCounters recent[HostAllocator::kRecentAllocators];
+  SmallBlocks small;
+};
+thread_local ThreadState t_state{};
+ThreadState& this_thread() noexcept {
+  ThreadState* t = &t_state;
+#if defined(__GNUC__)
+  asm("" : "+r"(t));  // looked up once per call: GCC may otherwise repeat the lookup
+#endif
+  return *t;
+}
 struct SmallBlocksFlush {
   void touch() {}
   ~SmallBlocksFlush() {
-    SmallBlocks& s = t_small;
+    SmallBlocks& s = t_state.small;
     for (int k = 0; k < kSmallClasses; ++k)
       while (s.count[k] > 0) std::free(s.blocks[k][--s.count[k]]);
     s.closed = true;
@@ -90,26 +104,21 @@ void add(std::atomic<int64_t>& c, int64_t v) {
 
 std::atomic<uint64_t> HostAllocator::next_serial_{1};
 
-HostAllocator::Counters& HostAllocator::local() {
-  // This thread's counters of the few allocators it used last, keyed by
+HostAllocator::Counters& HostAllocator::local(RecentCounters* recent) {
+  // The thread's counters of the few allocators it used last, keyed by
   // serial (never by address, which a later instance may reuse), most
   // recent first. A thread that comes back to an allocator it dropped from
-  // here gets new counters: the sum stays right.
-  struct Entry {
-    uint64_t serial = 0;
-    Counters* counters = nullptr;
-  };
-  constexpr int kEntries = 4;
-  thread_local Entry recent[kEntries];
+  // its list gets new counters: the sum stays right.
   if (recent[0].serial == serial_) return *recent[0].counters;
+  constexpr int kEntries = kRecentAllocators;
   int hit = kEntries - 1;
   for (int i = 1; i < kEntries; ++i)
     if (recent[i].serial == serial_) hit = i;
-  Entry e = recent[hit];
+  RecentCounters e = recent[hit];
   if (e.serial != serial_) {
     auto c = std::make_unique<Counters>();
     std::lock_guard lock(mu_);
-    e = Entry{serial_, c.get()};
+    e = RecentCounters{serial_, c.get()};
     threads_.push_back(std::move(c));
   }
   for (int i = hit; i > 0; --i) recent[i] = recent[i - 1];
@@ -129,8 +138,9 @@ void* HostAllocator::allocate(std::size_t nbytes, std::size_t alignment) {
     // cached block of the class serves a request that asks for no more than
     // 16; a larger alignment gets a fresh block (cached when freed).
     const int k = small_class(nbytes);
-    Counters& c = local();
-    SmallBlocks& sb = t_small;
+    ThreadState& t = this_thread();
+    Counters& c = local(t.recent);
+    SmallBlocks& sb = t.small;
     void* p = nullptr;
     if (a <= kMallocAlignment && sb.count[k] > 0) {
       p = sb.blocks[k][--sb.count[k]];
@@ -177,7 +187,7 @@ void* HostAllocator::allocate(std::size_t nbytes, std::size_t alignment) {
         break;
       }
   }
-  Counters& c = local();
+  Counters& c = local(this_thread().recent);
   if (p == nullptr) {
     p = a <= kMallocAlignment ? std::malloc(n) : std::aligned_alloc(a, n);
     if (p == nullptr) {
@@ -210,12 +220,13 @@ void HostAllocator::deallocate(void* ptr, std::size_t nbytes) {
   // The alignment is not passed back; the size decides it for every caller
   // that asks for no more than the default, so the reserved figure is exact
   // for them and close for the rest.
-  Counters& c = local();
+  ThreadState& t = this_thread();
+  Counters& c = local(t.recent);
   add(c.allocated, -static_cast<int64_t>(nbytes));
   if (kSmallCacheOn && nbytes <= kSmallMax) {
     const int k = small_class(nbytes);
     add(c.reserved, -static_cast<int64_t>(small_block(k)));
-    SmallBlocks& sb = t_small;
+    SmallBlocks& sb = t.small;
     if (sb.count[k] < kSmallPerClass && !sb.closed) {
       if (!sb.flush_registered) {
         sb.flush_registered = true;

@@ -48,7 +48,7 @@ class IntArrayRef {
     if (size_ != o.size_) return false;
     // A plain loop: std::equal becomes a memcmp call, dearer for a few dims.
     const int64_t *a = data(), *b = o.data();
-    for (uint32_t i = 0; i < size_; ++i)
+    for (std::size_t i = 0; i < size_; ++i)
       if (a[i] != b[i]) return false;
     return true;
   }
@@ -73,6 +73,15 @@ class DimVector {
   DimVector(DimVector&& o) noexcept { move_from(o); }
   DimVector& operator=(const DimVector& o) {
     if (this != &o) assign(o.data(), o.size());
+    return *this;
+  }
+  // Copy the values in place (no temporary DimVector).
+  DimVector& operator=(IntArrayRef v) {
+    assign(v.data(), v.size());
+    return *this;
+  }
+  DimVector& operator=(std::initializer_list<int64_t> v) {
+    assign(v.begin(), v.size());
     return *this;
   }
   DimVector& operator=(DimVector&& o) noexcept {
@@ -122,7 +131,7 @@ class DimVector {
     if (size_ != o.size_) return false;
     // A plain loop: std::equal becomes a memcmp call, dearer for a few dims.
     const int64_t *a = data(), *b = o.data();
-    for (uint32_t i = 0; i < size_; ++i)
+    for (std::size_t i = 0; i < size_; ++i)
       if (a[i] != b[i]) return false;
     return true;
   }
@@ -154,7 +163,7 @@ class DimVector {
       heap_cap_ = o.heap_cap_;
       o.heap_ = nullptr;
     } else {
-      for (uint32_t i = 0; i < size_; ++i) inline_[i] = o.inline_[i];
+      for (std::size_t i = 0; i < size_; ++i) inline_[i] = o.inline_[i];
     }
     o.size_ = 0;
   }
