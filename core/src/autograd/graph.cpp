@@ -4,6 +4,7 @@
 
 #include <backplane/ops.h>
 
+#include "../block_cache.h"
 #include "../internal.h"
 
 #include <algorithm>
@@ -11,6 +12,19 @@
 namespace bp {
 
 void destroy_autograd_meta(AutogradMeta* m) noexcept { delete m; }
+
+void* AutogradMeta::operator new(std::size_t size) {
+  return detail::cached_new<AutogradMeta>(size);
+}
+void AutogradMeta::operator delete(void* p, std::size_t size) noexcept {
+  detail::cached_delete<AutogradMeta>(p, size);
+}
+void* autograd::FunctionNode::operator new(std::size_t size) {
+  return detail::cached_new<FunctionNode>(size);
+}
+void autograd::FunctionNode::operator delete(void* p, std::size_t size) noexcept {
+  detail::cached_delete<FunctionNode>(p, size);
+}
 
 namespace autograd {
 

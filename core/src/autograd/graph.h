@@ -95,6 +95,10 @@ class FunctionNode : public Node {
  public:
   using Backward = std::function<std::vector<Tensor>(FunctionNode&, std::vector<Tensor>&)>;
   FunctionNode(const char* name, Backward fn) : name_(name), fn_(std::move(fn)) {}
+  // From a per-thread cache of freed nodes (block_cache.h): every recorded
+  // op makes one and frees it with its graph.
+  static void* operator new(std::size_t size);
+  static void operator delete(void* p, std::size_t size) noexcept;
 
   const char* name() const override { return name_; }
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override;
@@ -152,6 +156,11 @@ class AccumulateGrad : public Node {
 namespace bp {
 // Per-tensor autograd state (TensorImpl::autograd), made on first use.
 struct AutogradMeta {
+  // From a per-thread cache of freed ones (block_cache.h): every recorded
+  // op's result makes one.
+  static void* operator new(std::size_t size);
+  static void operator delete(void* p, std::size_t size) noexcept;
+
   // Guards the parts made lazily (accumulator, a view's regenerated
   // history, the retained-grad box) when threads share a tensor (AG-15).
   std::mutex mu;
