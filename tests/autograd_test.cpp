@@ -324,6 +324,38 @@ TEST(AutogradDtypes, GradientsTakeTheirLeafsDtype) {
   EXPECT_EQ(values(x.grad()), (Values{2, 6}));
 }
 
+TEST(AutogradDtypes, AddAndSubGradientsCarryAlphaShapeAndDtype) {
+  // add(a, b, alpha) = a + alpha * b: d/da = 1, d/db = alpha; sub: -alpha.
+  // Same shapes, mixed dtypes (the result is float64; each gradient comes
+  // back in its leaf's dtype).
+  Tensor a = leaf({1, 2, 3, 4, 5, 6}, {2, 3}, DType::Float32);
+  Tensor b = leaf({1, 1, 1, 1, 1, 1}, {2, 3}, DType::Float64);
+  Tensor c = bp::add(a, b, 3);
+  EXPECT_EQ(c.grad_fn_name(), "AddBackward0");
+  c.backward(bp::from_vector(Values{1, 2, 3, 4, 5, 6}, {2, 3}, bp::TensorOptions(DType::Float64)));
+  EXPECT_EQ(a.grad().dtype(), DType::Float32);
+  EXPECT_EQ(b.grad().dtype(), DType::Float64);
+  EXPECT_EQ(values(a.grad()), (Values{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(values(b.grad()), (Values{3, 6, 9, 12, 15, 18}));
+
+  // Broadcast: b [3] against a [2, 3]; b's gradient sums over the rows.
+  Tensor x = leaf({1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor y = leaf({7, 8, 9});
+  Tensor z = bp::sub(x, y, 2);
+  EXPECT_EQ(z.grad_fn_name(), "SubBackward0");
+  z.sum().backward();
+  EXPECT_EQ(values(x.grad()), Values(6, 1));
+  EXPECT_EQ(bp::DimVector(y.grad().sizes()), bp::DimVector({3}));
+  EXPECT_EQ(values(y.grad()), Values(3, -4));
+
+  // Only the second operand needs a gradient: the first gets none.
+  Tensor p = constant({1, 2}, {2});
+  Tensor q = leaf({3, 4});
+  bp::sub(p, q).sum().backward();
+  EXPECT_FALSE(p.grad().defined());
+  EXPECT_EQ(values(q.grad()), Values(2, -1));
+}
+
 // --- broadcasting and views ---------------------------------------------------------
 
 TEST(AutogradShapes, BroadcastGradientsSumToEachInputShape) {

@@ -29,6 +29,33 @@ bp::Tensor iota_234() {
 
 // --- handles and version counters -------------------------------------------
 
+struct Counted : bp::RefCounted {
+  explicit Counted(int* destroyed) : destroyed(destroyed) {}
+  ~Counted() override { ++*destroyed; }
+  int* destroyed;
+};
+struct DerivedCounted final : Counted {
+  using Counted::Counted;
+};
+
+TEST(TensorHandles, IntrusivePointersCountOwnersAcrossConversions) {
+  int destroyed = 0;
+  {
+    bp::IntrusivePtr<DerivedCounted> d = bp::make_intrusive<DerivedCounted>(&destroyed);
+    EXPECT_EQ(d->use_count(), 1u);
+    const bp::IntrusivePtr<Counted> copy(d);  // a copy shares ownership
+    EXPECT_EQ(d->use_count(), 2u);
+    bp::IntrusivePtr<Counted> moved(std::move(d));  // a move hands it over
+    EXPECT_FALSE(d);
+    EXPECT_EQ(moved.get(), copy.get());
+    EXPECT_EQ(moved->use_count(), 2u);
+    moved.reset();
+    EXPECT_EQ(copy->use_count(), 1u);
+    EXPECT_EQ(destroyed, 0);
+  }
+  EXPECT_EQ(destroyed, 1);
+}
+
 TEST(TensorHandle, CopyingAHandleAliasesTheTensor) {
   bp::Tensor a = bp::zeros({3});
   bp::Tensor b = a;

@@ -48,6 +48,9 @@ class IntrusivePtr {
   IntrusivePtr(const IntrusivePtr<U>& o) noexcept : p_(o.get()) {
     if (p_) p_->retain();
   }
+  // Takes over o's reference (no count changes: no locked instruction).
+  template <class U>
+  IntrusivePtr(IntrusivePtr<U>&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
   ~IntrusivePtr() {
     if (p_) p_->release();
   }
@@ -72,6 +75,8 @@ class IntrusivePtr {
   void swap_with(IntrusivePtr& o) noexcept { std::swap(p_, o.p_); }
 
  private:
+  template <class U>
+  friend class IntrusivePtr;
   T* p_ = nullptr;
 };
 

@@ -19,12 +19,6 @@ void* AutogradMeta::operator new(std::size_t size) {
 void AutogradMeta::operator delete(void* p, std::size_t size) noexcept {
   detail::cached_delete<AutogradMeta>(p, size);
 }
-void* autograd::FunctionNode::operator new(std::size_t size) {
-  return detail::cached_new<FunctionNode>(size);
-}
-void autograd::FunctionNode::operator delete(void* p, std::size_t size) noexcept {
-  detail::cached_delete<FunctionNode>(p, size);
-}
 
 namespace autograd {
 
@@ -287,8 +281,6 @@ Tensor SavedTensor::unpack() const {
   return data_;
 }
 
-std::vector<Tensor> FunctionNode::apply(std::vector<Tensor>& grads) { return fn_(*this, grads); }
-
 void FunctionNode::release_saved() {
   Node::release_saved();
   for (auto& s : saved_) s.reset();
@@ -387,6 +379,14 @@ AccumulateGrad& accumulator(const Tensor& leaf) {
 
 Edge gradient_edge(const Tensor& t) {
   if (!t.defined() || !t.requires_grad()) return {};
+  // The common cases first: a tensor that is not a view, with a history or
+  // an accumulator already made.
+  if (!t.is_view())
+    if (const AutogradMeta* m = meta_if(t)) {
+      if (m->grad_fn) return {m->grad_fn, m->output_nr};
+      if (AccumulateGrad* a = m->accumulator.load(std::memory_order_acquire))
+        return {IntrusivePtr<Node>(a), 0};
+    }
   AutogradMeta& m = meta(t);
   if (t.is_view() && view_history_stale(*t.impl())) {
     // The base's history was rewritten by an in-place op since this view's
@@ -411,22 +411,42 @@ Edge gradient_edge(const Tensor& t) {
   return {IntrusivePtr<Node>(&accumulator(t)), 0};
 }
 
-IntrusivePtr<FunctionNode> make_node(const char* name, std::initializer_list<const Tensor*> inputs,
-                                     FunctionNode::Backward fn) {
-  auto node = make_intrusive<FunctionNode>(name, std::move(fn));
-  node->next_edges.reserve(inputs.size());
-  for (const Tensor* t : inputs) node->next_edges.push_back(gradient_edge(*t));
-  return node;
+void connect_inputs(Node& node, std::initializer_list<const Tensor*> inputs) {
+  node.next_edges.reserve(inputs.size());
+  for (const Tensor* t : inputs) node.next_edges.push_back(gradient_edge(*t));
+}
+
+void set_history(const Tensor& out, IntrusivePtr<Node> node, uint32_t output_nr) {
+  if (!is_floating(out.dtype())) return;  // AG-13
+  OutputInfo info{DimVector(out.sizes()), out.dtype(), out.device()};
+  if (node->outputs.size() == output_nr) {
+    node->outputs.push_back(std::move(info));
+  } else {
+    if (node->outputs.size() < output_nr) node->outputs.resize(output_nr + 1);
+    node->outputs[output_nr] = std::move(info);
+  }
+  TensorImpl& impl = *out.impl();
+  // A fresh result that only `out` holds is seen by no other thread: its
+  // metadata needs no compare-and-swap. (The fence orders the count's read
+  // before the slot's, after any other owner's last release.)
+  const bool sole = impl.use_count() == 1;
+  std::atomic_thread_fence(std::memory_order_acquire);
+  AutogradMeta* m = impl.autograd.load(std::memory_order_acquire);
+  if (!m) {
+    if (sole) {
+      m = new AutogradMeta();
+      impl.autograd.store(m, std::memory_order_release);
+    } else {
+      m = &meta(out);
+    }
+  }
+  m->grad_fn = std::move(node);
+  m->output_nr = output_nr;
+  impl.requires_grad = true;
 }
 
 void set_history(const Tensor& out, Node* node, uint32_t output_nr) {
-  if (!is_floating(out.dtype())) return;  // AG-13
-  if (node->outputs.size() <= output_nr) node->outputs.resize(output_nr + 1);
-  node->outputs[output_nr] = {DimVector(out.sizes()), out.dtype(), out.device()};
-  AutogradMeta& m = meta(out);
-  m.grad_fn = IntrusivePtr<Node>(node);
-  m.output_nr = output_nr;
-  out.impl()->requires_grad = true;
+  set_history(out, IntrusivePtr<Node>(node), output_nr);
 }
 
 void check_inplace_allowed(const char* op, const Tensor& self) {
@@ -543,7 +563,7 @@ void record_as_strided(const Tensor& src, const Tensor& out) {
 }
 
 Tensor sum_to(const Tensor& grad, IntArrayRef shape) {
-  if (DimVector(grad.sizes()) == DimVector(shape)) return grad;
+  if (grad.sizes().equals(shape)) return grad;
   const int64_t lead = grad.dim() - static_cast<int64_t>(shape.size());
   std::vector<int64_t> dims;
   for (int64_t d = 0; d < grad.dim(); ++d)

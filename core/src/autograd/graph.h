@@ -6,13 +6,18 @@
 #include <backplane/error.h>
 #include <backplane/tensor.h>
 
+#include <boost/container/small_vector.hpp>
+
 #include <atomic>
 #include <functional>
 #include <initializer_list>
 #include <limits>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <vector>
+
+#include "../block_cache.h"
 
 namespace bp::autograd {
 
@@ -71,8 +76,10 @@ class Node : public RefCounted {
   virtual void release_saved() { released_ = true; }
   bool released() const { return released_; }
 
-  std::vector<Edge> next_edges;      // one per input
-  std::vector<OutputInfo> outputs;   // one per output
+  // Most ops have one or two inputs and one output: kept inside the node,
+  // not in allocations of their own.
+  boost::container::small_vector<Edge, 2> next_edges;      // one per input
+  boost::container::small_vector<OutputInfo, 1> outputs;   // one per output
   // Per output: tensor hooks, sized only once one is added (an allocation
   // saved on every recorded op).
   std::vector<std::vector<Hook>> pre_hooks;
@@ -90,18 +97,14 @@ class Node : public RefCounted {
 };
 
 // A node whose backward is a function of the node (for saved tensors) and
-// the output gradients.
+// the output gradients: a BackwardNode<F>, made by make_node.
 class FunctionNode : public Node {
  public:
+  // The type-erased form, for code that picks one of several backward
+  // functions at run time.
   using Backward = std::function<std::vector<Tensor>(FunctionNode&, std::vector<Tensor>&)>;
-  FunctionNode(const char* name, Backward fn) : name_(name), fn_(std::move(fn)) {}
-  // From a per-thread cache of freed nodes (block_cache.h): every recorded
-  // op makes one and frees it with its graph.
-  static void* operator new(std::size_t size);
-  static void operator delete(void* p, std::size_t size) noexcept;
 
   const char* name() const override { return name_; }
-  std::vector<Tensor> apply(std::vector<Tensor>& grads) override;
   void release_saved() override;
 
   // Saves `t` for backward; returns its slot for saved().
@@ -113,10 +116,31 @@ class FunctionNode : public Node {
   // Whether input i needs a gradient (skip work for the others).
   bool needs_grad(std::size_t i) const { return i < next_edges.size() && next_edges[i].valid(); }
 
+ protected:
+  explicit FunctionNode(const char* name) : name_(name) {}
+
  private:
   const char* name_;
-  Backward fn_;
-  std::vector<SavedTensor> saved_;
+  boost::container::small_vector<SavedTensor, 2> saved_;
+};
+
+// The node of one op, its backward function `F` (the op's lambda) kept
+// inside it: recording an op makes one object, from a per-thread cache of
+// freed blocks (block_cache.h), where a std::function would allocate its
+// closure on its own.
+template <class F>
+class BackwardNode final : public FunctionNode {
+ public:
+  template <class G>
+  BackwardNode(const char* name, G&& fn) : FunctionNode(name), fn_(std::forward<G>(fn)) {}
+  static void* operator new(std::size_t size) { return detail::cached_new<BackwardNode>(size); }
+  static void operator delete(void* p, std::size_t size) noexcept {
+    detail::cached_delete<BackwardNode>(p, size);
+  }
+  std::vector<Tensor> apply(std::vector<Tensor>& grads) override { return fn_(*this, grads); }
+
+ private:
+  F fn_;
 };
 
 // A leaf's gradient and hooks (AG-3, AG-12). The leaf's metadata owns it,
@@ -200,12 +224,26 @@ Edge gradient_edge(const Tensor& t);
 // A leaf's accumulator (holding its grad), made on first use.
 AccumulateGrad& accumulator(const Tensor& leaf);
 
-// A node for an op with these inputs (edges taken now).
+// Takes the edges of `inputs` into `node`.
+void connect_inputs(Node& node, std::initializer_list<const Tensor*> inputs);
+
+// A node for an op with these inputs (edges taken now), whose backward is
+// `fn(node, grad_outputs)`.
+template <class F>
 IntrusivePtr<FunctionNode> make_node(const char* name, std::initializer_list<const Tensor*> inputs,
-                                     FunctionNode::Backward fn);
+                                     F&& fn) {
+  auto* p = new BackwardNode<std::decay_t<F>>(name, std::forward<F>(fn));
+  p->adopt_first_reference();
+  auto node = IntrusivePtr<FunctionNode>::adopt(p);
+  connect_inputs(*node, inputs);
+  return node;
+}
 // Makes `node` (output `output_nr`) the history of the fresh tensor `out`.
 // An integer or bool result gets none: it never requires grad (AG-13).
 void set_history(const Tensor& out, Node* node, uint32_t output_nr = 0);
+// The same, handing the caller's reference to `out` (one reference count
+// change fewer in each direction on the recording hot path).
+void set_history(const Tensor& out, IntrusivePtr<Node> node, uint32_t output_nr = 0);
 
 // AG-7, AG-14: an in-place op on a leaf that requires grad, on a view of
 // one, or on a view made under no-grad, is an error while recording.

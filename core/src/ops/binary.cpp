@@ -26,48 +26,62 @@ bp_attrs alpha_attrs(const Scalar& alpha) {
 void record_binary(Op op, const Tensor& a, const Tensor& b, const Scalar& alpha,
                    const Tensor& out) {
   using autograd::FunctionNode;
-  const DimVector sa(a.sizes()), sb(b.sizes());
   const DType da = a.dtype(), db = b.dtype();
-  auto reduce = [](const Tensor& g, const DimVector& shape, DType dtype) {
+  auto reduce = [](const Tensor& g, IntArrayRef shape, DType dtype) {
     if (!g.defined()) return g;
     Tensor r = autograd::sum_to(g, shape);
     return r.dtype() == dtype ? r : r.to(dtype);
   };
-  const double al = alpha.to_double();
   const bool need_a = a.requires_grad(), need_b = b.requires_grad();
-  const char* name = "";
-  FunctionNode::Backward fn;
+  // Slots 0 and 1 are a and b; unneeded ones hold an empty tensor.
+  auto record = [&](const char* name, auto&& backward) {
+    auto node = autograd::make_node(name, {&a, &b}, std::move(backward));
+    const bool save_a = (op == Op::Mul && need_b) || op == Op::Div || op == Op::Maximum ||
+                        op == Op::Minimum || op == Op::Pow;
+    const bool save_b = (op == Op::Mul && need_a) || op == Op::Div || op == Op::Maximum ||
+                        op == Op::Minimum || op == Op::Pow;
+    if (save_a || save_b) {  // add and sub save nothing
+      node->save(save_a ? a : Tensor());
+      node->save(save_b ? b : Tensor());
+    }
+    if (op == Op::Pow) node->save(out);
+    autograd::set_history(out, std::move(node));
+  };
+  if (op == Op::Add || op == Op::Sub) {
+    const char* name = op == Op::Add ? "AddBackward0" : "SubBackward0";
+    const double sign = op == Op::Add ? alpha.to_double() : -alpha.to_double();
+    if (a.sizes().equals(out.sizes()) && b.sizes().equals(out.sizes()))
+      // Nothing broadcast: both shapes are the output's, kept by the node.
+      return record(name, [=](FunctionNode& n, std::vector<Tensor>& g) {
+        const IntArrayRef shape = n.outputs[0].shape;
+        return std::vector<Tensor>{need_a ? reduce(g[0], shape, da) : Tensor(),
+                                   need_b ? reduce(g[0].mul(sign), shape, db) : Tensor()};
+      });
+    return record(name, [=, sa = DimVector(a.sizes()), sb = DimVector(b.sizes())](
+                            FunctionNode&, std::vector<Tensor>& g) {
+      return std::vector<Tensor>{need_a ? reduce(g[0], sa, da) : Tensor(),
+                                 need_b ? reduce(g[0].mul(sign), sb, db) : Tensor()};
+    });
+  }
+  const DimVector sa(a.sizes()), sb(b.sizes());
   switch (op) {
-    case Op::Add:
-    case Op::Sub:
-      name = op == Op::Add ? "AddBackward0" : "SubBackward0";
-      fn = [=](FunctionNode&, std::vector<Tensor>& g) {
-        const double sign = op == Op::Add ? al : -al;
-        return std::vector<Tensor>{need_a ? reduce(g[0], sa, da) : Tensor(),
-                                   need_b ? reduce(g[0].mul(sign), sb, db) : Tensor()};
-      };
-      break;
     case Op::Mul:
-      name = "MulBackward0";
-      fn = [=](FunctionNode& n, std::vector<Tensor>& g) {
+      return record("MulBackward0", [=](FunctionNode& n, std::vector<Tensor>& g) {
         return std::vector<Tensor>{need_a ? reduce(g[0].mul(n.saved(1)), sa, da) : Tensor(),
                                    need_b ? reduce(g[0].mul(n.saved(0)), sb, db) : Tensor()};
-      };
-      break;
+      });
     case Op::Div:
-      name = "DivBackward0";
-      fn = [=](FunctionNode& n, std::vector<Tensor>& g) {
+      return record("DivBackward0", [=](FunctionNode& n, std::vector<Tensor>& g) {
         const Tensor bv = n.saved(1);
         Tensor ga, gb;
         if (need_a) ga = reduce(g[0].div(bv), sa, da);
         if (need_b) gb = reduce(g[0].neg().mul(n.saved(0)).div(bv.mul(bv)), sb, db);
         return std::vector<Tensor>{ga, gb};
-      };
-      break;
+      });
     case Op::Maximum:
     case Op::Minimum:
-      name = op == Op::Maximum ? "MaximumBackward0" : "MinimumBackward0";
-      fn = [=](FunctionNode& n, std::vector<Tensor>& g) {
+      return record(op == Op::Maximum ? "MaximumBackward0" : "MinimumBackward0",
+                    [=](FunctionNode& n, std::vector<Tensor>& g) {
         // Each side gets the gradient unless it lost; ties split it evenly,
         // and a NaN (which neither wins nor loses) sends it to both, as in
         // PyTorch (AG-16).
@@ -80,11 +94,9 @@ void record_binary(Op op, const Tensor& a, const Tensor& b, const Scalar& alpha,
         const Tensor wb = ones_like(tie).sub(b_lost.to(dt)).sub(tie);
         return std::vector<Tensor>{need_a ? reduce(g[0].mul(wa), sa, da) : Tensor(),
                                    need_b ? reduce(g[0].mul(wb), sb, db) : Tensor()};
-      };
-      break;
+      });
     case Op::Pow:
-      name = "PowBackward0";
-      fn = [=](FunctionNode& n, std::vector<Tensor>& g) {
+      return record("PowBackward0", [=](FunctionNode& n, std::vector<Tensor>& g) {
         // PyTorch's corners (AG-16): x^0 has gradient 0 even at x = 0 (not
         // 0 * 0^-1), and d/de x^e is 0 at x = 0 for e >= 0 (not 0 * log 0).
         const Tensor av = n.saved(0), ev = n.saved(1);
@@ -99,23 +111,10 @@ void record_binary(Op op, const Tensor& a, const Tensor& b, const Scalar& alpha,
                        sb, db);
         }
         return std::vector<Tensor>{ga, ge_};
-      };
-      break;
+      });
     default:
       return;
   }
-  auto node = autograd::make_node(name, {&a, &b}, std::move(fn));
-  // Slots 0 and 1 are a and b; unneeded ones hold an empty tensor.
-  const bool save_a = (op == Op::Mul && need_b) || op == Op::Div || op == Op::Maximum ||
-                      op == Op::Minimum || op == Op::Pow;
-  const bool save_b = (op == Op::Mul && need_a) || op == Op::Div || op == Op::Maximum ||
-                      op == Op::Minimum || op == Op::Pow;
-  if (save_a || save_b) {  // add and sub save nothing
-    node->save(save_a ? a : Tensor());
-    node->save(save_b ? b : Tensor());
-  }
-  if (op == Op::Pow) node->save(out);
-  autograd::set_history(out, node.get());
 }
 
 Tensor binary(Op op, const Tensor& a, const Tensor& b, const Scalar& alpha) {
