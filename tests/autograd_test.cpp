@@ -348,12 +348,13 @@ TEST(AutogradDtypes, AddAndSubGradientsCarryAlphaShapeAndDtype) {
   EXPECT_EQ(bp::DimVector(y.grad().sizes()), bp::DimVector({3}));
   EXPECT_EQ(values(y.grad()), Values(3, -4));
 
-  // Only the second operand needs a gradient: the first gets none.
-  Tensor p = constant({1, 2}, {2});
-  Tensor q = leaf({3, 4});
-  bp::sub(p, q).sum().backward();
-  EXPECT_FALSE(p.grad().defined());
-  EXPECT_EQ(values(q.grad()), Values(2, -1));
+  // Only the first operand needs a gradient, and it is the one broadcast:
+  // p [3] against q [2, 3] sums its gradient over q's rows.
+  Tensor p = leaf({1, 2, 3});
+  Tensor q = constant({1, 2, 3, 4, 5, 6}, {2, 3});
+  bp::add(p, q, 5).sum().backward();
+  EXPECT_EQ(bp::DimVector(p.grad().sizes()), bp::DimVector({3}));
+  EXPECT_EQ(values(p.grad()), Values(3, 2));
 }
 
 // --- broadcasting and views ---------------------------------------------------------

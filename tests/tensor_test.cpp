@@ -38,7 +38,7 @@ struct DerivedCounted final : Counted {
   using Counted::Counted;
 };
 
-TEST(TensorHandles, IntrusivePointersCountOwnersAcrossConversions) {
+TEST(TensorHandle, IntrusivePointersCountOwnersAcrossConversions) {
   int destroyed = 0;
   {
     bp::IntrusivePtr<DerivedCounted> d = bp::make_intrusive<DerivedCounted>(&destroyed);

@@ -81,14 +81,17 @@ class BlockCache {
 };
 
 // Blocks are whole multiples of 64 bytes, so that classes of nearly the same
-// size (the nodes of different ops) share one cache.
+// size (the nodes of different ops) share one cache; exactly sizeof(T) when
+// the cache is off, so that AddressSanitizer sees a write past the object.
 template <class T>
-inline constexpr std::size_t kBlockOf = (sizeof(T) + 63) / 64 * 64;
+inline constexpr std::size_t kBlockOf = kBlockCacheOn ? (sizeof(T) + 63) / 64 * 64 : sizeof(T);
 
 // Class-specific operator new and delete of T through BlockCache: objects
 // of exactly sizeof(T) (never a derived class's) use the cache.
 template <class T>
 void* cached_new(std::size_t size) {
+  static_assert(alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__,
+                "the caches hand out blocks of operator new's default alignment");
   return size == sizeof(T) ? BlockCache<kBlockOf<T>>::take() : ::operator new(size);
 }
 template <class T>

@@ -425,24 +425,13 @@ void set_history(const Tensor& out, IntrusivePtr<Node> node, uint32_t output_nr)
     if (node->outputs.size() < output_nr) node->outputs.resize(output_nr + 1);
     node->outputs[output_nr] = std::move(info);
   }
-  TensorImpl& impl = *out.impl();
-  // A fresh result that only `out` holds is seen by no other thread: its
-  // metadata needs no compare-and-swap. (The fence orders the count's read
-  // before the slot's, after any other owner's last release.)
-  const bool sole = impl.use_count() == 1;
-  std::atomic_thread_fence(std::memory_order_acquire);
-  AutogradMeta* m = impl.autograd.load(std::memory_order_acquire);
-  if (!m) {
-    if (sole) {
-      m = new AutogradMeta();
-      impl.autograd.store(m, std::memory_order_release);
-    } else {
-      m = &meta(out);
-    }
-  }
-  m->grad_fn = std::move(node);
-  m->output_nr = output_nr;
-  impl.requires_grad = true;
+  // (`out` may be an in-place op's self, which other threads can reach
+  // through references that do not count: its metadata is made by
+  // compare-and-swap, as for any tensor.)
+  AutogradMeta& m = meta(out);
+  m.grad_fn = std::move(node);
+  m.output_nr = output_nr;
+  out.impl()->requires_grad = true;
 }
 
 void set_history(const Tensor& out, Node* node, uint32_t output_nr) {
