@@ -298,15 +298,20 @@ inline bool cpu_has_avx2() {
 // The transposed-operand case of binary_map: out and one input walk rows
 // contiguously while the other input runs down columns (x + y.t()). Loading
 // that input element by element down a column is a strided, unvectorised
-// walk; instead each tile of 64 rows by 128 columns is first copied into a
+// walk; instead each tile of 32 rows by 128 columns is first copied into a
 // small buffer with contiguous reads along the input's own rows, and the
-// tile's rows then run as dense, vectorisable loops. A tile twice as wide
-// as tall reads 128 of the input's rows 256 bytes at a time, and the
-// output's and the other input's rows 512 bytes at a time: for 2048 x 2048
-// floats, 0.70 to 0.86 of the time of 64 x 64 tiles (docs/performance.md).
+// tile's rows then run as dense, vectorisable loops. A tile wider than tall
+// reads the output's and the other input's rows 512 bytes at a time: for
+// 2048 x 2048 floats, 64 x 128 tiles took 0.70 to 0.86 of the time of
+// 64 x 64 ones. 32 rows (16 KiB of floats) leave half of a 32 KiB L1 to the
+// three streams: 0.91-0.98 of the time of 64 rows on 2048 x 2048 floats,
+// 0.86-0.97 on 512 x 512 (docs/performance.md).
 // On a CPU with AVX2, float tiles are transposed 8 x 8 and the rows added
 // 8 lanes wide (the code compiled for AVX2, chosen at run time): 0.8 of
-// the time of the 4 x 4 SSE transposes on 2048 x 2048 floats.
+// the time of the 4 x 4 SSE transposes on 2048 x 2048 floats. Adding each
+// 8 x 8 block straight from its registers' stores was slower (twice the
+// time): the compiler cannot vectorise a generic element function over 8
+// lanes there, and the partial stores it makes instead stall the loads.
 struct TransposedWalk {
   char* base[3];
   int64_t row_stride[3];  // bytes from one row to the next, per operand
@@ -314,7 +319,7 @@ struct TransposedWalk {
   int t;                  // the transposed operand (1 or 2)
   int64_t rows, cols;
 };
-inline constexpr int64_t kTileRows = 64, kTileCols = 128;
+inline constexpr int64_t kTileRows = 32, kTileCols = 128;
 
 // Row tiles [tb, te) of `w`. Always inlined, so that the AVX2 caller's
 // copy is compiled for AVX2 (the element function included).

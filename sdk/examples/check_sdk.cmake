@@ -46,7 +46,9 @@ function(configure_and_build src bin)
 endfunction()
 
 if(STEP STREQUAL "install")
-  file(REMOVE_RECURSE ${WORK})
+  # Only the prefix: sdk.deb, which needs no prefix, may be running beside
+  # this step in WORK/deb (each other step cleans its own directories).
+  file(REMOVE_RECURSE ${prefix})
   file(MAKE_DIRECTORY ${WORK})
   run("install" EXPECT 0 COMMAND ${CMAKE_CMD} --install ${BUILD_DIR} --prefix ${prefix})
   foreach(f bin/backplane lib/libbackplane.so include/backplane/plugin.h
