@@ -357,6 +357,39 @@ TEST(AutogradDtypes, AddAndSubGradientsCarryAlphaShapeAndDtype) {
   EXPECT_EQ(values(p.grad()), Values(3, 2));
 }
 
+TEST(AutogradDtypes, UnaryGradientsUseTheSavedInputOrResult) {
+  // relu saves its result: d/dx = 1 where y > 0 (0 at x = 0, as in PyTorch).
+  Tensor x = leaf({-1, 0, 2});
+  Tensor y = x.relu();
+  EXPECT_EQ(y.grad_fn_name(), "ReluBackward0");
+  y.backward(bp::from_vector(Values{5, 6, 7}, {3}));
+  EXPECT_EQ(values(x.grad()), (Values{0, 0, 7}));
+
+  // log saves its input: d/dx = 1 / x.
+  Tensor u = leaf({1, 2, 4});
+  u.log().sum().backward();
+  EXPECT_EQ(values(u.grad()), (Values{1, 0.5, 0.25}));
+
+  // clamp with one bound: the gradient passes where that bound holds, the
+  // bound itself included; the other side is open.
+  Tensor lo = leaf({-1, 0, 3});
+  EXPECT_EQ(lo.clamp(0, std::nullopt).grad_fn_name(), "ClampBackward1");
+  lo.clamp(0, std::nullopt).sum().backward();
+  EXPECT_EQ(values(lo.grad()), (Values{0, 1, 1}));
+  Tensor hi = leaf({-1, 1, 3});
+  hi.clamp(std::nullopt, 1).sum().backward();
+  EXPECT_EQ(values(hi.grad()), (Values{1, 1, 0}));
+
+  // exp of a float64 leaf: the gradient (e^x) in float64, from the result.
+  Tensor d = leaf({0, 1}, DType::Float64);
+  d.exp().sum().backward();
+  EXPECT_EQ(d.grad().dtype(), DType::Float64);
+  const Values g = values(d.grad());
+  ASSERT_EQ(g.size(), 2u);
+  EXPECT_EQ(g[0], 1.0);
+  EXPECT_NEAR(g[1], std::exp(1.0), 1e-12);
+}
+
 // --- broadcasting and views ---------------------------------------------------------
 
 TEST(AutogradShapes, BroadcastGradientsSumToEachInputShape) {

@@ -27,98 +27,78 @@ DType result_dtype(Result r, DType in) {
 // result `y` (slot 1).
 void record_unary(Op op, const Tensor& a, const Tensor& out, const bp_attrs& attrs) {
   using autograd::FunctionNode;
-  const char* name;
-  bool save_x = false, save_y = false;
-  FunctionNode::Backward fn;
   const DType da = a.dtype();
   auto cast = [da](Tensor g) { return g.dtype() == da ? g : g.to(da); };
+  // Each case's backward is its own closure type, kept inside the node
+  // (make_node): no second allocation for it.
+  auto record = [&](const char* name, bool save_x, bool save_y, auto&& backward) {
+    auto node = autograd::make_node(name, {&a}, std::move(backward));
+    node->save(save_x ? a : Tensor());
+    node->save(save_y ? out : Tensor());
+    autograd::set_history(out, std::move(node));
+  };
   switch (op) {
     case Op::Neg:
-      name = "NegBackward0";
-      fn = [=](FunctionNode&, std::vector<Tensor>& g) { return std::vector<Tensor>{cast(g[0].neg())}; };
-      break;
+      return record("NegBackward0", false, false, [=](FunctionNode&, std::vector<Tensor>& g) {
+        return std::vector<Tensor>{cast(g[0].neg())};
+      });
     case Op::Abs:
-      name = "AbsBackward0";
-      save_x = true;
-      fn = [=](FunctionNode& n, std::vector<Tensor>& g) {
+      return record("AbsBackward0", true, false, [=](FunctionNode& n, std::vector<Tensor>& g) {
         const Tensor x = n.saved(0);
         const Tensor sign = gt(x, 0).to(g[0].dtype()).sub(lt(x, 0).to(g[0].dtype()));
         return std::vector<Tensor>{cast(g[0].mul(sign))};
-      };
-      break;
+      });
     case Op::Exp:
-      name = "ExpBackward0";
-      save_y = true;
-      fn = [=](FunctionNode& n, std::vector<Tensor>& g) { return std::vector<Tensor>{cast(g[0].mul(n.saved(1)))}; };
-      break;
+      return record("ExpBackward0", false, true, [=](FunctionNode& n, std::vector<Tensor>& g) {
+        return std::vector<Tensor>{cast(g[0].mul(n.saved(1)))};
+      });
     case Op::Log:
-      name = "LogBackward0";
-      save_x = true;
-      fn = [=](FunctionNode& n, std::vector<Tensor>& g) { return std::vector<Tensor>{cast(g[0].div(n.saved(0)))}; };
-      break;
+      return record("LogBackward0", true, false, [=](FunctionNode& n, std::vector<Tensor>& g) {
+        return std::vector<Tensor>{cast(g[0].div(n.saved(0)))};
+      });
     case Op::Sqrt:
-      name = "SqrtBackward0";
-      save_y = true;
-      fn = [=](FunctionNode& n, std::vector<Tensor>& g) {
+      return record("SqrtBackward0", false, true, [=](FunctionNode& n, std::vector<Tensor>& g) {
         return std::vector<Tensor>{cast(g[0].div(n.saved(1).mul(2)))};
-      };
-      break;
+      });
     case Op::Sigmoid:
-      name = "SigmoidBackward0";
-      save_y = true;
-      fn = [=](FunctionNode& n, std::vector<Tensor>& g) {
+      return record("SigmoidBackward0", false, true, [=](FunctionNode& n, std::vector<Tensor>& g) {
         const Tensor y = n.saved(1);
         return std::vector<Tensor>{cast(g[0].mul(y).mul(sub(ones_like(y), y)))};
-      };
-      break;
+      });
     case Op::Tanh:
-      name = "TanhBackward0";
-      save_y = true;
-      fn = [=](FunctionNode& n, std::vector<Tensor>& g) {
+      return record("TanhBackward0", false, true, [=](FunctionNode& n, std::vector<Tensor>& g) {
         const Tensor y = n.saved(1);
         return std::vector<Tensor>{cast(g[0].mul(sub(ones_like(y), y.mul(y))))};
-      };
-      break;
+      });
     case Op::Erf:
-      name = "ErfBackward0";
-      save_x = true;
-      fn = [=](FunctionNode& n, std::vector<Tensor>& g) {
+      return record("ErfBackward0", true, false, [=](FunctionNode& n, std::vector<Tensor>& g) {
         // d/dx erf(x) = 2/sqrt(pi) exp(-x^2)
         const Tensor x = n.saved(0);
         return std::vector<Tensor>{cast(g[0].mul(exp(x.mul(x).neg()).mul(1.1283791670955126)))};
-      };
-      break;
+      });
     case Op::Relu:
-      name = "ReluBackward0";
-      save_y = true;
-      fn = [=](FunctionNode& n, std::vector<Tensor>& g) {
+      return record("ReluBackward0", false, true, [=](FunctionNode& n, std::vector<Tensor>& g) {
         return std::vector<Tensor>{cast(g[0].mul(gt(n.saved(1), 0).to(g[0].dtype())))};
-      };
-      break;
+      });
     case Op::Clamp: {
-      name = "ClampBackward1";
-      save_x = true;
-      const bp_attrs at = attrs;
-      fn = [=](FunctionNode& n, std::vector<Tensor>& g) {
+      // Which bounds were given, and the bounds (not all of bp_attrs).
+      const auto which = attrs.ints[0];
+      const bp_scalar lo = attrs.scalars[0], hi = attrs.scalars[1];
+      return record("ClampBackward1", true, false, [=](FunctionNode& n, std::vector<Tensor>& g) {
         // The gradient passes where the input was inside [lo, hi].
         const Tensor x = n.saved(0);
         Tensor inside = ones_like(x, TensorOptions(DType::Bool));
         auto bound = [](const bp_scalar& b) {
           return b.dtype == BP_DTYPE_FLOAT64 ? Scalar(b.value.f) : Scalar(b.value.i);
         };
-        if (at.ints[0] & 1) inside = logical_and(inside, ge(x, bound(at.scalars[0])));
-        if (at.ints[0] & 2) inside = logical_and(inside, le(x, bound(at.scalars[1])));
+        if (which & 1) inside = logical_and(inside, ge(x, bound(lo)));
+        if (which & 2) inside = logical_and(inside, le(x, bound(hi)));
         return std::vector<Tensor>{cast(g[0].mul(inside.to(g[0].dtype())))};
-      };
-      break;
+      });
     }
     default:
       return;
   }
-  auto node = autograd::make_node(name, {&a}, std::move(fn));
-  node->save(save_x ? a : Tensor());
-  node->save(save_y ? out : Tensor());
-  autograd::set_history(out, node.get());
 }
 
 Tensor unary(Op op, const Tensor& a, Result r, const bp_attrs& attrs = detail::make_attrs()) {
