@@ -13,9 +13,19 @@ inline constexpr int64_t kLargeElems = int64_t{16} << 20;
 // Bytes one large add moves: read two operands, write one.
 inline constexpr int64_t kLargeAddBytes = 3 * kLargeElems * int64_t{sizeof(float)};
 
-// The strided-vs-dense pair: a 2048 x 2048 float32 add (4M elements).
+// The strided-vs-dense pairs: float32 adds of side x side, the largest
+// 2048 x 2048 (4M elements); bytes moved: read two operands, write one.
 inline constexpr int64_t kSquare = 2048;
-inline constexpr int64_t kSquareAddBytes = 3 * kSquare * kSquare * int64_t{sizeof(float)};
+inline constexpr int64_t square_add_bytes(int64_t side) {
+  return 3 * side * side * int64_t{sizeof(float)};
+}
+// The pairs' sizes, named by element count.
+struct SquareSize {
+  const char* name;
+  int64_t side;
+};
+inline constexpr SquareSize kSquareSizes[] = {
+    {"4M", kSquare}, {"1M", kSquare / 2}, {"256K", kSquare / 4}};
 
 // The column add_: two columns of a kColumnRows-square float32 matrix.
 inline constexpr int64_t kColumnRows = 4096;

@@ -16,7 +16,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "bench_common.h"
@@ -77,8 +76,9 @@ void add_16M_plain_loop(benchmark::State& state) {
 // strided path must stay within 2x of the dense one. At 2048 x 2048 (48 MiB
 // moved) the dense add streams from memory on most machines; at 1024 x 1024
 // (12 MiB) it runs from the last-level cache of a server CPU, and at
-// 512 x 512 (3 MiB) from the L2 caches of two cores: there the transposes'
-// own work is not hidden behind the memory's bandwidth.
+// 512 x 512 (3 MiB) from the L2 caches of two cores with 1.5 MiB or more
+// each: there the transposes' own work is not hidden behind the memory's
+// bandwidth.
 void square_add(benchmark::State& state, int64_t side, bool transposed) {
   Tensor a = full({side, side}, 1.0), b = full({side, side}, 2.0);
   if (transposed) b = b.t();
@@ -88,7 +88,7 @@ void square_add(benchmark::State& state, int64_t side, bool transposed) {
     add_out(out, a, b);
     benchmark::ClobberMemory();
   }
-  state.SetBytesProcessed(state.iterations() * 3 * side * side * int64_t{sizeof(float)});
+  state.SetBytesProcessed(state.iterations() * square_add_bytes(side));
 }
 
 // An in-place add of one column of a 4096 x 4096 matrix to another: the
@@ -174,13 +174,11 @@ void register_benchmarks() {
   // the calling thread alone would overstate the bandwidth.
   benchmark::RegisterBenchmark("add_16M/backplane", add_16M_backplane)->UseRealTime();
   benchmark::RegisterBenchmark("add_16M/plain_loop", add_16M_plain_loop)->UseRealTime();
-  // The strided-vs-dense pairs, named by element count: 4M, 1M, 256K.
-  for (const auto& [name, side] : {std::pair{"4M", kSquare}, std::pair{"1M", kSquare / 2},
-                                   std::pair{"256K", kSquare / 4}}) {
+  for (const SquareSize& size : kSquareSizes) {
     for (const bool transposed : {false, true}) {
       const std::string label =
-          std::string(transposed ? "strided_add_" : "add_") + name + "/backplane";
-      benchmark::RegisterBenchmark(label.c_str(), square_add, side, transposed)->UseRealTime();
+          std::string(transposed ? "strided_add_" : "add_") + size.name + "/backplane";
+      benchmark::RegisterBenchmark(label.c_str(), square_add, size.side, transposed)->UseRealTime();
     }
   }
   benchmark::RegisterBenchmark("column_add_/aliased", column_add_aliased);
@@ -325,12 +323,12 @@ int main(int argc, char** argv) {
               false);
   print_ratio(reporter, "add_16M backplane/plain_loop", "add_16M/backplane", "add_16M/plain_loop",
               true);
-  print_ratio(reporter, "strided_add_4M / add_4M", "strided_add_4M/backplane",
-              "add_4M/backplane", true, static_cast<double>(bp::bench::kSquareAddBytes));
-  print_ratio(reporter, "strided_add_1M / add_1M", "strided_add_1M/backplane",
-              "add_1M/backplane", true, static_cast<double>(bp::bench::kSquareAddBytes) / 4);
-  print_ratio(reporter, "strided_add_256K / add_256K", "strided_add_256K/backplane",
-              "add_256K/backplane", true, static_cast<double>(bp::bench::kSquareAddBytes) / 16);
+  for (const bp::bench::SquareSize& size : bp::bench::kSquareSizes) {
+    const std::string n = size.name;
+    print_ratio(reporter, ("strided_add_" + n + " / add_" + n).c_str(),
+                ("strided_add_" + n + "/backplane").c_str(), ("add_" + n + "/backplane").c_str(), true,
+                static_cast<double>(bp::bench::square_add_bytes(size.side)));
+  }
   print_ratio(reporter, "column add_ aliased/separate", "column_add_/aliased",
               "column_add_/separate", false);
   print_ratio(reporter, "add_ 1M recorded/no_grad", "inplace_add_1M/recorded",

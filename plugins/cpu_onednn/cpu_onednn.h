@@ -305,7 +305,7 @@ inline bool cpu_has_avx2() {
 // 2048 x 2048 floats, 64 x 128 tiles took 0.70 to 0.86 of the time of
 // 64 x 64 ones. 32 rows (16 KiB of floats) leave half of a 32 KiB L1 to the
 // three streams: 0.91-0.98 of the time of 64 rows on 2048 x 2048 floats,
-// 0.86-0.97 on 512 x 512 (docs/performance.md).
+// 0.85-0.97 on 512 x 512, round by round (docs/performance.md).
 // On a CPU with AVX2, float tiles are transposed 8 x 8 and the rows added
 // 8 lanes wide (the code compiled for AVX2, chosen at run time): 0.8 of
 // the time of the 4 x 4 SSE transposes on 2048 x 2048 floats. Adding each

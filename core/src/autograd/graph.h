@@ -100,10 +100,6 @@ class Node : public RefCounted {
 // the output gradients: a BackwardNode<F>, made by make_node.
 class FunctionNode : public Node {
  public:
-  // The type-erased form, for code that picks one of several backward
-  // functions at run time.
-  using Backward = std::function<std::vector<Tensor>(FunctionNode&, std::vector<Tensor>&)>;
-
   const char* name() const override { return name_; }
   void release_saved() override;
 

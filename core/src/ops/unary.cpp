@@ -32,7 +32,8 @@ void record_unary(Op op, const Tensor& a, const Tensor& out, const bp_attrs& att
   // Each case's backward is its own closure type, kept inside the node
   // (make_node): no second allocation for it.
   auto record = [&](const char* name, bool save_x, bool save_y, auto&& backward) {
-    auto node = autograd::make_node(name, {&a}, std::move(backward));
+    auto node =
+        autograd::make_node(name, {&a}, std::forward<decltype(backward)>(backward));
     node->save(save_x ? a : Tensor());
     node->save(save_y ? out : Tensor());
     autograd::set_history(out, std::move(node));
