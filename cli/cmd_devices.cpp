@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <system_error>
 
@@ -89,7 +90,8 @@ class DevicesCommand : public Command {
            "its name, version, ABI and devices (name, memory, whether the host can address\n"
            "it), or what kept it out, or why it has no device. The --backend plugin is\n"
            "loaded too, so a plugin given by path shows even outside those folders; when it\n"
-           "cannot be loaded the command prints why and exits 2.\n\n"
+           "cannot be loaded the command prints why and exits 2. --backend NAME:N (or\n"
+           "PATH:N) also names device N of it, and exits 2 when the backend lacks it.\n\n"
            "Each file is first loaded in a child process (a probe, see --probe), so a plugin\n"
            "that breaks while loading is listed with what happened, and the command goes on:\n"
            "  refused   its answers broke a rule of the ABI (the reason follows)\n"
@@ -120,11 +122,16 @@ class DevicesCommand : public Command {
     PluginLoader& loader = PluginLoader::instance();
     // Loaded first so that a plugin given by path is listed even when no
     // search folder holds it.
+    // NAME:N and PATH:N select a device, as everywhere else: the backend
+    // part is loaded, and N must name one of its devices.
     Backend* selected = nullptr;
     std::string selected_error;
+    std::optional<int16_t> index;
     try {
-      selected = &loader.load(flags.backend);
-    } catch (const PluginError& e) {
+      const DeviceSpec spec = parse_device_spec(flags.backend);
+      index = spec.index;
+      selected = &loader.load(spec.backend);
+    } catch (const Error& e) {
       selected_error = e.what();
     }
     std::vector<PluginCandidate> candidates = loader.discover();
@@ -158,6 +165,17 @@ class DevicesCommand : public Command {
       return kExitUsage;
     }
     std::cout << selected->name() << ", " << selected->path() << "\n";
+    if (index) {
+      if (*index >= selected->device_count()) {
+        std::cerr << "--backend " << flags.backend << ": " << selected->name() << " has "
+                  << selected->device_count() << " device(s)"
+                  << (selected->device_count() ? "" : " (" + selected->no_device_reason() + ")")
+                  << ", so there is no device " << *index << "\n";
+        return kExitUsage;
+      }
+      std::cout << "Selected device: " << selected->name() << ":" << *index << ", "
+                << selected->device_props(*index).name << "\n";
+    }
     return kExitOk;
   }
 

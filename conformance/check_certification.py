@@ -39,6 +39,17 @@ def main():
         cert = json.load(f)["certification"]
     if cert["certified"] or not cert["complete"] or "add (int64)" not in cert["missing_kernels"]:
         fail(f"JSON certification {cert}")
+    # Every unsupported case is counted once: for a required kernel (blocked)
+    # or for one outside the profile.
+    with open(json_path, encoding="utf-8") as f:
+        cases = json.load(f)["cases"]
+    unsupported = sum(1 for c in cases if c["status"] == "unsupported")
+    if cert["unsupported_outside_profile"] + len(cert["blocked_cases"]) != unsupported:
+        fail(f"{unsupported} unsupported cases, yet {cert['unsupported_outside_profile']} outside "
+             f"the profile and {len(cert['blocked_cases'])} blocked")
+    if not 0 < cert["unsupported_outside_profile"] < unsupported:
+        fail(f"minimal lacks kernels inside and outside core: {cert['unsupported_outside_profile']}"
+             f" of {unsupported} unsupported cases counted outside the profile")
     if "add (float32)" in cert["missing_kernels"]:
         fail("add (float32) is registered by the plugin, yet listed as missing")
     suites = {s.get("name"): s for s in ET.parse(junit_path).getroot()}

@@ -5,16 +5,17 @@
 #include <backplane/debug.h>
 #include <gtest/gtest.h>
 
-#include "test_util.h"
-
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <filesystem>
 #include <new>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "test_util.h"
 
 // Counts heap allocations, so a test can show a path allocates nothing.
 namespace {
@@ -305,6 +306,26 @@ TEST(MissingKernel, NamesOpDtypeBackendAndThatNoneHasIt) {
   EXPECT_TRUE(contains(m, "int32")) << m;
   EXPECT_TRUE(contains(m, "'cpu_onednn'")) << m;
   EXPECT_TRUE(contains(m, "no loaded backend has it")) << m;
+}
+
+TEST(MissingKernel, NamesThePluginsFoundButNotLoaded) {
+  bp::PluginLoader& loader = bp::PluginLoader::instance();
+  bp::Backend& cpu = loader.load("cpu_onednn");
+  bool sim_found = false;
+  for (const std::string& dir : loader.search_dirs())
+    sim_found = sim_found || std::filesystem::exists(dir + "/libbackplane_sim.so");
+  bool sim_loaded = false;
+  for (bp::Backend* b : loader.loaded()) sim_loaded = sim_loaded || b->name() == "sim";
+  ASSERT_TRUE(sim_found) << "the build puts sim beside the tests' plugin folder";
+  ASSERT_FALSE(sim_loaded) << "each test runs in a process of its own";
+  const bp::Device dev{static_cast<int16_t>(cpu.id()), 0};
+  const std::string m = message_of<bp::NotImplementedError>(
+      [&] { bp::call_kernel(Op::Matmul, DType::Int32, dev, {}, {}, no_attrs()); });
+  EXPECT_TRUE(contains(m, "no loaded backend has it (plugins found but not loaded, which may: "))
+      << m;
+  EXPECT_TRUE(contains(m, "sim")) << m;
+  EXPECT_FALSE(contains(m, "may: cpu_onednn")) << m;
+  EXPECT_FALSE(contains(m, ", cpu_onednn")) << m;
 }
 
 TEST(MissingKernel, NamesTheBackendsThatHaveIt) {

@@ -81,12 +81,16 @@ void certify(Report& report, const std::string& profile, const Backend& backend,
   for (const auto& [op, d] : required(profile, reference))
     if (!has(backend, op, d)) c.missing_kernels.push_back(kernel_name(op, d));
   for (const CaseResult& r : report.results) {
+    if (r.status == Status::Skipped) ++c.skipped;
     if (r.status != Status::Unsupported) continue;
+    bool blocked = false;
     for (const std::string& m : r.missing)
       if (std::find(need.begin(), need.end(), m) != need.end()) {
         c.blocked_cases.push_back(r.c->name + ": " + m);
+        blocked = true;
         break;
       }
+    if (!blocked) ++c.unsupported;
   }
   // A kernel is covered once a case passed that reached it with tensors that
   // are not empty (an empty case may pass without the kernel computing

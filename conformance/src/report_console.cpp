@@ -210,7 +210,9 @@ void print_certification(std::ostream& os, const Report& report, const Paint& pa
 void print_failures_by_kernel(std::ostream& os, const Report& report, const Paint& paint) {
   const std::vector<KernelFailures> ranked = failures_by_kernel(report);
   if (ranked.empty()) return;
-  os << "\n" << paint("Failures by kernel", kRed) << " (the kernels failed cases reached)\n";
+  os << "\n"
+     << paint("Failures by kernel", kRed)
+     << " (the kernels failed cases reached, those only failures reach first)\n";
   for (std::size_t i = 0; i < ranked.size() && i < 10; ++i) {
     const KernelFailures& k = ranked[i];
     os << "  " << k.kernel << ": " << k.cases.size() << " case" << (k.cases.size() == 1 ? "" : "s")
@@ -219,6 +221,7 @@ void print_failures_by_kernel(std::ostream& os, const Report& report, const Pain
     if (k.cases.size() > 3) os << ", ...";
     os << ")";
     if (k.passed) os << "; " << k.passed << " passed";
+    os << "; score " << std::fixed << std::setprecision(2) << k.score << std::defaultfloat;
     os << "\n";
   }
   if (ranked.size() > 10) os << "  ... (" << ranked.size() - 10 << " more kernels)\n";
@@ -278,9 +281,17 @@ std::vector<std::pair<std::string, Summary>> category_coverage(const Report& rep
 
 std::string certification_line(const Report& report) {
   const Certification& c = report.certification;
-  if (c.certified)
-    return report.backend + " is certified for profile " + c.profile + ": all " +
-           std::to_string(c.required_kernels) + " required kernels present, every case ran and passed";
+  if (c.certified) {
+    std::string line = report.backend + " is certified for profile " + c.profile + ": all " +
+                       std::to_string(c.required_kernels) +
+                       " required kernels present and reached by passing cases, no case failed";
+    if (c.unsupported)
+      line += "; " + std::to_string(c.unsupported) +
+              " case(s) unsupported, each for a kernel outside the profile (they count toward a "
+              "wider profile, not this one)";
+    if (c.skipped) line += "; " + std::to_string(c.skipped) + " case(s) skipped";
+    return line;
+  }
   std::string why;
   auto add = [&](const std::string& part) { why += (why.empty() ? "" : "; ") + part; };
   if (!c.complete) add("only part of the suite ran (--filter)");

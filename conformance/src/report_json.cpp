@@ -145,6 +145,8 @@ std::string to_json(const Report& report) {
        ", \"missing_kernels\": " + strings(c.missing_kernels) +
        ", \"blocked_cases\": " + strings(c.blocked_cases) +
        ", \"uncovered_kernels\": " + strings(c.uncovered_kernels) +
+       ", \"unsupported_outside_profile\": " + std::to_string(c.unsupported) +
+       ", \"skipped\": " + std::to_string(c.skipped) +
        ", \"verdict\": " + json_quote(c.profile.empty() ? "" : certification_line(report)) + "},\n";
   const std::vector<KernelFailures> ranked = failures_by_kernel(report);
   j += "  \"failures_by_kernel\": [";
@@ -152,6 +154,7 @@ std::string to_json(const Report& report) {
     j += (i ? ",\n    " : "\n    ") + std::string("{\"kernel\": ") + json_quote(ranked[i].kernel) +
          ", \"failed\": " + std::to_string(ranked[i].cases.size()) +
          ", \"passed\": " + std::to_string(ranked[i].passed) +
+         ", \"score\": " + number(ranked[i].score, "%.4f") +
          ", \"cases\": " + strings(ranked[i].cases) + "}";
   j += ranked.empty() ? "],\n" : "\n  ],\n";
   j += "  \"duration_ms\": " + number(report.duration_ms, "%.3f") + "\n}\n";

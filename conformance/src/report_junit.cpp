@@ -101,8 +101,8 @@ std::string to_junit(const Report& report) {
        attr("failures", std::to_string(all.failed + cert_failure)) +
        attr("errors", "0") + attr("skipped", std::to_string(all.unsupported + all.skipped)) +
        attr("time", seconds(report.duration_ms)) + ">\n";
-  // The kernels failed cases reached, most failing first (as the console's
-  // "Failures by kernel"): a property of every suite.
+  // The kernels failed cases reached, those only failures reach first (as
+  // the console's "Failures by kernel"): a property of every suite.
   std::string ranked;
   for (const KernelFailures& k : failures_by_kernel(report))
     ranked += (ranked.empty() ? "" : "; ") + k.kernel + ": " + std::to_string(k.cases.size());

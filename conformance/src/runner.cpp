@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <memory>
 #include <typeinfo>
@@ -200,17 +201,25 @@ std::vector<KernelFailures> failures_by_kernel(const Report& report) {
   auto entry = [&](const std::string& kernel) -> KernelFailures& {
     for (KernelFailures& k : out)
       if (k.kernel == kernel) return k;
-    return out.emplace_back(KernelFailures{kernel, {}, 0});
+    return out.emplace_back(KernelFailures{kernel, {}, 0, 0});
   };
+  int failed = 0;
   for (const CaseResult& r : report.results)
-    if (r.status == Status::Failed)
+    if (r.status == Status::Failed) {
+      ++failed;
       for (const std::string& k : r.kernels) entry(k).cases.push_back(r.c->name);
+    }
   for (const CaseResult& r : report.results)
     if (r.status == Status::Passed)
       for (const std::string& k : r.kernels)
         for (KernelFailures& f : out)
           if (f.kernel == k) ++f.passed;
+  for (KernelFailures& k : out) {
+    const double f = static_cast<double>(k.cases.size());
+    k.score = f / std::sqrt(static_cast<double>(failed) * (f + k.passed));
+  }
   std::stable_sort(out.begin(), out.end(), [](const KernelFailures& a, const KernelFailures& b) {
+    if (a.score != b.score) return a.score > b.score;
     if (a.cases.size() != b.cases.size()) return a.cases.size() > b.cases.size();
     if (a.passed != b.passed) return a.passed < b.passed;
     return a.kernel < b.kernel;

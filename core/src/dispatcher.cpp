@@ -1,9 +1,13 @@
 #include <backplane/dispatcher.h>
 #include <backplane/error.h>
 
-#include "internal.h"
-
+#include <algorithm>
+#include <filesystem>
 #include <sstream>
+#include <string_view>
+#include <system_error>
+
+#include "internal.h"
 
 namespace bp {
 
@@ -108,6 +112,30 @@ const std::string& KernelRegistry::origin(Op op, int backend, DType dtype) const
 }
 
 namespace {
+// The plugins in the search folders that are not loaded (by file name:
+// libbackplane_NAME.so), which a missing kernel's message names: one of
+// them may have it. Nothing is loaded to find out.
+std::vector<std::string> plugins_not_loaded() {
+  std::vector<std::string> loaded, out;
+  for (Backend* b : PluginLoader::instance().loaded()) loaded.push_back(b->name());
+  for (const std::string& dir : PluginLoader::instance().search_dirs()) {
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+      const std::string file = entry.path().filename().string();
+      constexpr std::string_view kPrefix = "libbackplane_", kSuffix = ".so";
+      if (file.size() <= kPrefix.size() + kSuffix.size() || !file.starts_with(kPrefix) ||
+          !file.ends_with(kSuffix))
+        continue;
+      std::string name = file.substr(kPrefix.size(), file.size() - kPrefix.size() - kSuffix.size());
+      if (std::find(loaded.begin(), loaded.end(), name) == loaded.end() &&
+          std::find(out.begin(), out.end(), name) == out.end())
+        out.push_back(std::move(name));
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 [[noreturn]] __attribute__((noinline)) void missing_kernel(Op op, DType dtype, Device device) {
   std::ostringstream os;
   const IntrusivePtr<Backend> b = PluginLoader::instance().acquire(device.backend);
@@ -116,6 +144,12 @@ namespace {
   auto have = KernelRegistry::instance().backends_with(op, dtype);
   if (have.empty()) {
     os << "; no loaded backend has it";
+    const std::vector<std::string> others = plugins_not_loaded();
+    if (!others.empty()) {
+      os << " (plugins found but not loaded, which may: ";
+      for (std::size_t i = 0; i < others.size(); ++i) os << (i ? ", " : "") << others[i];
+      os << "; `backplane ops` lists who has it)";
+    }
   } else {
     os << "; backends that have it: ";
     for (std::size_t i = 0; i < have.size(); ++i) os << (i ? ", " : "") << have[i];

@@ -145,17 +145,23 @@ elseif(STEP STREQUAL "deb")
   file(MAKE_DIRECTORY ${WORK}/deb)
   run("cpack" EXPECT 0 COMMAND ${CPACK_CMD} -G DEB --config ${BUILD_DIR}/CPackConfig.cmake
       -B ${WORK}/deb)
-  file(GLOB runtime ${BUILD_DIR}/packages/backplane_*.deb)
-  file(GLOB dev ${BUILD_DIR}/packages/backplane-dev_*.deb)
+  # `cpack -B DIR` puts the packages in DIR, not in the build folder.
+  file(GLOB runtime ${WORK}/deb/backplane_*.deb)
+  file(GLOB dev ${WORK}/deb/backplane-dev_*.deb)
   if(NOT runtime OR NOT dev)
-    message(FATAL_ERROR "[sdk.deb] cpack made no backplane and backplane-dev packages")
+    message(FATAL_ERROR "[sdk.deb] cpack -B ${WORK}/deb made no backplane and backplane-dev packages there")
   endif()
+  run("runtime recommends" EXPECT 0 CONTAINS "opencl-icd"
+      COMMAND ${DPKG_DEB} -f ${runtime} Recommends)
+  run("runtime description" EXPECT 0 CONTAINS "opencl"
+      COMMAND ${DPKG_DEB} -f ${runtime} Description)
   run("runtime depends" EXPECT 0 CONTAINS "libdnnl2" "libboost-program-options1.74.0" "libssl3"
       COMMAND ${DPKG_DEB} -f ${runtime} Depends)
   run("dev depends" EXPECT 0 CONTAINS "backplane (= " "libboost-program-options-dev" "cmake"
       COMMAND ${DPKG_DEB} -f ${dev} Depends)
   run("runtime contents" EXPECT 0 CONTAINS "./usr/bin/backplane" "./usr/lib/libbackplane.so.0"
-      "./usr/lib/backplane/libbackplane_cpu_onednn.so" "./usr/libexec/backplane/backplane-probe"
+      "./usr/lib/backplane/libbackplane_cpu_onednn.so" "./usr/lib/backplane/libbackplane_opencl.so"
+      "./usr/libexec/backplane/backplane-probe"
       COMMAND ${DPKG_DEB} -c ${runtime})
   set(root ${WORK}/deb/root)
   run("unpack runtime" EXPECT 0 COMMAND ${DPKG_DEB} -x ${runtime} ${root})

@@ -56,6 +56,10 @@ struct Certification {
   // Required and registered, yet reached by no passed, non-empty case.
   std::vector<std::string> uncovered_kernels;
   int failed = 0;
+  // Cases that did not run for a kernel the profile does not require (a
+  // dtype or an op outside it), and cases skipped: they do not count
+  // against the profile, and the verdict says how many there were.
+  int unsupported = 0, skipped = 0;
   bool certified = false;
 };
 
@@ -64,6 +68,7 @@ struct KernelFailures {
   std::string kernel;              // "add (float32)"
   std::vector<std::string> cases;  // the failed cases that reached it
   int passed = 0;                  // passed cases that reached it
+  double score = 0;                // Ochiai: 1 = reached by every failure and no pass
 };
 
 struct Report {
@@ -136,9 +141,13 @@ Report run_suite(const Suite& suite, const Context& ctx, const RunOptions& optio
 // ops the backend lacks that the reference has (from the kernel registry).
 void describe_backends(Report& report, const Context& ctx);
 
-// The kernels the failed cases reached, ranked: most failed cases first,
-// then (a kernel most passing cases also reach is less suspect) fewest
-// passed cases, then by name.
+// The kernels the failed cases reached, ranked by how much they stand out
+// in the failures: by the Ochiai score failed(k) / sqrt(F * (failed(k) +
+// passed(k))), F the failed cases in all. A kernel only failing cases reach
+// (the broken one, typically) scores 1 when every failure reaches it, and
+// a kernel nearly every case reaches, passing or not (fill, copy), scores
+// low however many failures reach it. Ties: more failed cases, fewer passed
+// cases, then by name.
 std::vector<KernelFailures> failures_by_kernel(const Report& report);
 
 // "add (float32)" from "[add] not implemented for dtype float32 on backend 'x'...".
