@@ -56,6 +56,14 @@ def main():
     c = suites.get("certification")
     if c is None or c.get("failures") != "1" or c.find("testcase/failure") is None:
         fail("the JUnit report has no failed certification test case")
+    # For `full`, the verdict names the narrow dtypes among the missing
+    # kernels (minimal registers none) and how a plugin gets them.
+    full = subprocess.run([exe, "conformance", "--backend", plugin, "--no-isolate", "--profile",
+                           "full", "--filter", "op.fill_.float32.*"], capture_output=True, text=True)
+    want = "in the narrow dtypes float16, bfloat16, int8, uint8, int16"
+    # (With --filter the exit code says only whether a case failed.)
+    if full.returncode != 0 or want not in full.stdout:
+        fail(f"--profile full: exit {full.returncode}, no {want!r}\n{full.stdout[-2000:]}")
     print("[check_certification] minimal: not certified, exit 1, in console, JSON and JUnit")
 
 

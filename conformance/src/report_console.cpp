@@ -296,8 +296,18 @@ std::string certification_line(const Report& report) {
   auto add = [&](const std::string& part) { why += (why.empty() ? "" : "; ") + part; };
   if (!c.complete) add("only part of the suite ran (--filter)");
   if (c.failed) add(std::to_string(c.failed) + " case(s) failed");
-  if (!c.missing_kernels.empty())
-    add(std::to_string(c.missing_kernels.size()) + " required kernel(s) missing");
+  if (!c.missing_kernels.empty()) {
+    std::string part = std::to_string(c.missing_kernels.size()) + " required kernel(s) missing";
+    int narrow = 0;
+    for (const std::string& k : c.missing_kernels)
+      for (const char* d : {"(float16)", "(bfloat16)", "(int8)", "(uint8)", "(int16)"})
+        if (k.ends_with(d)) ++narrow;
+    if (narrow)
+      part += " (" + std::to_string(narrow) +
+              " in the narrow dtypes float16, bfloat16, int8, uint8, int16: register them, or "
+              "emulate them with emulate_narrow_dtypes where kernels see host addresses)";
+    add(part);
+  }
   if (!c.blocked_cases.empty())
     add(std::to_string(c.blocked_cases.size()) + " case(s) could not run for a required kernel");
   if (c.complete && !c.uncovered_kernels.empty())

@@ -1,0 +1,76 @@
+"""The figures the docs quote, checked against the program that they describe,
+so that none goes stale: the conformance options docs/cli.md lists, the
+cases per category in docs/plugin-guide.md, and the op count and ABI version
+of the `backplane ops` example in docs/cli.md.
+
+Usage: check_doc_figures.py BACKPLANE_EXE SOURCE_DIR
+"""
+import collections
+import re
+import subprocess
+import sys
+
+
+def fail(msg):
+    print(f"[docs.figures] {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def output(exe, *args):
+    run = subprocess.run([exe, *args], capture_output=True, text=True, timeout=120)
+    if run.returncode != 0:
+        fail(f"{' '.join(args)}: exit {run.returncode}\n{run.stderr}")
+    return run.stdout
+
+
+def section(text, heading):
+    at = text.find(heading)
+    if at < 0:
+        fail(f"no section {heading!r}")
+    end = text.find("\n### ", at + len(heading))
+    return text[at:end if end >= 0 else len(text)]
+
+
+def main():
+    exe, src = sys.argv[1], sys.argv[2]
+    cli = open(f"{src}/docs/cli.md", encoding="utf-8").read()
+    guide = open(f"{src}/docs/plugin-guide.md", encoding="utf-8").read()
+    checked = 0
+
+    # Every option of `backplane conformance --help` has a row in cli.md.
+    help_text = output(exe, "conformance", "--help")
+    own = help_text[help_text.index("Options:"):help_text.index("Global options")]
+    options = sorted(set(re.findall(r"^\s+(?:-\w \[ )?(--[a-z][a-z-]*)", own, re.M)))
+    table = section(cli, "### `conformance`")
+    missing = [o for o in options
+               if not re.search(r"(\| `|`, `)" + re.escape(o) + r"[` ]", table)]
+    if missing:
+        fail(f"docs/cli.md's conformance table lacks {missing} (from --help: {options})")
+    checked += len(options)
+
+    # The cases per category in the plugin guide are those of --list.
+    counts = collections.Counter()
+    for line in output(exe, "conformance", "--list").splitlines():
+        m = re.match(r"^\S+\s+\[(\w+)\]", line)
+        if m:
+            counts[m.group(1)] += 1
+    documented = dict(re.findall(r"^\| `(\w+)` \| (\d+) \|$", guide, re.M))
+    total = re.search(r"^\| all \| (\d+) \|$", guide, re.M)
+    if not total:
+        fail("docs/plugin-guide.md has no '| all | N |' row of cases per category")
+    documented = {k: int(v) for k, v in documented.items()}
+    if documented != dict(counts) or int(total.group(1)) != sum(counts.values()):
+        fail(f"docs/plugin-guide.md's cases per category {documented} (all {total.group(1)}) "
+             f"differ from --list: {dict(counts)} (all {sum(counts.values())})")
+    checked += len(counts) + 1
+
+    # The ops example quotes the real header line.
+    header = output(exe, "--backend", "sim", "ops", "--primitive").splitlines()[0]
+    if header not in cli:
+        fail(f"docs/cli.md's `backplane ops` example lacks the line {header!r}")
+    checked += 1
+    print(f"[docs.figures] {checked} figures agree with {exe}")
+
+
+if __name__ == "__main__":
+    main()
