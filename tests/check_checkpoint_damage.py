@@ -11,8 +11,8 @@ them), and resumes from each. Every one must be refused with exit 2 and no
 --accept-nonfinite, must resume. Prints the counts.
 """
 import os
+import json
 import random
-import stat
 import struct
 import subprocess
 import sys
@@ -101,7 +101,7 @@ def main():
         ("train.lr -0.01", meta("train.lr", "-0.01")),
         ("train.lr nan", meta("train.lr", "nan")),
         ("group lr inf", meta("optimizer.param_groups.0.lr", "inf")),
-        ("group lr 0", meta("optimizer.param_groups.0.lr", "0")),
+        ("group lr -1", meta("optimizer.param_groups.0.lr", "-1")),
         ("step -1", meta("optimizer.state.0.step", "-1")),
         ("step 1.5", meta("optimizer.state.0.step", "1.5")),
         ("step 1e300", meta("optimizer.state.0.step", "1e300")),
@@ -131,17 +131,14 @@ def main():
         # The same edit with the old sums: the raw file with only this change.
         old = cf.write(h, bytes(cf.split(raw)[1]))
         assert old == raw, "the Python writer does not reproduce Backplane's file"
-        text = raw[8:8 + n].decode()
         meta_sums = {k: v for k, v in h["__metadata__"].items() if k.startswith("backplane.crc32c.")}
         h2_kept = dict(h2)
         h2_kept["__metadata__"] = {**{k: v for k, v in h2["__metadata__"].items()
                                       if not k.startswith("backplane.crc32c.")}, **meta_sums}
-        import json
         t2 = json.dumps(h2_kept, separators=(",", ":"), sort_keys=True)
         t2 += " " * ((8 - len(t2) % 8) % 8)
         add(name + " (sums kept)", struct.pack("<Q", len(t2)) + t2.encode() + bytes(d))
         add(name + " (sums made afresh)", cf.write(h2, bytes(d)))
-        del text
 
     # Renamed, reshaped and retyped tensors (sums made afresh).
     def rename(h, d):
@@ -155,10 +152,7 @@ def main():
         h["model.3.bias"] = dict(e, dtype="I32")
 
     def drop(h, d):
-        del h["optimizer.state.1.exp_avg"]
-        lo, hi = header["optimizer.state.1.exp_avg"]["data_offsets"]
-        for k, e in h.items():  # the bytes stay: a hole, refused as such
-            pass
+        del h["optimizer.state.1.exp_avg"]  # its bytes stay: a hole, refused as such
 
     for name, edit in [("renamed tensor", rename), ("reshaped tensor", reshape), ("retyped tensor", retype),
                        ("a tensor left out", drop)]:
@@ -166,7 +160,6 @@ def main():
     # Sums removed: a file without sums is refused by default.
     h, d = cf.split(raw)
     h["__metadata__"] = {k: v for k, v in h["__metadata__"].items() if not k.startswith("backplane.crc32c.")}
-    import json
     t = json.dumps(h, separators=(",", ":"))
     add("all sums removed", struct.pack("<Q", len(t)) + t.encode() + d)
     # 200,000 empty tensors.

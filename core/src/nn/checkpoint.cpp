@@ -42,11 +42,13 @@ double parse_number(const std::string& path, const std::string& key, const std::
   return v;
 }
 
-// The ranges an optimiser's numbers can take: a learning rate is positive, a
-// step count a whole number from 0 to 2^53.
+// The ranges an optimiser's numbers can take: a learning rate is not
+// negative (a schedule may end at 0), a step count a whole number from 0 to
+// 2^53.
 void check_option(const std::string& path, const std::string& key, const std::string& name, double v,
                   const std::string& text) {
-  if (name == "lr" && !(v > 0)) bad(path, "metadata '" + key + "' is '" + text + "'; a learning rate is positive");
+  if (name == "lr" && !(v >= 0))
+    bad(path, "metadata '" + key + "' is '" + text + "'; a learning rate is not negative");
   if (name == "step" && !(v >= 0 && v <= 9007199254740992.0 && v == std::floor(v)))
     bad(path, "metadata '" + key + "' is '" + text + "'; a step count is a whole number from 0");
 }

@@ -39,7 +39,7 @@ void save_checkpoint(const std::string& path, const Module& model, const optim::
 // Reads a checkpoint onto `device` (the default device when not given),
 // its CRC32C sums verified (safetensors.h; `checksums` Optional accepts a
 // file without them). A file whose optimiser entries are malformed or out
-// of range (a number that is not finite, an "lr" that is not positive, a
+// of range (a number that is not finite, a negative "lr", a
 // "step" that is not a whole number from 0) is a ValueError naming the
 // entry and its value.
 Checkpoint read_checkpoint(const std::string& path, std::optional<Device> device = std::nullopt,
