@@ -6,7 +6,8 @@
              is a safetensors file holding the model, Adam's state and the settings.
   resume     4 epochs in one run, and 2 + 2 with --stop-after and --resume (the
              settings taken from the checkpoint), give the same checkpoint byte for
-             byte and the same metrics rows; a setting that differs is refused.
+             byte and the same metrics rows; a setting that differs is refused; a
+             larger --epochs extends the resumed run, a smaller one is refused.
   backend    2 epochs of the CNN on BACKEND and on cpu_onednn: the same held-out
              accuracy (within two samples) and losses (within 2%).
   distributed  `backplane launch --nproc 2 -- backplane train --distributed` with
@@ -115,6 +116,17 @@ def resume(exe, work, digits):
     strip = lambda rs: [{k: v for k, v in x.items() if k not in ("seconds", "samples_per_second")} for x in rs]
     if strip(rows(am)) != strip(rows(bm)):
         fail("metrics differ:\n%r\n%r" % (strip(rows(am)), strip(rows(bm))))
+    # A larger --epochs extends the run; a smaller one than the checkpoint's epoch is refused.
+    p = train(exe, digits, "--backend", "cpu_onednn", "--epochs", "3", "--resume", b, "--checkpoint", b)
+    if p.returncode != 2 or "--epochs 3 is below the epoch" not in p.stderr:
+        fail("--epochs 3 after epoch 4 was not refused")
+    p = train(exe, digits, "--backend", "cpu_onednn", "--epochs", "5", "--resume", b, "--checkpoint", b,
+              "--metrics", bm)
+    if p.returncode != 0 or "Resumed from %s after epoch 4 of 5" % b not in p.stdout or "epoch 5/5" not in p.stdout:
+        fail("--resume with --epochs 5 did not go on to epoch 5")
+    meta = header(b)["__metadata__"]
+    if meta["train.epoch"] != "5" or meta["train.epochs"] != "5" or [x["epoch"] for x in rows(bm)] != list("12345"):
+        fail("the extended run's checkpoint or metrics: %r %r" % (meta["train.epoch"], [x["epoch"] for x in rows(bm)]))
 
 
 def backend(exe, work, digits, name):

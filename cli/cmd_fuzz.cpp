@@ -52,6 +52,9 @@ const char* kDetails =
     "  probe, overflow, rank9, zero-size, special, alias, grad-overlap, grad-zeros,\n"
     "  nan-grad, int-grad\n"
     "(replaying a case needs the same --skip list, which the replay line repeats).\n\n"
+    "--poison also checks that an op writes every element of its result: each op case\n"
+    "runs twice more with the device's new memory filled with 0x00 bytes, then 0xFF,\n"
+    "and an element that differs between the two fails the case (unwritten-result).\n\n"
     "Examples:\n"
     "  backplane fuzz --seconds 120 --seed 1\n"
     "  backplane fuzz --backend sim --cases 3000 --seed 1\n"
@@ -115,6 +118,9 @@ class FuzzCommand : public Command {
         "leave a case kind, an op, a view or a feature out of the generated cases (repeatable)")(
         "shrink-seconds", po::value<double>(&shrink_seconds_)->value_name("N"),
         "time limit for shrinking one failure (default 20)")(
+        "poison", po::bool_switch(&poison_),
+        "run each op case twice more, the device's memory filled first with 0x00 bytes, then "
+        "with 0xFF: a result element that differs was never written (unwritten-result)")(
         "asan", po::bool_switch(&asan_),
         "for a plugin built with AddressSanitizer: run again with its ASan runtime preloaded "
         "(LD_PRELOAD; the line is printed)")(
@@ -156,6 +162,7 @@ class FuzzCommand : public Command {
     o.verbose = verbose_;
     o.skip = skip_;
     o.shrink_seconds = shrink_seconds_;
+    o.poison = poison_;
     o.replay_command = "backplane fuzz --backend " + flags.backend;
     for (const auto& p : flags.plugin_paths) o.replay_command += " --plugin-path " + p;
     for (const auto& opt : flags.options) o.replay_command += " --backend-option " + opt;
@@ -196,7 +203,7 @@ class FuzzCommand : public Command {
   std::string compare_to_;  // empty: the reference backend
   std::vector<std::string> skip_;
   double shrink_seconds_ = 20;
-  bool verbose_ = false, asan_ = false;
+  bool verbose_ = false, asan_ = false, poison_ = false;
 };
 
 }  // namespace

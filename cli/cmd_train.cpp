@@ -5,11 +5,15 @@
 #include <backplane/distributed.h>
 #include <backplane/nn/checkpoint.h>
 #include <backplane/nn/parallel.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <charconv>
 #include <chrono>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -46,6 +50,67 @@ std::string fixed(double v, int digits) {
   return buf;
 }
 
+// Why a file could not be written at `path` (a folder, a missing or
+// read-only folder), or empty: a file is made beside it and removed.
+std::string unwritable(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return "it exists and is not a regular file";
+  std::string probe = path + ".XXXXXX";
+  const int fd = ::mkstemp(probe.data());
+  if (fd < 0) return std::string("no file can be made beside it: ") + std::strerror(errno);
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return {};
+}
+
+// The CSV of --metrics, appended to one whole row at a time (a single
+// write() of the line, then fsync), so a run killed at any moment leaves
+// whole rows only.
+class MetricsFile {
+ public:
+  // Replaces the file with `kept` (a temporary file renamed over it, so the
+  // kept rows survive a kill), then opens it for appending.
+  bool open(const std::string& path, const std::string& kept) {
+    std::string tmp = path + ".XXXXXX";
+    const int t = ::mkstemp(tmp.data());
+    if (t < 0) return false;
+    const bool ok = write_all(t, kept) && ::fchmod(t, 0644) == 0 && ::fsync(t) == 0;
+    ::close(t);
+    if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+      ::unlink(tmp.c_str());
+      return false;
+    }
+    fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    return fd_ >= 0;
+  }
+  bool is_open() const { return fd_ >= 0; }
+  bool append(const std::string& line) { return write_all(fd_, line) && ::fsync(fd_) == 0; }
+  ~MetricsFile() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+ private:
+  static bool write_all(int fd, const std::string& text) {
+    std::size_t done = 0;
+    while (done < text.size()) {
+      const ssize_t w = ::write(fd, text.data() + done, text.size() - done);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) return false;
+      done += static_cast<std::size_t>(w);
+    }
+    return true;
+  }
+  int fd_ = -1;
+};
+
+// The first non-finite value of a floating tensor, if any.
+std::optional<double> non_finite(const Tensor& t) {
+  if (!is_floating(t.dtype()) || t.numel() == 0) return std::nullopt;
+  for (double v : t.detach().to(DType::Float64).contiguous().to_vector<double>())
+    if (!std::isfinite(v)) return v;
+  return std::nullopt;
+}
+
 // What a pass over a split gives.
 struct Pass {
   double loss = 0, accuracy = 0, seconds = 0;
@@ -75,11 +140,16 @@ class TrainCommand : public Command {
            "throughput; each epoch ends with one line. --metrics writes a CSV row per epoch:\n"
            "  epoch,train_loss,train_accuracy,test_loss,test_accuracy,lr,seconds,samples_per_second\n"
            "--checkpoint writes the model, the optimiser's state and the run's settings as a\n"
-           "safetensors file after every epoch (written to a temporary file and renamed, so\n"
-           "an interrupted run keeps the last whole one). --resume FILE goes on from such a\n"
-           "file to --epochs, with its settings (giving a different one is an error), and\n"
-           "ends where the uninterrupted run would have, bit for bit on the same backend;\n"
-           "--metrics rows are then appended.\n\n"
+           "safetensors file with CRC32C sums after every epoch (written to a temporary file,\n"
+           "fsync'ed and renamed, so a killed run keeps the last whole one; a --checkpoint\n"
+           "that cannot be written is refused before training). --resume FILE goes on from\n"
+           "such a file to --epochs, with its settings (giving a different one is an error;\n"
+           "a larger --epochs extends the run, the cosine schedule then spanning the new\n"
+           "count), and ends where the uninterrupted run would have, bit for bit on the same\n"
+           "backend; --metrics rows are then appended, whole lines only. The checkpoint's\n"
+           "sums are verified and its values checked (the epoch, the step counts, the batch\n"
+           "size, finite positive learning rates); NaN or infinite weights or optimiser\n"
+           "state are refused unless --accept-nonfinite.\n\n"
            "Exit codes: 0 trained (and --min-accuracy reached); 1 the final accuracy is below\n"
            "--min-accuracy; 2 bad options, data or checkpoint; 3 the backend has no device.\n\n"
            "--distributed trains data-parallel on the ranks `backplane launch` starts (env://,\n"
@@ -114,6 +184,8 @@ class TrainCommand : public Command {
         ("metrics", po::value(&metrics_), "write a CSV row per epoch to this file")
         ("checkpoint", po::value(&checkpoint_), "save model and optimiser to this safetensors file each epoch")
         ("resume", po::value(&resume_), "go on from a checkpoint written by --checkpoint")
+        ("accept-nonfinite", po::bool_switch(&accept_nonfinite_),
+         "--resume: accept NaN or infinite weights or optimiser state (refused by default)")
         ("stop-after", po::value<int64_t>()->notifier([this](int64_t v) { stop_after_ = v; }),
          "stop after this epoch (of --epochs), to go on later with --resume")
         ("min-accuracy", po::value<double>()->notifier([this](double v) { min_accuracy_ = v; }), "exit 1 when the final held-out accuracy is below (0..1)")
@@ -183,7 +255,11 @@ class TrainCommand : public Command {
     if (!resume_.empty()) {
       try {
         const safetensors::Metadata meta = nn::load_checkpoint(resume_, *model, opt.get());
-        start = std::stoll(meta.at("train.epoch"));
+        const auto it = meta.find("train.epoch");
+        if (it == meta.end()) return usage_error_of("train", "--resume: '" + resume_ + "' has no 'train.epoch'");
+        if (std::string why = checked_epoch(it->second, start); !why.empty()) return usage_error_of("train", why);
+        if (std::string why = check_resumed(*model, *opt, start, train.size()); !why.empty())
+          return usage_error_of("train", "cannot resume from '" + resume_ + "': " + why);
       } catch (const std::exception& e) {
         return usage_error_of("train", "cannot resume from '" + resume_ + "': " + e.what());
       }
@@ -195,22 +271,27 @@ class TrainCommand : public Command {
 
     // A resumed run keeps the rows of the epochs the checkpoint holds and
     // drops any later one (a run stopped between a row and its checkpoint).
-    std::ofstream metrics;
+    // Only whole lines (ended by a newline) are kept.
+    MetricsFile metrics;
     if (!metrics_.empty() && rank_ == 0) {
       std::string kept = "epoch,train_loss,train_accuracy,test_loss,test_accuracy,lr,seconds,samples_per_second\n";
-      if (!resume_.empty() && std::filesystem::exists(metrics_)) {
-        std::ifstream old(metrics_);
-        std::string line;
-        std::getline(old, line);
-        while (std::getline(old, line)) {
+      if (!resume_.empty() && std::filesystem::is_regular_file(metrics_)) {
+        std::ifstream old(metrics_, std::ios::binary);
+        const std::string all((std::istreambuf_iterator<char>(old)), std::istreambuf_iterator<char>());
+        std::size_t at = all.find('\n');  // after the header row
+        while (at != std::string::npos && at + 1 < all.size()) {
+          const std::size_t end = all.find('\n', at + 1);
+          if (end == std::string::npos) break;  // a partial last line
+          const std::string line = all.substr(at + 1, end - at - 1);
           int64_t epoch = 0;
           const auto [ptr, ec] = std::from_chars(line.data(), line.data() + line.size(), epoch);
-          if (ec == std::errc() && *ptr == ',' && epoch <= start) kept += line + "\n";
+          if (ec == std::errc() && ptr != line.data() + line.size() && *ptr == ',' && epoch <= start)
+            kept += line + "\n";
+          at = end;
         }
       }
-      metrics.open(metrics_, std::ios::trunc);
-      metrics << kept;
-      if (!metrics) return usage_error_of("train", "cannot write the metrics to '" + metrics_ + "'");
+      if (!metrics.open(metrics_, kept))
+        return usage_error_of("train", "cannot write the metrics to '" + metrics_ + "': " + std::strerror(errno));
     }
 
     std::cout << "Training " << s_.model << " on " << to_string(device) << " (" << s_.dtype << "): "
@@ -234,10 +315,10 @@ class TrainCommand : public Command {
                 << fixed(100 * last_test.accuracy, 1) << "%  " << fixed(rate, 0) << " samples/s  lr " << lr
                 << std::endl;
       if (metrics.is_open()) {
-        metrics << epoch + 1 << "," << exact(tr.loss) << "," << exact(tr.accuracy) << "," << exact(last_test.loss)
-                << "," << exact(last_test.accuracy) << "," << exact(lr) << "," << exact(tr.seconds) << ","
-                << exact(rate) << std::endl;
-        if (!metrics) return usage_error_of("train", "writing the metrics to '" + metrics_ + "' failed");
+        const std::string row = std::to_string(epoch + 1) + "," + exact(tr.loss) + "," + exact(tr.accuracy) + "," +
+                                exact(last_test.loss) + "," + exact(last_test.accuracy) + "," + exact(lr) + "," +
+                                exact(tr.seconds) + "," + exact(rate) + "\n";
+        if (!metrics.append(row)) return usage_error_of("train", "writing the metrics to '" + metrics_ + "' failed");
       }
       if (!checkpoint_.empty() && rank_ == 0) {
         safetensors::Metadata meta = s_.metadata();
@@ -283,7 +364,7 @@ class TrainCommand : public Command {
     if (!resume_.empty()) {
       try {
         header = safetensors::read_header(resume_);
-      } catch (const Error& e) {
+      } catch (const std::exception& e) {
         return usage_error_of("train", std::string("--resume: ") + e.what());
       }
       if (!header.metadata.count("train.epoch"))
@@ -293,7 +374,60 @@ class TrainCommand : public Command {
     if (std::string why = resolve_settings(given_, resume_.empty() ? nullptr : &header.metadata, resume_, s_);
         !why.empty())
       return usage_error_of("train", why);
+    if (!resume_.empty()) {
+      saved_epochs_ = std::stoll(header.metadata.at("train.epochs"));  // checked by resolve_settings
+      int64_t epoch = 0;
+      if (std::string why = checked_epoch(header.metadata.at("train.epoch"), epoch); !why.empty())
+        return usage_error_of("train", why);
+    }
+    // Found now, not after the first epoch's training.
+    if (!checkpoint_.empty())
+      if (std::string why = unwritable(checkpoint_); !why.empty())
+        return usage_error_of("train", "--checkpoint '" + checkpoint_ + "' cannot be written: " + why);
     return kExitOk;
+  }
+
+  // The checkpoint's "train.epoch": a whole number from 1 to the epochs it
+  // was trained for, and not past --epochs. Returns why not, or empty.
+  std::string checked_epoch(const std::string& text, int64_t& out) const {
+    int64_t v = -1;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    const std::string what = "--resume: '" + resume_ + "' has 'train.epoch' '" + text + "'";
+    if (ec != std::errc() || end != text.data() + text.size() || text.empty() || v < 1 || v > saved_epochs_)
+      return what + ", not an epoch from 1 to its 'train.epochs' " + std::to_string(saved_epochs_);
+    if (v > s_.epochs)
+      return "--epochs " + std::to_string(s_.epochs) + " is below the epoch '" + resume_ + "' is at (" + text +
+             "); a resumed run goes on to a larger --epochs";
+    out = v;
+    return {};
+  }
+
+  // The values of a loaded checkpoint, beyond its structure: the batch size
+  // within the data, each optimiser step count what `start` epochs give,
+  // and (unless --accept-nonfinite) finite weights and optimiser state.
+  std::string check_resumed(nn::Module& model, optim::Optimizer& opt, int64_t start, int64_t train_size) const {
+    if (s_.batch_size > train_size)
+      return "'train.batch_size' is " + std::to_string(s_.batch_size) + ", more than the " +
+             std::to_string(train_size) + " samples it trains on";
+    const int64_t n = world_ > 1 ? (train_size + world_ - 1) / world_ : train_size;
+    const int64_t steps = start * ((n + s_.batch_size - 1) / s_.batch_size);
+    const optim::OptimizerState state = opt.state_dict();
+    for (const auto& [index, ps] : state.state)
+      for (const auto& [name, v] : ps.numbers)
+        if (name == "step" && v != static_cast<double>(steps))
+          return "'optimizer.state." + std::to_string(index) + ".step' is " + exact(v) + "; " +
+                 std::to_string(start) + " epochs of batches of " + std::to_string(s_.batch_size) + " make " +
+                 std::to_string(steps) + " steps";
+    if (accept_nonfinite_) return {};
+    for (const auto& [name, t] : model.state_dict())
+      if (const auto v = non_finite(t))
+        return "tensor 'model." + name + "' holds " + exact(*v) + " (--accept-nonfinite to resume anyway)";
+    for (const auto& [index, ps] : state.state)
+      for (const auto& [name, t] : ps.tensors)
+        if (const auto v = non_finite(t))
+          return "tensor 'optimizer.state." + std::to_string(index) + "." + name + "' holds " + exact(*v) +
+                 " (--accept-nonfinite to resume anyway)";
+    return {};
   }
 
   Pass train_epoch(nn::Module& model, optim::Optimizer& opt, nn::CrossEntropyLoss& criterion, const Tensor& x,
@@ -381,7 +515,8 @@ class TrainCommand : public Command {
   std::optional<double> lr_, min_accuracy_;
   std::optional<int64_t> stop_after_;
   std::string data_, metrics_, checkpoint_, resume_, progress_;
-  bool distributed_ = false;
+  bool distributed_ = false, accept_nonfinite_ = false;
+  int64_t saved_epochs_ = 0;
   int rank_ = 0, world_ = 1;
 };
 

@@ -2,6 +2,7 @@
 #include "train_settings.h"
 
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 
 namespace bp::cli {
@@ -65,8 +66,9 @@ std::string TrainSettings::set(const std::string& flag, const std::string& text)
   if (flag == "seed") return parse(text, seed) ? "" : what + ": a whole number from 0 to 2^64-1";
   double v = 0;
   if (!parse(text, v)) return what + " is not a number";
+  if (!std::isfinite(v)) return what + ": not a finite number";
   if (flag == "lr") {
-    if (!(v > 0)) return what + ": the learning rate must be positive";
+    if (!(v > 0 && v <= 1000)) return what + ": the learning rate must be positive, at most 1000";
     lr = v;
   } else if (flag == "weight-decay") {
     if (!(v >= 0)) return what + ": must not be negative";
@@ -115,7 +117,9 @@ std::string resolve_settings(const std::map<std::string, std::string>& given, co
     if (it == given.end()) continue;
     TrainSettings probe = out;
     if (std::string why = probe.set(flag, it->second); !why.empty()) return why;
-    if (saved && probe.get(flag) != out.get(flag))
+    // --epochs may grow a resumed run (the run checks it against the
+    // checkpoint's epoch); any other setting must be the checkpoint's.
+    if (saved && flag != "epochs" && probe.get(flag) != out.get(flag))
       return "--resume: '" + saved_path + "' was trained with --" + flag + " " + out.get(flag) + ", not " +
              it->second + "; leave --" + flag + " out to go on with the checkpoint's";
     out = probe;

@@ -35,7 +35,8 @@ struct TrainSettings {
 // Defaults, then the checkpoint's settings (`saved`, its metadata, when
 // resuming), then the `given` ones (flag -> text): a given one that differs
 // from the checkpoint's is refused, since the run would not go on from where
-// it stopped. Returns why not, or empty when `out` is complete.
+// it stopped, except --epochs, which may extend the run. Returns why not, or
+// empty when `out` is complete.
 std::string resolve_settings(const std::map<std::string, std::string>& given, const safetensors::Metadata* saved,
                              const std::string& saved_path, TrainSettings& out);
 

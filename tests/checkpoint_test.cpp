@@ -143,4 +143,33 @@ TEST(Checkpoint, MalformedOptimiserEntriesAreNamed) {
   EXPECT_NE(error_of({{"optimizer.lr", "1"}}).find("unknown optimiser entry 'optimizer.lr'"), std::string::npos);
 }
 
+// Numbers out of their range are refused naming the key and the value.
+TEST(Checkpoint, OptimiserNumbersOutOfRangeAreNamed) {
+  TempDir dir;
+  const nn::NamedTensors none;
+  const auto save = [&](const std::string& key, const std::string& value) {
+    bp::safetensors::Metadata meta = {{"optimizer", "Adam"}, {"optimizer.param_groups", "1"},
+                                      {"optimizer.param_groups.0.params", "0"},
+                                      {"optimizer.param_groups.0.lr", "0.001"}, {"optimizer.state.0.step", "3"}};
+    meta[key] = value;
+    bp::safetensors::save_file(none, dir / "bad.safetensors", meta);
+  };
+  const auto error_of = [&](const std::string& key, const std::string& value) {
+    save(key, value);
+    return message_of<bp::ValueError>([&] { nn::read_checkpoint(dir / "bad.safetensors"); });
+  };
+  save("optimizer.state.0.step", "3");
+  EXPECT_NO_THROW(nn::read_checkpoint(dir / "bad.safetensors"));
+  save("optimizer.param_groups.0.lr", "0");
+  EXPECT_NO_THROW(nn::read_checkpoint(dir / "bad.safetensors")) << "a schedule may end at 0";
+  EXPECT_NE(error_of("optimizer.param_groups.0.lr", "inf").find("'optimizer.param_groups.0.lr' is 'inf', not a finite"),
+            std::string::npos);
+  EXPECT_NE(error_of("optimizer.param_groups.0.lr", "-0.5").find("'-0.5'; a learning rate is not negative"),
+            std::string::npos);
+  EXPECT_NE(error_of("optimizer.state.0.step", "-1").find("'optimizer.state.0.step' is '-1'; a step count"),
+            std::string::npos);
+  EXPECT_NE(error_of("optimizer.state.0.step", "2.5").find("a step count is a whole number"), std::string::npos);
+  EXPECT_NE(error_of("optimizer.state.0.step", "nan").find("not a finite number"), std::string::npos);
+}
+
 }  // namespace

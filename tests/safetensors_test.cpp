@@ -41,13 +41,21 @@ std::vector<std::byte> file_bytes(const std::string& header, const std::vector<u
   return out;
 }
 
+// Hand-made files carry no sums: their structure is what is checked here.
 std::string error_of(const std::vector<std::byte>& bytes) {
-  return message_of([&] { st::deserialize(bytes); });
+  return message_of([&] { st::deserialize(bytes, std::nullopt, "safetensors data", st::Checksums::Optional); });
+}
+
+// Reads a hand-made file (no sums).
+bp::nn::NamedTensors read_unverified(const std::vector<std::byte>& bytes) {
+  return st::deserialize(bytes, std::nullopt, "safetensors data", st::Checksums::Optional);
 }
 
 TEST(Safetensors, ReadsAFileWrittenByPython) {
   const std::string path = std::string(BACKPLANE_SOURCE_DIR) + "/tests/fixtures/reference.safetensors";
-  const bp::nn::NamedTensors t = st::load_file(path);
+  // Python writes no sums: refused by default, read with the opt-out.
+  EXPECT_NE(message_of([&] { st::load_file(path); }).find("carries no CRC32C checksums"), std::string::npos);
+  const bp::nn::NamedTensors t = st::load_file(path, std::nullopt, st::Checksums::Optional);
   ASSERT_EQ(t.size(), 12u);
   EXPECT_EQ(t["f32"].dtype(), DType::Float32);
   EXPECT_EQ(t["f32"].to_vector<double>(), std::vector<double>({-1.0, -0.5, 0.0, 0.5, 1.0, 1.5}));
@@ -69,7 +77,8 @@ TEST(Safetensors, ReadsAFileWrittenByPython) {
   EXPECT_EQ(t["empty"].numel(), 0);
   EXPECT_EQ(t["empty"].size(1), 4);
   EXPECT_EQ(t["block.0.weight"].to_vector<double>(), std::vector<double>({1, 2, 3, 4}));
-  const st::Header h = st::read_header(path);
+  const st::Header h = st::read_header(path, st::Checksums::Optional);
+  EXPECT_FALSE(h.checksummed);
   EXPECT_EQ(h.metadata.at("format"), "pt");
   EXPECT_EQ(h.metadata.at("source"), "safetensors_reference.py");
 }
@@ -117,7 +126,7 @@ TEST(Safetensors, LayoutFollowsTheFormat) {
 TEST(Safetensors, MalformedFilesAreRefusedWithTheReason) {
   const std::string ok = R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
   const std::vector<uint8_t> eight(8, 0);
-  EXPECT_NO_THROW(st::deserialize(file_bytes(ok, eight)));
+  EXPECT_NO_THROW(read_unverified(file_bytes(ok, eight)));
   EXPECT_NE(error_of(std::vector<std::byte>(5)).find("fewer than the 8"), std::string::npos);
   EXPECT_NE(error_of(file_bytes(ok, eight, uint64_t{1} << 40)).find("more than the limit"), std::string::npos);
   EXPECT_NE(error_of(file_bytes(ok, eight, ok.size() + 9)).find("truncated"), std::string::npos);
@@ -161,7 +170,7 @@ TEST(Safetensors, MalformedFilesAreRefusedWithTheReason) {
                 .find("9 dims; Backplane tensors have at most 8"),
             std::string::npos);
   // Trailing spaces in the header are allowed (Python pads with them).
-  EXPECT_NO_THROW(st::deserialize(file_bytes(ok + "   ", eight)));
+  EXPECT_NO_THROW(read_unverified(file_bytes(ok + "   ", eight)));
 }
 
 TEST(Safetensors, EveryCutOfAGoodFileIsRefused) {
@@ -236,7 +245,10 @@ TEST(Safetensors, PythonReadsOurFile) {
   std::ofstream(script) << "import sys, numpy as np\n"
                            "from safetensors import safe_open\n"
                            "with safe_open(sys.argv[1], 'np') as f:\n"
-                           "    assert f.metadata() == {'by': 'backplane'}, f.metadata()\n"
+                           "    m = f.metadata()\n"
+                           "    assert m.pop('by') == 'backplane', m\n"
+                           "    assert sorted(m) == ['backplane.crc32c.header', 'backplane.crc32c.tensor.h',\n"
+                           "                         'backplane.crc32c.tensor.n', 'backplane.crc32c.tensor.x'], m\n"
                            "    x, n, h = f.get_tensor('x'), f.get_tensor('n'), f.get_tensor('h')\n"
                            "assert x.dtype == np.float32 and x.shape == (2, 3), x\n"
                            "assert (x.reshape(-1) == np.arange(6) * 0.5).all(), x\n"

@@ -174,6 +174,25 @@ void failed_ops_change_nothing(const Context& ctx) {
                                            "a.clamp_()");
 }
 
+// A result with fewer elements than indices, or more, would be left partly
+// unwritten: index_select of a 0-d tensor takes exactly one index, as
+// PyTorch's "Index to scalar can have only 1 value".
+void index_select_of_scalar(const Context& ctx) {
+  const Tensor a = full({}, 4, ctx.options());
+  const Tensor none = empty({0}, ctx.options(DType::Int64));
+  const Tensor two = from_vector(std::vector<double>{0, 0}, {2}, ctx.options(DType::Int64));
+  BP_EXPECT_MENTIONS(BP_ERROR_MESSAGE(bp::IndexError, a.index_select(0, none)), "[index_select]",
+                     "Index to scalar can have only 1 value, got 0 value(s)");
+  BP_EXPECT_MENTIONS(BP_ERROR_MESSAGE(bp::IndexError, a.index_select(0, two)),
+                     "Index to scalar can have only 1 value, got 2 value(s)");
+  const Tensor one = from_vector(std::vector<double>{0}, {1}, ctx.options(DType::Int64));
+  const Tensor r = a.index_select(0, one);
+  BP_EXPECT_EQ(r.dim(), int64_t{0});
+  BP_EXPECT_VALUES(r, {4});
+  // gather's result has the index's shape: an empty index gives an empty result.
+  BP_EXPECT_EQ(a.gather(0, none).numel(), int64_t{0});
+}
+
 }  // namespace
 
 void add_limit_cases(Suite& suite) {
@@ -184,6 +203,7 @@ void add_limit_cases(Suite& suite) {
   add("size_overflow", {"CR-8"}, size_overflow);
   add("undefined_tensor", {"CR-9"}, undefined_tensor);
   add("failed_ops_change_nothing", {"IP-10", "IP-4", "IP-5", "IP-6"}, failed_ops_change_nothing);
+  add("index_select_of_scalar", {"VW-6"}, index_select_of_scalar);
 }
 
 }  // namespace bp::conformance

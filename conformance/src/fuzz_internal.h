@@ -395,6 +395,7 @@ struct Env {
   Device device, reference;
   std::vector<bp_tolerance> tolerances;  // both backends' declared ones
   std::ostream* echo = nullptr;
+  bool poison = false;  // Options::poison
 };
 
 Outcome run_case(const Case& c, const Env& env);

@@ -9,6 +9,8 @@
 //              from the out-of-place op on contiguous copies), return self and
 //              bump the version once; or, where the contract demands an error,
 //              raise one and change nothing.
+#include <backplane/debug.h>
+
 #include <algorithm>
 #include <cmath>
 #include <iostream>
@@ -251,6 +253,42 @@ std::vector<Tensor> on_reference(const Env& env, const ResolvedOp& op,
   }
 }
 
+// Under --poison: the op runs twice more, the device's allocations filled
+// with 0x00 bytes and then with 0xFF, and every result element must come out
+// the same in both (NaN matching NaN): one that differs holds what the
+// memory held, not what the kernel wrote. The poison is off again before
+// the reference and the other checks run.
+void check_all_written(const Env& env, const ResolvedOp& op, Tensor& self,
+                       const std::vector<Tensor>& operands, const std::vector<std::string>& outs) {
+  const std::string what = op.info->name;
+  struct Off {
+    int backend;
+    ~Off() { debug::set_poison(backend, -1); }
+  } off{env.device.backend};
+  auto run_with = [&](int byte) {
+    debug::set_poison(env.device.backend, byte);
+    std::vector<Tensor> r =
+        guarded("unexpected-error", what, [&] { return run_op(op, self, operands); });
+    std::vector<std::vector<double>> v;
+    for (const Tensor& t : r)
+      v.push_back(guarded("unexpected-error", what, [&] { return t.to_vector<double>(); }));
+    return std::make_pair(std::move(r), std::move(v));
+  };
+  const auto [zeros, first] = run_with(0x00);
+  const auto [ones, second] = run_with(0xFF);
+  for (std::size_t i = 0; i < first.size() && i < second.size(); ++i)
+    for (std::size_t j = 0; j < first[i].size() && j < second[i].size(); ++j) {
+      const double a = first[i][j], b = second[i][j];
+      if (a == b || (std::isnan(a) && std::isnan(b))) continue;
+      std::ostringstream os;
+      os << (i < outs.size() ? outs[i] : "result") << " = " << what << ": element " << j
+         << " (row-major) of " << shape_str(sizes_of(zeros[i])) << " is " << a
+         << " when the memory was filled with 0x00 bytes and " << b
+         << " with 0xFF: the kernel left it unwritten";
+      throw Failure{"unwritten-result", what, os.str()};
+    }
+}
+
 std::vector<Tensor> device_tensors(const std::vector<BuiltOperand>& b) {
   std::vector<Tensor> out;
   for (const auto& o : b) out.push_back(o.t);
@@ -344,6 +382,7 @@ void run_op_case(const Case& c, const Env& env, Transcript& tr) {
     const std::vector<double> input = m.logical(cur);
     std::vector<Tensor> got =
         guarded("unexpected-error", what, [&] { return run_op(op, cur.t, operands); });
+    if (env.poison) check_all_written(env, op, cur.t, operands, outs);
     const std::vector<Tensor> want =
         on_reference(env, op, input, cur.layout.sizes, cur.t.dtype(), others);
     double magnitude = max_abs(input);

@@ -1,6 +1,8 @@
 // The fuzzing loop: cases in order until a limit, progress every few
 // seconds, each failure counted by kind, and the first few failures of each
 // kind shrunk; a reproducer is printed for each distinct shrunk failure.
+#include <backplane/debug.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -112,10 +114,19 @@ Outcome run_case(const Case& c, const Env& env) {
 }
 
 Summary run(const Options& options, std::ostream& out, std::ostream& progress) {
-  Env env{options.device, options.reference, declared_tolerances(options), nullptr};
+  Env env{options.device, options.reference, declared_tolerances(options), nullptr, options.poison};
+  // The device's allocations are poisoned per op case (fuzz_oracle.cpp);
+  // whatever happens, nothing stays poisoned after the run.
+  struct Unpoison {
+    int backend;
+    ~Unpoison() {
+      if (backend >= 0) debug::set_poison(backend, -1);
+    }
+  } unpoison{options.poison ? options.device.backend : -1};
   GenConfig config;
   config.skip.insert(options.skip.begin(), options.skip.end());
   std::string replay = options.replay_command;
+  if (options.poison) replay += " --poison";
   for (const std::string& s : options.skip) replay += " --skip '" + s + "'";
 
   Summary summary;

@@ -7,6 +7,7 @@
 #include <backplane/error.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <optional>
@@ -14,6 +15,12 @@
 #include "backend_library.h"
 #include "internal.h"
 #include "plugin_probe.h"
+
+namespace bp::detail {
+// Poisoned allocations (debug::set_poison; guard.cpp).
+extern std::atomic<bool> g_any_poison;
+int poison_for(int backend_id);
+}  // namespace bp::detail
 
 namespace bp {
 
@@ -100,6 +107,10 @@ void* Backend::allocate(int device, std::size_t nbytes, bp_stream stream,
     if (lead != 0) memset(device, stream, p, 0, detail::kGuardPattern, lead);
     memset(device, stream, p, lead + nbytes, detail::kGuardPattern, guard);
     detail::remember_guard(p, {lead, guard});
+  }
+  if (__builtin_expect(detail::g_any_poison.load(std::memory_order_relaxed), 0) && nbytes != 0) {
+    const int byte = detail::poison_for(id_);  // debug::set_poison
+    if (byte >= 0) memset(device, stream, p, lead, byte, nbytes);
   }
   if (lead_out != nullptr) *lead_out = lead;
   return p;

@@ -21,6 +21,15 @@ std::vector<debug::GuardViolation> g_violations;
 namespace detail {
 
 std::atomic<bool> g_any_guarded{false};
+std::atomic<bool> g_any_poison{false};
+namespace {
+std::atomic<int> g_poison[kMaxBackends] = {};  // the byte + 1 for a backend's slot; 0: off
+}  // namespace
+
+int poison_for(int backend_id) {
+  if (backend_id < 0) return -1;
+  return g_poison[backend_slot(backend_id)].load(std::memory_order_relaxed) - 1;
+}
 std::atomic<std::size_t> g_guard_bytes{0};
 
 void remember_guard(const void* mem, GuardSizes guard) {
@@ -49,6 +58,21 @@ namespace debug {
 
 void set_guard_bytes(std::size_t bytes) { detail::g_guard_bytes.store(bytes); }
 std::size_t guard_bytes() { return detail::g_guard_bytes.load(); }
+
+void set_poison(int backend_id, int byte) {
+  if (backend_id < 0)
+    throw ValueError("[set_poison] no backend has id " + std::to_string(backend_id));
+  if (byte < -1 || byte > 255)
+    throw ValueError("[set_poison] the pattern is a byte (0 to 255) or -1 (off), got " +
+                     std::to_string(byte));
+  detail::g_poison[backend_slot(backend_id)].store(byte + 1, std::memory_order_relaxed);
+  bool any = false;
+  for (const auto& p : detail::g_poison) any = any || p.load(std::memory_order_relaxed) != 0;
+  detail::g_any_poison.store(any, std::memory_order_relaxed);
+}
+int poison(int backend_id) {
+  return detail::poison_for(backend_id);
+}
 
 std::vector<GuardViolation> take_guard_violations() {
   std::lock_guard lock(g_mu);

@@ -35,6 +35,15 @@ struct GuardViolation {
 // The violations recorded since the last call, which it clears.
 std::vector<GuardViolation> take_guard_violations();
 
+// Poisoned allocations, for the fuzzer: every allocation on the backend
+// `backend_id` is filled with `byte` (0-255) through the plugin's memset
+// before anything uses it, so that an element a kernel leaves unwritten
+// holds a known pattern instead of whatever the memory held. -1 turns it
+// off (the default). The check itself is the caller's: run an op under two
+// patterns and compare (a written element does not depend on the pattern).
+void set_poison(int backend_id, int byte);
+int poison(int backend_id);  // the byte, or -1
+
 // "an allocation of 16 bytes on wrong_add had 4 byte(s) after its end
 // overwritten (the first at +0): a kernel wrote past the end of its output",
 // or "... before its start ... (the nearest at -4) ...".

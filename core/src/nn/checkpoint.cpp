@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <cstdio>
@@ -33,13 +34,23 @@ std::string number_text(double v) {
 }
 
 double parse_number(const std::string& path, const std::string& key, const std::string& text) {
-  try {
-    std::size_t used = 0;
-    const double v = std::stod(text, &used);
-    if (used == text.size()) return v;
-  } catch (const std::exception&) {
-  }
-  bad(path, "metadata '" + key + "' is '" + text + "', not a number");
+  double v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || text.empty())
+    bad(path, "metadata '" + key + "' is '" + text + "', not a number");
+  if (!std::isfinite(v)) bad(path, "metadata '" + key + "' is '" + text + "', not a finite number");
+  return v;
+}
+
+// The ranges an optimiser's numbers can take: a learning rate is not
+// negative (a schedule may end at 0), a step count a whole number from 0 to
+// 2^53.
+void check_option(const std::string& path, const std::string& key, const std::string& name, double v,
+                  const std::string& text) {
+  if (name == "lr" && !(v >= 0))
+    bad(path, "metadata '" + key + "' is '" + text + "'; a learning rate is not negative");
+  if (name == "step" && !(v >= 0 && v <= 9007199254740992.0 && v == std::floor(v)))
+    bad(path, "metadata '" + key + "' is '" + text + "'; a step count is a whole number from 0");
 }
 
 int64_t parse_index(const std::string& path, const std::string& key, std::string_view text) {
@@ -93,21 +104,12 @@ void save_checkpoint(const std::string& path, const Module& model, const optim::
   safetensors::save_file(tensors, path, meta);
 }
 
-Checkpoint read_checkpoint(const std::string& path, std::optional<Device> device) {
-  // One read of the file for both, so a checkpoint renamed into place
+Checkpoint read_checkpoint(const std::string& path, std::optional<Device> device,
+                           safetensors::Checksums checksums) {
+  // One mapping of the file for both, so a checkpoint renamed into place
   // meanwhile cannot mix two files.
-  std::vector<std::byte> bytes;
-  {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) bad(path, std::string("cannot open it: ") + std::strerror(errno));
-    f.seekg(0, std::ios::end);
-    bytes.resize(static_cast<std::size_t>(f.tellg()));
-    f.seekg(0);
-    f.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    if (!f) bad(path, "reading it failed");
-  }
-  const safetensors::Header header = safetensors::parse_header(bytes, "'" + path + "'");
-  NamedTensors tensors = safetensors::deserialize(bytes, device, "'" + path + "'");
+  safetensors::Header header;
+  NamedTensors tensors = safetensors::load_file(path, device, checksums, &header);
   Checkpoint out;
   optim::OptimizerState state;
   std::map<int64_t, std::map<std::string, std::string>> groups;  // g -> option -> text
@@ -123,7 +125,9 @@ Checkpoint read_checkpoint(const std::string& path, std::optional<Device> device
       groups[g][option] = value;
     } else if (starts_with(key, kState)) {
       auto [i, name] = index_and_name(path, key, std::string_view(key).substr(kState.size()));
-      state.state[i].numbers[name] = parse_number(path, key, value);
+      const double v = parse_number(path, key, value);
+      check_option(path, key, name, v, value);
+      state.state[i].numbers[name] = v;
     } else if (starts_with(key, "optimizer.")) {
       bad(path, "unknown optimiser entry '" + key + "'");
     } else {
@@ -164,15 +168,20 @@ Checkpoint read_checkpoint(const std::string& path, std::optional<Device> device
       list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
     }
     options.erase(params);
-    for (const auto& [option, text] : options) group.options[option] = parse_number(path, prefix + option, text);
+    for (const auto& [option, text] : options) {
+      const double v = parse_number(path, prefix + option, text);
+      check_option(path, prefix + option, option, v, text);
+      group.options[option] = v;
+    }
     state.param_groups.push_back(std::move(group));
   }
   out.optimizer = std::move(state);
   return out;
 }
 
-safetensors::Metadata load_checkpoint(const std::string& path, Module& model, optim::Optimizer* optimizer) {
-  Checkpoint c = read_checkpoint(path, std::nullopt);
+safetensors::Metadata load_checkpoint(const std::string& path, Module& model, optim::Optimizer* optimizer,
+                                      safetensors::Checksums checksums) {
+  Checkpoint c = read_checkpoint(path, std::nullopt, checksums);
   if (optimizer) {
     if (!c.optimizer) bad(path, "it holds no optimiser state (it was saved without an optimiser)");
     if (c.optimizer_name != optimizer->name())

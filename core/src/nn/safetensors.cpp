@@ -12,7 +12,10 @@
 
 #include <algorithm>
 #include <bit>
+#include <boost/crc.hpp>
+#include <filesystem>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -30,6 +33,41 @@ namespace {
 
 using json = nlohmann::json;
 constexpr uint64_t kMaxHeader = 100'000'000;  // as the Rust reader's MAX_HEADER_SIZE
+constexpr std::size_t kMaxEntries = 1'000'000;  // tensors and metadata entries, each
+const std::string kHeaderSumKey = std::string(kChecksumPrefix) + "header";
+const std::string kTensorSumPrefix = std::string(kChecksumPrefix) + "tensor.";
+// How the header sum's entry appears in a header Backplane wrote (compact
+// JSON); its 8 hex digits follow.
+const std::string kHeaderSumText = "\"" + kHeaderSumKey + "\":\"";
+constexpr const char* kZeroSum = "00000000";
+
+std::string hex8(uint32_t v) {
+  char buf[9];
+  std::snprintf(buf, sizeof buf, "%08x", v);
+  return buf;
+}
+
+std::optional<uint32_t> parse_hex8(const std::string& text) {
+  if (text.size() != 8) return std::nullopt;
+  uint32_t v = 0;
+  for (char c : text) {
+    const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (d < 0) return std::nullopt;
+    v = v << 4 | static_cast<uint32_t>(d);
+  }
+  return v;
+}
+
+// The sum of a header's text with its header sum's digits read as zeros;
+// nullopt when the entry is not found exactly once in compact form.
+std::optional<uint32_t> header_sum_of(std::string text) {
+  const std::size_t at = text.find(kHeaderSumText);
+  if (at == std::string::npos || text.find(kHeaderSumText, at + 1) != std::string::npos) return std::nullopt;
+  const std::size_t digits = at + kHeaderSumText.size();
+  if (digits + 9 > text.size() || text[digits + 8] != '"') return std::nullopt;
+  text.replace(digits, 8, kZeroSum);
+  return crc32c(std::as_bytes(std::span(text.data(), text.size())));
+}
 
 struct DTypeName {
   DType dtype;
@@ -62,8 +100,53 @@ std::optional<uint64_t> byte_size(const std::vector<int64_t>& shape, DType dtype
   return static_cast<uint64_t>(n);
 }
 
-// The header of a file of `total` bytes whose first bytes are `head`.
-Header parse(std::span<const std::byte> head, uint64_t total, const std::string& what) {
+// The header's names at the top level (each once) and its entry count.
+struct KeyCheck : nlohmann::json_sax<json> {
+  explicit KeyCheck(const std::string& w) : what(w) {}
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return ++depth, true; }
+  bool end_object() override { return --depth, true; }
+  bool start_array(std::size_t) override { return ++depth, true; }
+  bool end_array() override { return --depth, true; }
+  bool key(string_t& k) override {
+    if (++keys > 2 * kMaxEntries + 8)
+      bad(what, detail::concat("the header has more than ", kMaxEntries, " entries, the limit"));
+    if (depth == 1 && !seen.insert(k).second && repeated.empty()) repeated = k;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    bad(what, std::string("the header is not valid JSON: ") + e.what());
+  }
+  const std::string& what;
+  std::set<std::string> seen;
+  std::string repeated;
+  std::size_t keys = 0;
+  int depth = 0;
+};
+
+Header parse_checked(std::span<const std::byte> head, uint64_t total, const std::string& what,
+                     Checksums checksums);
+
+// The header of a file of `total` bytes whose first bytes are `head`; every
+// malformed input ends as a ValueError.
+Header parse(std::span<const std::byte> head, uint64_t total, const std::string& what, Checksums checksums) {
+  try {
+    return parse_checked(head, total, what, checksums);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    bad(what, std::string("the header cannot be read: ") + e.what());
+  }
+}
+
+Header parse_checked(std::span<const std::byte> head, uint64_t total, const std::string& what,
+                     Checksums checksums) {
   if (total < 8) bad(what, detail::concat("the file has ", total, " bytes, fewer than the 8 of the header size"));
   const uint64_t n = read_u64_le(head.data());
   if (n > kMaxHeader) bad(what, detail::concat("the header size is ", n, " bytes, more than the limit of ", kMaxHeader));
@@ -74,30 +157,48 @@ Header parse(std::span<const std::byte> head, uint64_t total, const std::string&
   const char* text = reinterpret_cast<const char*>(head.data() + 8);
   if (n == 0 || text[0] != '{') bad(what, "the header is not a JSON object (it must begin with '{')");
 
-  std::set<std::string> seen;
-  std::string repeated;
+  // Two linear passes: a SAX pass for the entry count and repeated names
+  // (nlohmann's parse callback is quadratic in an object's size), then the DOM.
+  KeyCheck check(what);
   json j;
   try {
-    j = json::parse(text, text + n, [&](int depth, json::parse_event_t ev, json& parsed) {
-      if (ev == json::parse_event_t::key && depth == 1 && !seen.insert(parsed.get<std::string>()).second)
-        repeated = parsed.get<std::string>();
-      return true;
-    });
+    if (!json::sax_parse(text, text + n, &check)) bad(what, "the header is not valid JSON");
+    j = json::parse(text, text + n);
   } catch (const json::exception& e) {
     bad(what, std::string("the header is not valid JSON: ") + e.what());
   }
+  const std::set<std::string>& seen = check.seen;
+  const std::string& repeated = check.repeated;
   if (!repeated.empty()) bad(what, "the header names '" + repeated + "' twice");
   if (!j.is_object()) bad(what, "the header is not a JSON object");
+
+  if (j.size() > kMaxEntries + 1)
+    bad(what, detail::concat("the header lists ", j.size() - 1, " tensors, more than the limit of ", kMaxEntries));
 
   Header h;
   h.data_start = 8 + n;
   const uint64_t data_size = total - h.data_start;
+  std::optional<uint32_t> header_sum;
+  std::map<std::string, uint32_t> tensor_sums;
   for (auto& [name, v] : j.items()) {
     if (name == "__metadata__") {
       if (!v.is_object()) bad(what, "__metadata__ must be an object of strings");
+      if (v.size() > kMaxEntries)
+        bad(what, detail::concat("__metadata__ has ", v.size(), " entries, more than the limit of ", kMaxEntries));
       for (auto& [k, s] : v.items()) {
         if (!s.is_string()) bad(what, "__metadata__ value of '" + k + "' is not a string");
-        h.metadata[k] = s.get<std::string>();
+        if (k.rfind(kChecksumPrefix, 0) != 0) {
+          h.metadata[k] = s.get<std::string>();
+          continue;
+        }
+        const std::optional<uint32_t> sum = parse_hex8(s.get<std::string>());
+        if (!sum) bad(what, "__metadata__ '" + k + "' is '" + s.get<std::string>() + "', not 8 hex digits");
+        if (k == kHeaderSumKey)
+          header_sum = sum;
+        else if (k.rfind(kTensorSumPrefix, 0) == 0)
+          tensor_sums[k.substr(kTensorSumPrefix.size())] = *sum;
+        else
+          bad(what, "__metadata__ has the unknown checksum entry '" + k + "'");
       }
       continue;
     }
@@ -147,9 +248,38 @@ Header parse(std::span<const std::byte> head, uint64_t total, const std::string&
   }
   if (at != data_size)
     bad(what, detail::concat("the data part has ", data_size, " bytes but the tensors cover ", at));
-  // Bool bytes, where the data was given (read_header reads the header alone).
+  // The sums: all or none (Optional), all (Required).
+  if (!header_sum && tensor_sums.empty()) {
+    if (checksums == Checksums::Required)
+      bad(what, "it carries no CRC32C checksums, which every file Backplane writes has (was it written by "
+                "another tool? load it with checksums optional to accept it unverified)");
+  } else {
+    if (!header_sum) bad(what, "it has tensor checksums but no '" + kHeaderSumKey + "' (the header was edited)");
+    const std::optional<uint32_t> computed = header_sum_of(std::string(text, text + n));
+    if (!computed)
+      bad(what, "its '" + kHeaderSumKey + "' entry is not in the form Backplane writes (the header was edited)");
+    if (*computed != *header_sum)
+      bad(what, "the header's CRC32C is " + hex8(*computed) + " but " + hex8(*header_sum) +
+                    " was stored: the header (names, shapes, offsets or metadata) is damaged");
+    for (const auto& [name, sum] : tensor_sums)
+      if (!seen.count(name) || name == "__metadata__")
+        bad(what, "there is a checksum for tensor '" + name + "', which the file does not have");
+    for (const Entry& e : h.entries)
+      if (!tensor_sums.count(e.name)) bad(what, "tensor '" + e.name + "' has no checksum");
+    h.checksummed = true;
+  }
+  // The tensors' sums and bool bytes, where the data was given (read_header
+  // reads the header alone).
   if (head.size() >= total) {
     const std::byte* data = head.data() + h.data_start;
+    if (h.checksummed)
+      for (const Entry& e : h.entries) {
+        const uint32_t stored = tensor_sums.at(e.name);
+        const uint32_t computed = crc32c({data + e.begin, data + e.end});
+        if (computed != stored)
+          bad(what, "tensor '" + e.name + "' has CRC32C " + hex8(computed) + " but " + hex8(stored) +
+                        " was stored: its data is damaged");
+      }
     for (const Entry& e : h.entries) {
       if (e.dtype != DType::Bool) continue;
       for (uint64_t i = e.begin; i < e.end; ++i)
@@ -169,6 +299,22 @@ nn::NamedTensors make_tensors(const Header& h, const std::byte* data, std::optio
 }
 
 std::string errno_text() { return std::strerror(errno); }
+
+// Said once per load of a file without sums (Checksums::Optional).
+void warn_unverified(const std::string& what) {
+  warn("[safetensors] " + what + " carries no CRC32C checksums (another tool wrote it): loaded unverified");
+}
+
+// fsync of the folder holding `path`, so that a rename into it is durable.
+bool sync_folder(const std::string& path) {
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool ok = ::fsync(fd) == 0 || errno == EINVAL;  // some file systems cannot sync a folder
+  ::close(fd);
+  return ok;
+}
 
 // The process's umask, read without changing it (umask(2) would, for every thread).
 mode_t current_umask() {
@@ -231,6 +377,9 @@ std::optional<DType> dtype_from_name(const std::string& name) {
 }
 
 std::vector<std::byte> serialize(const nn::NamedTensors& tensors, const Metadata& metadata) {
+  for (const auto& [key, value] : metadata)
+    BP_CHECK(key.rfind(kChecksumPrefix, 0) != 0, "[safetensors] metadata key '", key, "' is kept for the sums ('",
+             kChecksumPrefix, "*'); use another name");
   std::vector<std::pair<std::string, Tensor>> items(tensors.begin(), tensors.end());
   for (std::size_t i = 0; i < items.size(); ++i) {
     BP_CHECK(items[i].second.defined(), "[safetensors] tensor '", items[i].first, "' is undefined");
@@ -253,29 +402,52 @@ std::vector<std::byte> serialize(const nn::NamedTensors& tensors, const Metadata
                     {"data_offsets", {at, at + n}}};
     at += n;
   }
-  if (!metadata.empty()) header["__metadata__"] = metadata;
-  std::string text = header.dump();
-  text.append((8 - text.size() % 8) % 8, ' ');
-  std::vector<std::byte> out(8 + text.size() + at);
-  const uint64_t n = text.size();
-  std::memcpy(out.data(), &n, 8);
-  std::memcpy(out.data() + 8, text.data(), text.size());
-  std::byte* data = out.data() + 8 + text.size();
+  // The sums are 8 hex digits each: the header's length is known before
+  // they are, so the data goes straight to its place.
+  json meta = metadata;
+  meta[kHeaderSumKey] = kZeroSum;
+  for (const auto& [name, t] : items) meta[kTensorSumPrefix + name] = kZeroSum;
+  header["__metadata__"] = meta;
+  const auto padded = [](std::string text) {
+    text.append((8 - text.size() % 8) % 8, ' ');
+    return text;
+  };
+  const std::size_t header_size = padded(header.dump()).size();
+  std::vector<std::byte> out(8 + header_size + at);
+  std::byte* data = out.data() + 8 + header_size;
   NoGradGuard no_grad;
   for (const auto& [name, t] : items) {
     const uint64_t begin = header[name]["data_offsets"][0].get<uint64_t>();
+    const uint64_t end = header[name]["data_offsets"][1].get<uint64_t>();
     detail::read_bytes(t.detach().contiguous(), data + begin);
+    header["__metadata__"][kTensorSumPrefix + name] = hex8(crc32c({data + begin, data + end}));
   }
+  std::string text = padded(header.dump());
+  BP_CHECK(text.size() == header_size, "[safetensors] internal: the header changed size with its sums");
+  const std::optional<uint32_t> sum = header_sum_of(text);
+  BP_CHECK(sum.has_value(), "[safetensors] internal: the header sum's entry is not found");
+  const std::size_t digits = text.find(kHeaderSumText) + kHeaderSumText.size();
+  text.replace(digits, 8, hex8(*sum));
+  const uint64_t n = text.size();
+  std::memcpy(out.data(), &n, 8);
+  std::memcpy(out.data() + 8, text.data(), text.size());
   return out;
 }
 
-Header parse_header(std::span<const std::byte> bytes, const std::string& what) {
-  return parse(bytes, bytes.size(), what);
+uint32_t crc32c(std::span<const std::byte> bytes) {
+  boost::crc_optimal<32, 0x1EDC6F41, 0xFFFFFFFF, 0xFFFFFFFF, true, true> crc;
+  crc.process_bytes(bytes.data(), bytes.size());
+  return crc.checksum();
+}
+
+Header parse_header(std::span<const std::byte> bytes, const std::string& what, Checksums checksums) {
+  return parse(bytes, bytes.size(), what, checksums);
 }
 
 nn::NamedTensors deserialize(std::span<const std::byte> bytes, std::optional<Device> device,
-                             const std::string& what) {
-  const Header h = parse(bytes, bytes.size(), what);
+                             const std::string& what, Checksums checksums) {
+  const Header h = parse(bytes, bytes.size(), what, checksums);
+  if (!h.checksummed) warn_unverified(what);
   return make_tensors(h, bytes.data() + h.data_start, device);
 }
 
@@ -304,18 +476,27 @@ void save_file(const nn::NamedTensors& tensors, const std::string& path, const M
     ::unlink(tmp.c_str());
     bad("'" + path + "'", "cannot write it: " + why);
   }
+  if (!sync_folder(path)) bad("'" + path + "'", "cannot sync the folder it is in: " + errno_text());
 }
 
-nn::NamedTensors load_file(const std::string& path, std::optional<Device> device) {
+nn::NamedTensors load_file(const std::string& path, std::optional<Device> device, Checksums checksums,
+                           Header* header) {
   const Mapping m(path);
   const std::string what = "'" + path + "'";
-  const Header h = parse(m.bytes(), m.bytes().size(), what);
-  return make_tensors(h, m.bytes().data() + h.data_start, device);
+  Header h = parse(m.bytes(), m.bytes().size(), what, checksums);
+  if (!h.checksummed) warn_unverified(what);
+  nn::NamedTensors out = make_tensors(h, m.bytes().data() + h.data_start, device);
+  if (header) *header = std::move(h);
+  return out;
 }
 
-Header read_header(const std::string& path) {
+Header read_header(const std::string& path, Checksums checksums) {
   const Mapping m(path);  // only the header's pages are touched
-  return parse(m.bytes(), m.bytes().size(), "'" + path + "'");
+  const uint64_t total = m.bytes().size();
+  // The header alone: its size, then its N bytes.
+  const uint64_t n = total >= 8 ? read_u64_le(m.bytes().data()) : 0;
+  const std::size_t head = static_cast<std::size_t>(n <= total - std::min<uint64_t>(total, 8) ? 8 + n : total);
+  return parse(m.bytes().first(std::min<std::size_t>(head, total)), total, "'" + path + "'", checksums);
 }
 
 }  // namespace bp::safetensors
@@ -326,8 +507,8 @@ void save(const Module& module, const std::string& path, const safetensors::Meta
   safetensors::save_file(module.state_dict(), path, metadata);
 }
 
-LoadResult load(Module& module, const std::string& path, bool strict) {
-  return module.load_state_dict(safetensors::load_file(path), strict);
+LoadResult load(Module& module, const std::string& path, bool strict, safetensors::Checksums checksums) {
+  return module.load_state_dict(safetensors::load_file(path, std::nullopt, checksums), strict);
 }
 
 }  // namespace bp::nn

@@ -190,6 +190,10 @@ Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index_in) {
            detail::describe_tensor(index_in));
   const Tensor index = index_in.to(DType::Int64).reshape({-1});
   const int64_t d = wrap_dim(dim, a.dim(), "index_select");
+  // A 0-d result has one element, which exactly one index writes: any other
+  // count would leave it unwritten (or drop values), as PyTorch refuses.
+  BP_CHECK_INDEX(a.dim() != 0 || index.numel() == 1, "[index_select] Index to scalar can have only 1 value, got ",
+                 index.numel(), " value(s)");
   const Tensor s = a.dim() == 0 ? a.reshape({1}) : a;
   DimVector shape(s.sizes());
   shape[a.dim() == 0 ? 0 : d] = index.numel();

@@ -44,6 +44,11 @@ struct Options {
   bool verbose = false;               // a line per case; with only_case, every statement
   std::vector<std::string> skip;      // generator exclusions (see skip_names())
   double shrink_seconds = 20;         // time limit for shrinking one failure
+  // Each op case runs twice on the device under test, its allocations filled
+  // first with 0x00 bytes and then with 0xFF (debug::set_poison); a result
+  // element that differs between the two was never written by the kernel
+  // (an "unwritten-result" failure).
+  bool poison = false;
   // A family of failures (one check on one op, or one error message) is no
   // longer shrunk once this many in a row shrank to reproducers already printed.
   int shrink_per_family = 3;

@@ -36,10 +36,14 @@ struct Checkpoint {
 void save_checkpoint(const std::string& path, const Module& model, const optim::Optimizer* optimizer = nullptr,
                      const safetensors::Metadata& metadata = {});
 
-// Reads a checkpoint onto `device` (the default device when not given);
-// a file whose optimiser entries are malformed is a ValueError naming the
-// entry.
-Checkpoint read_checkpoint(const std::string& path, std::optional<Device> device = std::nullopt);
+// Reads a checkpoint onto `device` (the default device when not given),
+// its CRC32C sums verified (safetensors.h; `checksums` Optional accepts a
+// file without them). A file whose optimiser entries are malformed or out
+// of range (a number that is not finite, a negative "lr", a
+// "step" that is not a whole number from 0) is a ValueError naming the
+// entry and its value.
+Checkpoint read_checkpoint(const std::string& path, std::optional<Device> device = std::nullopt,
+                           safetensors::Checksums checksums = safetensors::Checksums::Required);
 
 // Reads `path` into `model` and, when given, `optimizer`, and returns the
 // caller's metadata. Everything is checked before anything changes: a
@@ -48,6 +52,7 @@ Checkpoint read_checkpoint(const std::string& path, std::optional<Device> device
 // were. A file saved without optimiser state is refused when `optimizer` is
 // given.
 safetensors::Metadata load_checkpoint(const std::string& path, Module& model,
-                                      optim::Optimizer* optimizer = nullptr);
+                                      optim::Optimizer* optimizer = nullptr,
+                                      safetensors::Checksums checksums = safetensors::Checksums::Required);
 
 }  // namespace bp::nn
