@@ -263,3 +263,18 @@ INSTANTIATE_TEST_SUITE_P(Sizes, HostAllocator,
                          ::testing::Values(int64_t{3} << 20, int64_t{4096}, int64_t{3}));
 
 }  // namespace
+
+// softmax and log_softmax have no implicit-dim form (docs/nn.md): a call
+// without a dim does not compile; with a dtype, a non-floating one is refused.
+template <typename T>
+concept SoftmaxWithoutDim = requires(T t) { bp::softmax(t); };
+template <typename T>
+concept LogSoftmaxWithoutDim = requires(T t) { bp::log_softmax(t); };
+static_assert(!SoftmaxWithoutDim<bp::Tensor> && !LogSoftmaxWithoutDim<bp::Tensor>);
+
+TEST(Softmax, DtypeMustBeFloating) {
+  const bp::Tensor x = bp::ones({2, 3});
+  EXPECT_THROW(bp::softmax(x, 1, bp::DType::Int64), bp::TypeError);
+  EXPECT_THROW(bp::log_softmax(x, 1, bp::DType::Int64), bp::TypeError);
+  EXPECT_EQ(bp::softmax(x, 1, bp::DType::Float64).dtype(), bp::DType::Float64);
+}

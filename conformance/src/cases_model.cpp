@@ -154,6 +154,65 @@ void state_dict_case(const Context& ctx) {
                      "dtype mismatch for weight");
 }
 
+// A layer's member is its registered slot: assigning it replaces the
+// parameter that forward, parameters() and state_dict() see (as PyTorch's
+// assignment of an nn.Parameter); dec->weight = enc->weight ties them.
+void member_assign_case(const Context& ctx) {
+  const Device dev = ctx.device();
+  auto lin = std::make_shared<nn::Linear>(2, 2);
+  lin->to(dev);
+  {
+    NoGradGuard no_grad;
+    lin->bias.copy_(vals(dev, DType::Float64, {2}, 0.2, 1).to(DType::Float32));
+  }
+  lin->weight = vals(dev, DType::Float32, {2, 2}, 0.9, 1).requires_grad_();
+  const double tol = model::tolerance(DType::Float32);
+  expect_close(lin->forward(vals(dev, DType::Float32, {3, 2}, 0.3, 1)), part("module.member_assign", 0), tol, tol,
+               "forward after lin->weight = W", __FILE__, __LINE__);
+  BP_EXPECT(lin->parameters().at(0).is_same(lin->weight), "parameters()[0] is the assigned tensor");
+  expect_close(lin->parameters().at(0), part("module.member_assign", 1), tol, tol, "parameters()[0]", __FILE__,
+               __LINE__);
+  expect_close(lin->state_dict()["weight"], part("module.member_assign", 2), tol, tol, "state_dict()[weight]",
+               __FILE__, __LINE__);
+  auto enc = std::make_shared<nn::Linear>(2, 2);
+  auto dec = std::make_shared<nn::Linear>(2, 2);
+  dec->weight = enc->weight;
+  BP_EXPECT_EQ(dec->parameters().at(0).is_same(enc->weight), part("module.weight_tying", 0).at(0) != 0,
+               "dec->weight = enc->weight ties the parameter");
+}
+
+// A BatchNorm2d state without num_batches_tracked (the files PyTorch before
+// 0.4.1 wrote): loaded, with the counter reset to 0, as PyTorch loads one
+// without version metadata.
+void batchnorm_no_counter_case(const Context& ctx) {
+  auto bn = std::make_shared<nn::BatchNorm2d>(3);
+  bn->to(ctx.device());
+  {
+    NoGradGuard no_grad;
+    bn->num_batches_tracked.fill_(5);
+  }
+  nn::NamedTensors old;
+  for (const auto& [name, t] : nn::BatchNorm2d(3).state_dict())
+    if (name != "num_batches_tracked") old.insert(name, t.to(ctx.device()));
+  old.insert("running_mean", vals(ctx.device(), DType::Float32, {3}, 0.5, 1));
+  const auto result = bn->load_state_dict(old);
+  BP_EXPECT_VALUES(bn->num_batches_tracked, part("batchnorm.no_counter", 0));
+  expect_close(bn->running_mean, part("batchnorm.no_counter", 1), 1e-6, 1e-6, "running_mean", __FILE__, __LINE__);
+  BP_EXPECT_EQ(static_cast<double>(result.missing_keys.size()), part("batchnorm.no_counter", 2).at(0));
+  BP_EXPECT_EQ(static_cast<double>(result.unexpected_keys.size()), part("batchnorm.no_counter", 2).at(1));
+  // Another module's missing key is still refused.
+  nn::NamedTensors partial = nn::Linear(2, 2).state_dict();
+  auto seq = std::make_shared<nn::Sequential>(nn::Linear(2, 2), nn::BatchNorm2d(3));
+  nn::NamedTensors no_bias;
+  no_bias.insert("0.weight", partial["weight"]);
+  for (const auto& [name, t] : nn::BatchNorm2d(3).state_dict())
+    if (name != "num_batches_tracked") no_bias.insert("1." + name, t);
+  BP_EXPECT_MENTIONS(BP_ERROR_MESSAGE(ValueError, seq->load_state_dict(no_bias)), "Missing key(s)", "\"0.bias\"");
+  BP_EXPECT(std::string(BP_ERROR_MESSAGE(ValueError, seq->load_state_dict(no_bias))).find("num_batches_tracked") ==
+                std::string::npos,
+            "the counter is not a missing key");
+}
+
 void convert_case(const Context& ctx) {
   auto fc = std::make_shared<nn::Linear>(4, 3);
   Tensor weight = fc->weight;  // another handle to the parameter
@@ -322,6 +381,8 @@ void add_model_cases(Suite& suite) {
   suite.add({"model.module.names", {"NN-1"}, kCategory, names_case});
   suite.add({"model.module.state_dict", {"NN-1"}, kCategory, state_dict_case});
   suite.add({"model.module.to", {"NN-1"}, kCategory, convert_case});
+  suite.add({"model.module.member_assign", {"NN-1"}, kCategory, member_assign_case});
+  suite.add({"model.module.batchnorm_no_counter", {"NN-1"}, kCategory, batchnorm_no_counter_case});
   suite.add({"model.module.safetensors", {"NN-1"}, kCategory, safetensors_case});
   suite.add({"model.relu_inplace", {"NN-2"}, kCategory, relu_inplace_case});
   suite.add({"model.print", {"NN-2"}, kCategory, print_case});

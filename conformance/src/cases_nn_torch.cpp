@@ -228,6 +228,30 @@ const std::vector<TorchCase>& cases() {
        }},
       {"embedding.padding_idx", [](const Context& x) { return I{{vals(x, {4, 3}, 0.5), true}}; },
        [](const Context& x, const V& a) { return V{embedding(ints(x, {0, 1, 3, 1, 2, 0}, {3, 2}), a[0], 1)}; }},
+      // F.softmax(x, dim, dtype=float64) of a float32 x: computed in float64.
+      {"softmax.dtype", [](const Context& x) { return I{{vals(x, {3, 5}, 0.2).to(DType::Float32), true}}; },
+       [](const Context&, const V& a) {
+         Tensor y = softmax(a[0], 1, DType::Float64);
+         BP_EXPECT_EQ(y.dtype(), DType::Float64);
+         return V{y};
+       },
+       false},
+      {"log_softmax.dtype", [](const Context& x) { return I{{vals(x, {3, 5}, 0.6).to(DType::Float32), true}}; },
+       [](const Context&, const V& a) {
+         Tensor y = log_softmax(a[0], 0, DType::Float64);
+         BP_EXPECT_EQ(y.dtype(), DType::Float64);
+         return V{y};
+       },
+       false},
+      // A deliberate difference (docs/nn.md): mse_loss refuses shapes that
+      // only broadcast, which PyTorch computes with a warning; expanding both
+      // operands gives PyTorch's value and gradients.
+      {"mse_loss.broadcast",
+       [](const Context& x) { return I{{vals(x, {3, 1}, 0.4), true}, {vals(x, {3}, 1.1), true}}; },
+       [](const Context&, const V& a) {
+         BP_EXPECT_MENTIONS(BP_ERROR_MESSAGE(ValueError, mse_loss(a[0], a[1])), "[mse_loss]", "they must be the same");
+         return V{mse_loss(a[0].expand({3, 3}), a[1].expand({3, 3}))};
+       }},
   };
   return c;
 }

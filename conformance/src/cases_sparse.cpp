@@ -2,7 +2,8 @@
 // (sparse_fixtures.inc, written by conformance/fixtures/sparse_reference.py,
 // which says how the example is made): construction and its checks,
 // coalesce, to_dense / to_sparse, zero_, sums, sparse + sparse, dense +
-// sparse, mm / addmm and their gradients, and the printed form. The
+// sparse, sparse - sparse, mm / matmul / addmm and their gradients, int32
+// indices, and the printed form (requires_grad and grad_fn too). The
 // numeric cases run in float32 and float64; the fixture is float64.
 #include <backplane/conformance.h>
 #include <backplane/sparse/coo.h>
@@ -158,6 +159,42 @@ void to_sparse_case(const Context& ctx, DType dt) {
   expect_near(s.to_dense(), dense.to(DType::Float64).to_vector<double>(), dt, "round trip");
 }
 
+// S - O and S.sub(O, alpha=2), O every element of a dense tensor stored;
+// -S; the coalesced flag of a difference.
+void sub_case(const Context& ctx, DType dt) {
+  const SparseTensor s = example(ctx, dt);
+  const SparseTensor other = to_sparse(vals(ctx, dt, {5, 6}, 1.3));
+  const SparseTensor diff = (s - other).coalesce();
+  expect_indices(diff.indices(), part("sub", 0));
+  expect_near(diff.values(), part("sub", 1), dt, "(S - O).values()");
+  const SparseTensor diff2 = s.sub(other, 2).coalesce();
+  expect_indices(diff2.indices(), part("sub.alpha", 0));
+  expect_near(diff2.values(), part("sub.alpha", 1), dt, "S.sub(O, alpha=2).values()");
+  const std::vector<double>& flags = part("sub.coalesced_flag", 0);
+  BP_EXPECT_EQ((s - other).is_coalesced(), flags.at(0) != 0, "S - O with S uncoalesced");
+  BP_EXPECT_EQ((s.coalesce() - other).is_coalesced(), flags.at(1) != 0, "S - O with both coalesced");
+  expect_near((-s).coalesce().values(), part("neg", 0), dt, "(-S).values()");
+}
+
+// torch.matmul(S, D), Python's S @ D: a 2-D and a 1-D dense operand.
+void matmul_case(const Context& ctx, DType dt) {
+  const SparseTensor s = example(ctx, dt);
+  const Tensor m = matmul(s, vals(ctx, dt, {6, 4}, 0.5));
+  BP_EXPECT_EQ(DimVector(m.sizes()), (DimVector{5, 4}));
+  expect_near(m, part("matmul", 0), dt, "matmul(S, D)");
+  const Tensor v = matmul(s, vals(ctx, dt, {6}, 0.5));
+  BP_EXPECT_EQ(DimVector(v.sizes()), (DimVector{5}));
+  expect_near(v, part("matmul", 1), dt, "matmul(S, d)");
+}
+
+// Indices given as int32 are converted to int64, as PyTorch's constructor does.
+void int32_indices_case(const Context& ctx, DType dt) {
+  const SparseTensor s = example(ctx, dt);
+  const SparseTensor s32 = sparse_coo_tensor(s._indices().to(DType::Int32), vals(ctx, dt, {kNnz}, 0.0), {5, 6});
+  BP_EXPECT_EQ(s32._indices().dtype() == DType::Int64, part("int32_indices", 0).at(0) != 0);
+  expect_near(s32.to_dense(), part("int32_indices", 1), dt, "to_dense() of int32-indexed S");
+}
+
 // --- the rest ----------------------------------------------------------------
 
 // Construction on the device: metadata, and bad indices refused with inputs unchanged.
@@ -200,6 +237,51 @@ void zero_case(const Context& ctx) {
   BP_EXPECT(alias.is_coalesced());
   BP_EXPECT_EQ(alias.device(), ctx.device());
   BP_EXPECT_VALUES(alias.to_dense(), {0, 0});
+}
+
+// zero_() on a hybrid tensor makes every dim sparse, as PyTorch: indices
+// [2, 0], values [0], sizes kept.
+void zero_hybrid_case(const Context& ctx) {
+  SparseTensor h = sparse_coo_tensor(from_vector(std::vector<int64_t>{0, 1}, {1, 2}, ctx.options(DType::Int64)),
+                                     from_vector(std::vector<float>{1, 2, 3, 4}, {2, 2}, ctx.options(DType::Float32)),
+                                     {3, 2});
+  const SparseTensor alias = h;
+  h.zero_();
+  const std::vector<double>& dims = part("zero_.hybrid", 0);
+  BP_EXPECT_EQ(alias.sparse_dim(), static_cast<int64_t>(dims.at(0)));
+  BP_EXPECT_EQ(alias.dense_dim(), static_cast<int64_t>(dims.at(1)));
+  BP_EXPECT_EQ(alias.nnz(), static_cast<int64_t>(dims.at(2)));
+  auto shape_of = [](const std::vector<double>& v) {
+    DimVector d;
+    for (double x : v) d.push_back(static_cast<int64_t>(x));
+    return d;
+  };
+  BP_EXPECT_EQ(DimVector(alias._indices().sizes()), shape_of(part("zero_.hybrid", 1)), "the indices' shape");
+  BP_EXPECT_EQ(DimVector(alias._values().sizes()), shape_of(part("zero_.hybrid", 2)), "the values' shape");
+  BP_EXPECT_EQ(DimVector(alias.sizes()), (DimVector{3, 2}));
+  BP_EXPECT(alias.is_coalesced());
+  BP_EXPECT_VALUES(alias.to_dense(), {0, 0, 0, 0, 0, 0});
+}
+
+// A fresh tensor of 0 or 1 stored elements is coalesced, as in PyTorch 1.13;
+// one of 2 is not.
+void fresh_coalesced_case(const Context& ctx) {
+  const auto i64 = ctx.options(DType::Int64);
+  const auto f32 = ctx.options(DType::Float32);
+  const SparseTensor fresh[] = {
+      sparse_coo_tensor(zeros({2, 0}, i64), zeros({0}, f32), {2, 3}),
+      sparse_coo_tensor(from_vector(std::vector<int64_t>{1, 2}, {2, 1}, i64), from_vector(std::vector<float>{5}, {1}, f32),
+                        {2, 3}),
+      sparse_coo_tensor(from_vector(std::vector<int64_t>{1}, {1, 1}, i64),
+                        from_vector(std::vector<float>{5, 1}, {1, 2}, f32), {2, 2}),
+      sparse_coo_tensor(from_vector(std::vector<int64_t>{1, 2}, {2, 1}, i64), from_vector(std::vector<float>{5}, {1}, f32)),
+      sparse_coo_tensor(from_vector(std::vector<int64_t>{0, 1, 2, 1}, {2, 2}, i64),
+                        from_vector(std::vector<float>{5, 1}, {2}, f32), {2, 3}),
+  };
+  const std::vector<double>& want = part("is_coalesced.fresh", 0);
+  for (std::size_t k = 0; k < std::size(fresh); ++k)
+    BP_EXPECT_EQ(fresh[k].is_coalesced(), want.at(k) != 0, "fresh tensor ", k, " (nnz ", fresh[k].nnz(), ")");
+  BP_EXPECT_VALUES(fresh[1].indices(), {1, 2});  // coalesced: indices() answers
 }
 
 // Scalars, clone, detach, and a move to the reference device and back.
@@ -250,6 +332,39 @@ void print_case(const Context& ctx) {
   }
 }
 
+// requires_grad=True and a result's grad_fn, as PyTorch prints them: after
+// the layout, on a line of their own when the size line has no room. On a
+// device other than the default one (named on the size line, which then
+// has no room either) the suffix must end the text.
+void print_grad_case(const Context& ctx) {
+  const Tensor i = from_vector(std::vector<int64_t>{1, 0, 1, 0, 2, 0}, {2, 3}, ctx.options(DType::Int64));
+  const Tensor v = from_vector(std::vector<float>{1, 2, 3}, {3}, ctx.options(DType::Float32));
+  SparseTensor leaf = sparse_coo_tensor(i, v, {2, 3});
+  leaf.requires_grad_();
+  SparseTensor wide = sparse_coo_tensor(i, v, {2000000, 3000000});
+  wide.requires_grad_();
+  const struct {
+    const char* name;
+    SparseTensor t;
+    const char* suffix;
+  } shown[] = {
+      {"print.requires_grad", leaf, "requires_grad=True)"},
+      {"print.grad_fn", leaf * 2, "grad_fn=<MulBackward0>)"},
+      {"print.requires_grad_wrapped", wide, "\n       requires_grad=True)"},
+  };
+  for (const auto& s : shown) {
+    const std::string got = s.t.to_string();
+    if (ctx.device() == default_device()) {
+      BP_EXPECT_EQ(got, std::string(fixture(s.name).text), "for ", s.name);
+    } else {
+      const std::string suffix = s.suffix;
+      BP_EXPECT(got.size() > suffix.size() && got.compare(got.size() - suffix.size(), suffix.size(), suffix) == 0,
+                "for ", s.name, ": ", got);
+      BP_EXPECT_MENTIONS(got, "device='" + to_string(ctx.device()) + "'");
+    }
+  }
+}
+
 }  // namespace
 
 void add_sparse_cases(Suite& suite) {
@@ -258,12 +373,16 @@ void add_sparse_cases(Suite& suite) {
   suite.add({"sparse.zero_", ids, kCategory, zero_case});
   suite.add({"sparse.copies", ids, kCategory, copies_case});
   suite.add({"sparse.print", ids, kCategory, print_case});
+  suite.add({"sparse.print_grad", ids, kCategory, print_grad_case});
+  suite.add({"sparse.zero_hybrid", ids, kCategory, zero_hybrid_case});
+  suite.add({"sparse.fresh_coalesced", ids, kCategory, fresh_coalesced_case});
   const struct {
     const char* name;
     void (*fn)(const Context&, DType);
   } numeric[] = {{"coalesce", coalesce_case}, {"mm", mm_case},   {"mm.grad", mm_grad_case},
                  {"to_dense.grad", to_dense_grad_case}, {"add", add_case}, {"sum", sum_case},
-                 {"to_sparse", to_sparse_case}};
+                 {"to_sparse", to_sparse_case}, {"sub", sub_case}, {"matmul", matmul_case},
+                 {"int32_indices", int32_indices_case}};
   for (const auto& n : numeric)
     for (DType dt : {DType::Float32, DType::Float64}) {
       auto fn = n.fn;

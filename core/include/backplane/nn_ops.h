@@ -93,6 +93,14 @@ Tensor& dropout_(Tensor& input, double p = 0.5, bool training = true);
 Tensor gelu(const Tensor& input, bool tanh_approximation = false);
 // relu, silu and erf are in ops.h.
 
+// --- softmax with a dtype ----------------------------------------------------------
+// F.softmax(input, dim, dtype=...): the input converted to `dtype` first (so
+// the sums run in it, as PyTorch's), the gradient flowing back through the
+// conversion. The dim is always given: PyTorch 1.13's implicit dim is
+// deprecated and has no form here (see docs/nn.md).
+Tensor softmax(const Tensor& input, int64_t dim, DType dtype);
+Tensor log_softmax(const Tensor& input, int64_t dim, DType dtype);
+
 // --- losses -------------------------------------------------------------------------
 enum class Reduction { None, Mean, Sum };
 // Negative log likelihood: input [N, C] (or [N, C, d...]) of log-probabilities,

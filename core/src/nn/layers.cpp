@@ -49,11 +49,13 @@ std::string int_or_tuple(Size2 s) { return s.pair ? tuple(s) : std::to_string(s[
 // --- Linear ----------------------------------------------------------------------------
 
 Linear::Linear(int64_t in, int64_t out, bool with_bias)
-    : Module("Linear"), in_features(in), out_features(out) {
+    : Module("Linear"), in_features(in), out_features(out),
+      weight(register_parameter("weight", Tensor())),
+      bias(register_parameter("bias", Tensor())) {
   BP_CHECK(in >= 0 && out >= 0, "[Linear] in_features and out_features must be >= 0, got ", in,
            " and ", out);
-  weight = register_parameter("weight", empty({out, in}));
-  bias = register_parameter("bias", with_bias ? empty({out}) : Tensor());
+  weight = empty({out, in}).requires_grad_();
+  if (with_bias) bias = empty({out}).requires_grad_();
   reset_parameters();
 }
 
@@ -79,15 +81,17 @@ std::string Linear::extra_repr() const {
 // --- Conv2d -----------------------------------------------------------------------------
 
 Conv2d::Conv2d(int64_t in, int64_t out, Size2 k, Conv2dOptions o)
-    : Module("Conv2d"), in_channels(in), out_channels(out), kernel_size(k), options(o) {
+    : Module("Conv2d"), in_channels(in), out_channels(out), kernel_size(k), options(o),
+      weight(register_parameter("weight", Tensor())),
+      bias(register_parameter("bias", Tensor())) {
   BP_CHECK(o.groups > 0, "[Conv2d] groups must be a positive integer, got ", o.groups);
   BP_CHECK(in % o.groups == 0, "[Conv2d] in_channels (", in, ") must be divisible by groups (",
            o.groups, ")");
   BP_CHECK(out % o.groups == 0, "[Conv2d] out_channels (", out, ") must be divisible by groups (",
            o.groups, ")");
   BP_CHECK(k[0] > 0 && k[1] > 0, "[Conv2d] kernel_size must be positive, got ", tuple(k));
-  weight = register_parameter("weight", empty({out, in / o.groups, k[0], k[1]}));
-  bias = register_parameter("bias", o.bias ? empty({out}) : Tensor());
+  weight = empty({out, in / o.groups, k[0], k[1]}).requires_grad_();
+  if (o.bias) bias = empty({out}).requires_grad_();
   reset_parameters();
 }
 
@@ -114,15 +118,17 @@ std::string Conv2d::extra_repr() const {
 }
 
 ConvTranspose2d::ConvTranspose2d(int64_t in, int64_t out, Size2 k, ConvTranspose2dOptions o)
-    : Module("ConvTranspose2d"), in_channels(in), out_channels(out), kernel_size(k), options(o) {
+    : Module("ConvTranspose2d"), in_channels(in), out_channels(out), kernel_size(k), options(o),
+      weight(register_parameter("weight", Tensor())),
+      bias(register_parameter("bias", Tensor())) {
   BP_CHECK(o.groups > 0, "[ConvTranspose2d] groups must be a positive integer, got ", o.groups);
   BP_CHECK(in % o.groups == 0, "[ConvTranspose2d] in_channels (", in, ") must be divisible by groups (",
            o.groups, ")");
   BP_CHECK(out % o.groups == 0, "[ConvTranspose2d] out_channels (", out, ") must be divisible by groups (",
            o.groups, ")");
   BP_CHECK(k[0] > 0 && k[1] > 0, "[ConvTranspose2d] kernel_size must be positive, got ", tuple(k));
-  weight = register_parameter("weight", empty({in, out / o.groups, k[0], k[1]}));
-  bias = register_parameter("bias", o.bias ? empty({out}) : Tensor());
+  weight = empty({in, out / o.groups, k[0], k[1]}).requires_grad_();
+  if (o.bias) bias = empty({out}).requires_grad_();
   reset_parameters();
 }
 
@@ -187,16 +193,21 @@ std::string Dropout::extra_repr() const {
 // --- normalisation ----------------------------------------------------------------------------
 
 BatchNorm2d::BatchNorm2d(int64_t n, BatchNormOptions o)
-    : Module("BatchNorm2d"), num_features(n), options(o) {
+    : Module("BatchNorm2d"), num_features(n), options(o),
+      weight(register_parameter("weight", Tensor())),
+      bias(register_parameter("bias", Tensor())),
+      running_mean(register_buffer("running_mean", Tensor())),
+      running_var(register_buffer("running_var", Tensor())),
+      num_batches_tracked(register_buffer("num_batches_tracked", Tensor())) {
   BP_CHECK(n > 0, "[BatchNorm2d] num_features must be positive, got ", n);
   if (o.affine) {
-    weight = register_parameter("weight", ones({n}));
-    bias = register_parameter("bias", zeros({n}));
+    weight = ones({n}).requires_grad_();
+    bias = zeros({n}).requires_grad_();
   }
   if (o.track_running_stats) {
-    running_mean = register_buffer("running_mean", zeros({n}));
-    running_var = register_buffer("running_var", ones({n}));
-    num_batches_tracked = register_buffer("num_batches_tracked", zeros({}, DType::Int64));
+    running_mean = zeros({n});
+    running_var = ones({n});
+    num_batches_tracked = zeros({}, DType::Int64);
   }
 }
 
@@ -235,11 +246,13 @@ std::string BatchNorm2d::extra_repr() const {
 }
 
 LayerNorm::LayerNorm(std::vector<int64_t> shape, double eps, bool affine)
-    : Module("LayerNorm"), normalized_shape(std::move(shape)), eps(eps), elementwise_affine(affine) {
+    : Module("LayerNorm"), normalized_shape(std::move(shape)), eps(eps), elementwise_affine(affine),
+      weight(register_parameter("weight", Tensor())),
+      bias(register_parameter("bias", Tensor())) {
   BP_CHECK(!normalized_shape.empty(), "[LayerNorm] normalized_shape must have at least one dim");
   if (affine) {
-    weight = register_parameter("weight", ones(normalized_shape));
-    bias = register_parameter("bias", zeros(normalized_shape));
+    weight = ones(normalized_shape).requires_grad_();
+    bias = zeros(normalized_shape).requires_grad_();
   }
 }
 
@@ -290,7 +303,8 @@ std::string AdaptiveAvgPool2d::extra_repr() const {
 // --- Embedding ---------------------------------------------------------------------------------------
 
 Embedding::Embedding(int64_t n, int64_t dim, std::optional<int64_t> pad)
-    : Module("Embedding"), num_embeddings(n), embedding_dim(dim) {
+    : Module("Embedding"), num_embeddings(n), embedding_dim(dim),
+      weight(register_parameter("weight", Tensor())) {
   BP_CHECK(n >= 0 && dim >= 0, "[Embedding] num_embeddings and embedding_dim must be >= 0, got ", n,
            " and ", dim);
   if (pad) {
@@ -298,7 +312,7 @@ Embedding::Embedding(int64_t n, int64_t dim, std::optional<int64_t> pad)
              n, "), got ", *pad);
     padding_idx = *pad < 0 ? *pad + n : *pad;
   }
-  weight = register_parameter("weight", empty({n, dim}));
+  weight = empty({n, dim}).requires_grad_();
   init::normal_(weight);
   if (padding_idx) {
     NoGradGuard no_grad;
@@ -347,10 +361,11 @@ std::shared_ptr<Module> ModuleList::operator[](std::size_t i) const {
 // --- losses -----------------------------------------------------------------------------------------------
 
 CrossEntropyLoss::CrossEntropyLoss(Reduction r, int64_t ignore, double smoothing, Tensor w)
-    : Module("CrossEntropyLoss"), reduction(r), ignore_index(ignore), label_smoothing(smoothing) {
+    : Module("CrossEntropyLoss"), reduction(r), ignore_index(ignore), label_smoothing(smoothing),
+      weight(register_buffer("weight", Tensor())) {
   BP_CHECK(smoothing >= 0 && smoothing <= 1,
            "[CrossEntropyLoss] label_smoothing must be between 0.0 and 1.0, got ", smoothing);
-  if (w.defined()) weight = register_buffer("weight", std::move(w));
+  weight = std::move(w);
 }
 
 Tensor CrossEntropyLoss::forward(const Tensor& input, const Tensor& target) {
@@ -358,8 +373,8 @@ Tensor CrossEntropyLoss::forward(const Tensor& input, const Tensor& target) {
 }
 
 NLLLoss::NLLLoss(Reduction r, int64_t ignore, Tensor w)
-    : Module("NLLLoss"), reduction(r), ignore_index(ignore) {
-  if (w.defined()) weight = register_buffer("weight", std::move(w));
+    : Module("NLLLoss"), reduction(r), ignore_index(ignore), weight(register_buffer("weight", Tensor())) {
+  weight = std::move(w);
 }
 
 Tensor NLLLoss::forward(const Tensor& input, const Tensor& target) {

@@ -317,12 +317,32 @@ LoadResult Module::load_state_dict(const NamedTensors& state, bool strict) {
   NamedTensors own;
   collect_state("", own);
 
+  // A BatchNorm's num_batches_tracked missing from the state, as in the files
+  // PyTorch before 0.4.1 wrote: PyTorch loads such a state (a state dict
+  // without version metadata, as every Backplane one is) and resets the
+  // counter to 0; so does this.
+  std::vector<Tensor> counters_reset;
+  auto old_batchnorm_counter = [&](const std::string& name) {
+    static const std::string counter = "num_batches_tracked";
+    if (name.size() < counter.size() || name.compare(name.size() - counter.size(), counter.size(), counter) != 0)
+      return false;
+    const std::string prefix = name.substr(0, name.size() - counter.size());
+    if (!prefix.empty() && prefix.back() != '.') return false;
+    const std::string owner = prefix.empty() ? "" : prefix.substr(0, prefix.size() - 1);
+    for (const auto& [path, m] : named_modules())
+      if (path == owner) return m->type_name().rfind("BatchNorm", 0) == 0;
+    return false;
+  };
+
   LoadResult result;
   std::vector<std::string> mismatches;
   for (const auto& [name, t] : own) {
     const Tensor* src = state.find(name);
     if (!src) {
-      result.missing_keys.push_back(name);
+      if (old_batchnorm_counter(name))
+        counters_reset.push_back(t);
+      else
+        result.missing_keys.push_back(name);
       continue;
     }
     BP_CHECK(src->defined(), "[load_state_dict] the entry for '", name, "' is an undefined tensor");
@@ -358,6 +378,7 @@ LoadResult Module::load_state_dict(const NamedTensors& state, bool strict) {
     Tensor d = dst;
     d.copy_(src);
   }
+  for (Tensor c : counters_reset) c.zero_();
   return result;
 }
 

@@ -118,7 +118,7 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
   BP_CHECK(target.defined(), "[mse_loss] the target is an undefined tensor");
   BP_CHECK(IntArrayRef(input.sizes()).equals(target.sizes()), "[mse_loss] the input has shape ",
            nn_detail::shape_text(input.sizes()), " and the target ", nn_detail::shape_text(target.sizes()),
-           "; they must be the same");
+           "; they must be the same (PyTorch would broadcast them; expand them to one shape first)");
   BP_CHECK_TYPE(is_floating(input.dtype()), "[mse_loss] needs a floating input, got ",
                 detail::describe_tensor(input));
   const Tensor d = input - target;

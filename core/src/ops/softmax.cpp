@@ -1,4 +1,5 @@
 // softmax and log_softmax along one dim.
+#include <backplane/nn_ops.h>
 #include <backplane/ops.h>
 
 #include "../autograd/graph.h"
@@ -47,6 +48,14 @@ Tensor softmax_like(Op op, const char* name, const Tensor& a, int64_t dim) {
 Tensor softmax(const Tensor& a, int64_t dim) { return softmax_like(Op::Softmax, "softmax", a, dim); }
 Tensor log_softmax(const Tensor& a, int64_t dim) {
   return softmax_like(Op::LogSoftmax, "log_softmax", a, dim);
+}
+Tensor softmax(const Tensor& a, int64_t dim, DType dtype) {
+  BP_CHECK_TYPE(is_floating(dtype), "[softmax] dtype must be a floating type, got ", dtype);
+  return softmax(a.dtype() == dtype ? a : a.to(dtype), dim);
+}
+Tensor log_softmax(const Tensor& a, int64_t dim, DType dtype) {
+  BP_CHECK_TYPE(is_floating(dtype), "[log_softmax] dtype must be a floating type, got ", dtype);
+  return log_softmax(a.dtype() == dtype ? a : a.to(dtype), dim);
 }
 Tensor Tensor::softmax(int64_t dim) const { return bp::softmax(*this, dim); }
 Tensor Tensor::log_softmax(int64_t dim) const { return bp::log_softmax(*this, dim); }

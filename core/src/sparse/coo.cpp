@@ -79,9 +79,18 @@ Bounds index_bounds(const Tensor& indices) {
           bp::max(indices, 1).first.to_vector<int64_t>()};
 }
 
+// Indices of another integer dtype become int64, as PyTorch's constructor
+// converts them; floating and bool indices are refused.
+Tensor int64_indices(const Tensor& indices) {
+  if (indices.dtype() == DType::Int64) return indices;
+  BP_CHECK_TYPE(is_integral(indices.dtype()),
+                "[sparse_coo_tensor] indices must be an integer tensor (converted to int64), got ",
+                indices.dtype());
+  NoGradGuard no_grad;
+  return indices.to(DType::Int64);
+}
+
 void check_index_args(const Tensor& indices, const Tensor& values) {
-  BP_CHECK_TYPE(indices.dtype() == DType::Int64,
-                "[sparse_coo_tensor] indices must be int64, got ", indices.dtype());
   BP_CHECK(indices.dim() == 2, "[sparse_coo_tensor] indices must be sparse_dim x nnz, but got: ",
            shape_str(indices.sizes()));
   BP_CHECK(values.dim() >= 1, "[sparse_coo_tensor] values must be nnz x dense sizes, got a 0-d tensor");
@@ -123,18 +132,21 @@ SparseTensor checked(const Tensor& indices, const Tensor& values, IntArrayRef si
   // tensor. Values that already require grad stay in their graph.
   Tensor v = dtype && *dtype != values.dtype() ? values.to(*dtype) : values;
   if (!v.requires_grad()) v = v.detach();
-  return make(indices, std::move(v), DimVector(size), false);
+  // As PyTorch 1.13: a tensor of 0 or 1 stored elements is coalesced from the start.
+  return make(indices, std::move(v), DimVector(size), nnz <= 1);
 }
 
 }  // namespace
 
-SparseTensor sparse_coo_tensor(const Tensor& indices, const Tensor& values, IntArrayRef size,
+SparseTensor sparse_coo_tensor(const Tensor& given_indices, const Tensor& values, IntArrayRef size,
                                std::optional<DType> dtype) {
+  const Tensor indices = int64_indices(given_indices);
   check_index_args(indices, values);
   return checked(indices, values, size, dtype, std::nullopt);
 }
 
-SparseTensor sparse_coo_tensor(const Tensor& indices, const Tensor& values) {
+SparseTensor sparse_coo_tensor(const Tensor& given_indices, const Tensor& values) {
+  const Tensor indices = int64_indices(given_indices);
   check_index_args(indices, values);
   const int64_t sd = indices.size(0);
   const int64_t nnz = indices.size(1);
@@ -303,10 +315,11 @@ SparseTensor& SparseTensor::zero_() {
   BP_CHECK_T(AutogradError, !(leaf_grad && GradMode::is_enabled()),
              "[zero_] a leaf Variable that requires grad is being used in an in-place operation "
              "(the sparse tensor's values); use a no-grad guard");
-  DimVector vshape(s.values.sizes());
-  vshape[0] = 0;
+  // As PyTorch: every dim becomes sparse (a hybrid tensor's dense dims
+  // too), with indices [dim, 0] and values [0].
+  s.sparse_dim = static_cast<int64_t>(s.sizes.size());
   s.indices = zeros({s.sparse_dim, 0}, TensorOptions(DType::Int64).device(device()));
-  s.values = zeros(vshape, TensorOptions(dtype()).device(device()));
+  s.values = zeros({0}, TensorOptions(dtype()).device(device()));
   if (leaf_grad) s.values.requires_grad_();
   s.coalesced = true;
   return *this;

@@ -87,6 +87,13 @@ SparseTensor SparseTensor::add(const SparseTensor& other, const Scalar& alpha) c
   return a.coalesced && b.coalesced ? sum.coalesce() : sum;
 }
 
+SparseTensor SparseTensor::sub(const SparseTensor& other, const Scalar& alpha) const {
+  BP_CHECK_TYPE(!(dtype() == DType::Bool && other.dtype() == DType::Bool),
+                "[sub] Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
+                "`^` or `logical_xor()` operator instead.");
+  return add(other.neg(), alpha);
+}
+
 SparseTensor SparseTensor::t() const {
   const Impl& s = impl();
   BP_CHECK(dim() <= 2 && dense_dim() == 0,
@@ -191,6 +198,16 @@ Tensor mm(const SparseTensor& sparse, const Tensor& dense) {
   const Tensor terms = picked.mul(sparse._values().to(out).unsqueeze(1));
   const Tensor zero = zeros({sparse.size(0), dense.size(1)}, TensorOptions(out).device(dense.device()));
   return scatter_add(zero, 0, expand_to_rows(rows, terms), terms);
+}
+
+Tensor matmul(const SparseTensor& sparse, const Tensor& dense) {
+  BP_CHECK(dense.dim() == 1 || dense.dim() == 2, "[matmul] a sparse matrix times a dense tensor of ",
+           dense.dim(), " dims (sizes ", shape_str(dense.sizes()),
+           "): only a 1-D or 2-D dense operand is supported");
+  if (dense.dim() == 2) return mm(sparse, dense);
+  BP_CHECK(sparse.dim() == 2 && sparse.size(1) == dense.size(0), "[matmul] sparse ",
+           shape_str(sparse.sizes()), " and dense ", shape_str(dense.sizes()), " cannot be multiplied");
+  return mm(sparse, dense.unsqueeze(1)).squeeze(1);
 }
 
 Tensor addmm(const Tensor& input, const SparseTensor& sparse, const Tensor& dense,

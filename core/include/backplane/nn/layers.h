@@ -4,6 +4,10 @@
 // backend. Options are structs for designated initialisers:
 //   auto conv = std::make_shared<nn::Conv2d>(64, 192, 3, nn::Conv2dOptions{.padding = 1});
 // Parameters are made on the default device in float32; Module::to moves them.
+// A layer's tensor members (weight, bias, running_mean, ...) are references
+// to its registered slots: `lin->weight = t` replaces the registered
+// parameter (weight tying: `dec->weight = enc->weight`), so forward,
+// parameters(), state_dict() and optimisers made afterwards all see `t`.
 #pragma once
 
 #include <backplane/nn/module.h>
@@ -27,7 +31,7 @@ class Linear : public Module {
   std::string extra_repr() const override;
   void reset_parameters();
   int64_t in_features, out_features;
-  Tensor weight, bias;
+  Tensor &weight, &bias;
 };
 
 struct Conv2dOptions {
@@ -49,7 +53,7 @@ class Conv2d : public Module {
   int64_t in_channels, out_channels;
   Size2 kernel_size;
   Conv2dOptions options;
-  Tensor weight, bias;
+  Tensor &weight, &bias;
 };
 
 struct ConvTranspose2dOptions {
@@ -74,7 +78,7 @@ class ConvTranspose2d : public Module {
   int64_t in_channels, out_channels;
   Size2 kernel_size;
   ConvTranspose2dOptions options;
-  Tensor weight, bias;
+  Tensor &weight, &bias;
 };
 
 // max(x, 0); with inplace, x.relu_() (the errors of an in-place op: a leaf
@@ -137,7 +141,7 @@ class BatchNorm2d : public Module {
   void reset_running_stats();
   int64_t num_features;
   BatchNormOptions options;
-  Tensor weight, bias, running_mean, running_var, num_batches_tracked;
+  Tensor &weight, &bias, &running_mean, &running_var, &num_batches_tracked;
 };
 
 // Normalises the trailing normalized_shape dims; weight (1) and bias (0)
@@ -150,7 +154,7 @@ class LayerNorm : public Module {
   std::vector<int64_t> normalized_shape;
   double eps;
   bool elementwise_affine;
-  Tensor weight, bias;
+  Tensor &weight, &bias;
 };
 
 struct MaxPool2dOptions {
@@ -206,7 +210,7 @@ class Embedding : public Module {
   std::string extra_repr() const override;
   int64_t num_embeddings, embedding_dim;
   std::optional<int64_t> padding_idx;
-  Tensor weight;
+  Tensor& weight;
 };
 
 // --- containers ---------------------------------------------------------------------
@@ -274,7 +278,7 @@ class CrossEntropyLoss : public Module {
   Reduction reduction;
   int64_t ignore_index;
   double label_smoothing;
-  Tensor weight;  // per class; a buffer when given, as PyTorch's
+  Tensor& weight;  // per class; a buffer (undefined when not given), as PyTorch's
 };
 
 class NLLLoss : public Module {
@@ -285,7 +289,7 @@ class NLLLoss : public Module {
   Tensor operator()(const Tensor& input, const Tensor& target) { return forward(input, target); }
   Reduction reduction;
   int64_t ignore_index;
-  Tensor weight;
+  Tensor& weight;
 };
 
 class MSELoss : public Module {

@@ -3,13 +3,15 @@
 // to(device, dtype), zero_grad, state dicts.
 //
 // Modules are held by std::shared_ptr (a child is shared with whoever made
-// it); a layer's parameters are members (fc->weight) that are the same
-// tensors as the registered ones: an update through either is seen by both.
+// it); a layer's parameters are members (fc->weight) that are references to
+// the registered slots: an update or an assignment through either is seen
+// by both.
 #pragma once
 
 #include <backplane/tensor.h>
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -143,9 +145,12 @@ class Module : public std::enable_shared_from_this<Module> {
 
   std::string type_name_;
   bool training_ = true;
-  // Entries hold undefined tensors for registered "no parameter" names.
-  std::vector<std::pair<std::string, Tensor>> params_;
-  std::vector<std::pair<std::string, Tensor>> buffers_;
+  // Entries hold undefined tensors for registered "no parameter" names. A
+  // deque, so the references register_parameter and register_buffer return
+  // (a layer's members) stay valid as more are registered and when the
+  // module is moved.
+  std::deque<std::pair<std::string, Tensor>> params_;
+  std::deque<std::pair<std::string, Tensor>> buffers_;
   std::vector<bool> buffer_persistent_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
 };

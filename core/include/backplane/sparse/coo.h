@@ -48,8 +48,9 @@ class SparseTensor {
   int64_t nnz() const;
   DType dtype() const;
   Device device() const;
-  // True when the coordinates are sorted and unique. Set by coalesce(),
-  // zero_() and the operations that keep it; never inferred.
+  // True when the coordinates are sorted and unique. Set at construction
+  // with 0 or 1 stored elements (as PyTorch 1.13), by coalesce(), zero_()
+  // and the operations that keep it; never inferred otherwise.
   bool is_coalesced() const;
 
   // The indices and values of a coalesced tensor; an uncoalesced one raises
@@ -65,7 +66,8 @@ class SparseTensor {
   // The dense tensor: duplicates summed, differentiable in values.
   Tensor to_dense() const;
 
-  // Removes every stored element: nnz 0, sizes kept, coalesced.
+  // Removes every stored element: nnz 0, sizes kept, coalesced; every dim
+  // becomes sparse (dense_dim 0), as PyTorch.
   SparseTensor& zero_();
   SparseTensor clone() const;
   // Same indices; values detached from the graph.
@@ -80,6 +82,8 @@ class SparseTensor {
   SparseTensor neg() const;
   // this + alpha * other; coalesced when both are.
   SparseTensor add(const SparseTensor& other, const Scalar& alpha = 1) const;
+  // this - alpha * other, as add with -alpha.
+  SparseTensor sub(const SparseTensor& other, const Scalar& alpha = 1) const;
   // The transpose of a tensor of at most 2 dims with no dense dims, a copy
   // (uncoalesced, as PyTorch).
   SparseTensor t() const;
@@ -105,7 +109,9 @@ class SparseTensor {
 
 std::ostream& operator<<(std::ostream& os, const SparseTensor& t);
 
-// From int64 indices [sparse_dim, nnz] and values [nnz, dense...]. Checks the
+// From indices [sparse_dim, nnz] and values [nnz, dense...]; indices of
+// another integer dtype are converted to int64, as PyTorch's constructor
+// converts them (floating or bool indices are a TypeError). Checks the
 // shapes and that every index lies in [0, size) (IndexError otherwise).
 // Without `size`, each sparse size is the largest index + 1 (0 when nnz is 0)
 // and the dense sizes are the values'. `dtype` converts the values.
@@ -123,12 +129,17 @@ Tensor add(const Tensor& dense, const SparseTensor& sparse, const Scalar& alpha 
 Tensor& add_(Tensor& dense, const SparseTensor& sparse, const Scalar& alpha = 1);
 inline Tensor operator+(const Tensor& d, const SparseTensor& s) { return add(d, s); }
 inline SparseTensor operator+(const SparseTensor& a, const SparseTensor& b) { return a.add(b); }
+inline SparseTensor operator-(const SparseTensor& a, const SparseTensor& b) { return a.sub(b); }
+inline SparseTensor operator-(const SparseTensor& s) { return s.neg(); }
 inline SparseTensor operator*(const SparseTensor& s, const Scalar& v) { return s.mul(v); }
 inline SparseTensor operator/(const SparseTensor& s, const Scalar& v) { return s.div(v); }
 
 // sparse [n, k] (no dense dims) times dense [k, m]: a dense [n, m],
 // differentiable in the sparse values and in `dense`.
 Tensor mm(const SparseTensor& sparse, const Tensor& dense);
+// torch.matmul(S, D) (Python's S @ D): mm for a 2-D dense operand; a 1-D
+// one is a matrix-vector product giving [n].
+Tensor matmul(const SparseTensor& sparse, const Tensor& dense);
 // beta * input + alpha * mm(sparse, dense); input broadcasts to [n, m].
 Tensor addmm(const Tensor& input, const SparseTensor& sparse, const Tensor& dense,
              const Scalar& beta = 1, const Scalar& alpha = 1);
