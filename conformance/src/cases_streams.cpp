@@ -7,6 +7,8 @@
 #include "case_checks.h"
 #include "case_util.h"
 
+#include <thread>
+
 namespace bp::conformance {
 
 namespace {
@@ -18,6 +20,26 @@ constexpr const char* kCategory = "streams";
 void keep_busy(const Context& ctx) {
   Tensor t = zeros({256}, ctx.options());
   for (int k = 0; k < 64; ++k) t.add_(1);
+}
+
+// How often each race case below runs: a missing wait or a query that
+// answers too early shows up as a wrong value on most rounds, so on all of
+// them only by extreme luck.
+constexpr int kRounds = 12;
+
+// A long first job on the current stream: a large fill, then a chain of
+// in-place steps, each an item of its own on the stream. All elements of
+// the result equal `value + steps`; the caller varies `value` by round, so
+// that memory left over from an earlier round never holds the answer.
+Tensor long_job(const Context& ctx, double value, int steps = 8) {
+  Tensor x = full({1 << 20}, value, ctx.options());
+  for (int k = 0; k < steps; ++k) x.add_(1);
+  return x;
+}
+
+// The largest |x - expected|, computed and read on the current stream.
+double max_error(const Tensor& x, double expected) {
+  return x.sub(expected).abs().max().item<double>();
 }
 
 // Work on one stream runs in the order it was enqueued, and a read waits for it.
@@ -107,6 +129,130 @@ void reuse_waits_for_user_stream(const Context& ctx) {
                "memory kept for another stream goes back once that stream is done");
 }
 
+// A second stream that waits for an event reads what the first wrote after
+// a long job (DV-7), round after round: a plugin whose stream_wait_event
+// does not hold the second stream back reads a half-done result here.
+void wait_after_long_job(const Context& ctx) {
+  const Stream a = Stream::create(ctx.device()), b = Stream::create(ctx.device());
+  for (int round = 0; round < kRounds; ++round) {
+    Tensor x;
+    Event ready(ctx.device());
+    {
+      StreamGuard on(a);
+      x = long_job(ctx, 10.0 * round);
+      ready.record();
+    }
+    StreamGuard on(b);
+    ready.block(b);
+    x.record_stream(b);
+    const double error = max_error(x, 10.0 * round + 8);
+    BP_EXPECT_EQ(error, 0.0, "round ", round, ": b read x before a's fill and 8 steps were done");
+  }
+}
+
+// The same with work queued on the second stream before the wait and a
+// chain of small jobs on the first: the wait holds back only what follows it.
+void wait_after_chain(const Context& ctx) {
+  const Stream a = Stream::create(ctx.device()), b = Stream::create(ctx.device());
+  for (int round = 0; round < kRounds; ++round) {
+    Tensor x, y;
+    Event ready(ctx.device());
+    {
+      StreamGuard on(a);
+      x = full({4096}, 1.0 * round, ctx.options());
+      for (int k = 0; k < 100; ++k) x.add_(1);
+      ready.record();
+    }
+    StreamGuard on(b);
+    y = full({4096}, 3.0, ctx.options());
+    ready.block(b);
+    y.add_(x);
+    x.record_stream(b);
+    BP_EXPECT_EQ(max_error(y, round + 103.0), 0.0,
+                 "round ", round, ": b added x before a's 100 steps were done");
+  }
+}
+
+// An event that Event::query reports reached, or a stream that
+// Stream::query reports idle, has finished the work before it: another
+// stream may then read the result without waiting (DV-7).
+void query_then_read_elsewhere(const Context& ctx) {
+  const Stream a = Stream::create(ctx.device()), b = Stream::create(ctx.device());
+  for (int round = 0; round < kRounds; ++round) {
+    const bool by_event = round % 2 == 0;
+    Tensor x;
+    Event done(ctx.device());
+    {
+      StreamGuard on(a);
+      x = long_job(ctx, 10.0 * round);
+      done.record();
+    }
+    if (by_event) {
+      while (!done.query()) std::this_thread::yield();
+    } else {
+      while (!a.query()) std::this_thread::yield();
+    }
+    StreamGuard on(b);
+    x.record_stream(b);
+    BP_EXPECT_EQ(max_error(x, 10.0 * round + 8), 0.0, "round ", round, ": ",
+                 by_event ? "Event::query" : "Stream::query",
+                 " answered true before a's fill and 8 steps were done");
+  }
+}
+
+// A wait recorded behind another wait: b waits for a, c for b, and the host
+// polls c's event. A stream that does not wait lets the mark through early.
+void query_after_chained_waits(const Context& ctx) {
+  const Stream a = Stream::create(ctx.device()), b = Stream::create(ctx.device());
+  for (int round = 0; round < kRounds; ++round) {
+    Tensor x;
+    Event first(ctx.device()), second(ctx.device());
+    {
+      StreamGuard on(a);
+      x = long_job(ctx, 10.0 * round);
+      first.record();
+    }
+    first.block(b);
+    second.record(b);
+    while (!second.query()) std::this_thread::yield();
+    BP_EXPECT(first.query(), "round ", round, ": b's mark was reached before a's, which it waits for");
+    StreamGuard on(Stream::default_stream(ctx.device()));
+    x.record_stream(Stream::default_stream(ctx.device()));
+    BP_EXPECT_EQ(max_error(x, 10.0 * round + 8), 0.0, "round ", round,
+                 ": an event behind a wait was reached before the work it waits for");
+  }
+}
+
+// Memory freed on one stream is handed out again, possibly on another,
+// only after the work enqueued on the first before the free (DV-8, the
+// plugin's stream-ordered deallocate): neither the old owner's late writes
+// nor the new owner's early ones may show.
+void free_then_reuse_on_other_stream(const Context& ctx) {
+  const Stream a = Stream::create(ctx.device()), b = Stream::create(ctx.device());
+  const int64_t n = 1 << 20;
+  for (int round = 0; round < kRounds; ++round) {
+    Tensor y, z;
+    {
+      StreamGuard on(a);
+      Tensor x = long_job(ctx, 10.0 * round);
+      y = x * 2;  // a's last read of x
+    }  // x freed on a, a's work still queued
+    {
+      StreamGuard on(b);
+      z = full({n}, -1.0 * round, ctx.options());  // may take x's memory
+      z.add_(-1);
+    }
+    {
+      StreamGuard on(a);
+      BP_EXPECT_EQ(max_error(y, 2 * (10.0 * round + 8)), 0.0, "round ", round,
+                   ": a's read of x saw b's writes to memory freed too early");
+    }
+    StreamGuard on(b);
+    BP_EXPECT_EQ(max_error(z, -1.0 * round - 1), 0.0, "round ", round,
+                 ": b's new tensor was overwritten by a's work on the memory it took");
+  }
+}
+
 }  // namespace
 
 void add_stream_cases(Suite& suite) {
@@ -115,6 +261,14 @@ void add_stream_cases(Suite& suite) {
   suite.add({"streams.async_error_names_the_op", {"DV-7"}, kCategory, async_error_names_the_op});
   suite.add({"streams.reuse_waits_for_user_stream", {"DV-8"}, kCategory,
              reuse_waits_for_user_stream});
+  suite.add({"streams.wait_after_long_job", {"DV-7"}, kCategory, wait_after_long_job});
+  suite.add({"streams.wait_after_chain", {"DV-7"}, kCategory, wait_after_chain});
+  suite.add({"streams.query_then_read_elsewhere", {"DV-7"}, kCategory,
+             query_then_read_elsewhere});
+  suite.add({"streams.query_after_chained_waits", {"DV-7"}, kCategory,
+             query_after_chained_waits});
+  suite.add({"streams.free_then_reuse_on_other_stream", {"DV-8"}, kCategory,
+             free_then_reuse_on_other_stream});
 }
 
 }  // namespace bp::conformance

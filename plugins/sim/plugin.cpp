@@ -101,7 +101,11 @@ class SimPlugin final : public bp::sdk::Plugin {
     default_.reset();
   }
 
+#ifdef BACKPLANE_SIM_NO_WAIT
+  const char* name() const override { return "sim_no_wait"; }
+#else
   const char* name() const override { return "sim"; }
+#endif
   const char* version() const override { return "0.2.0"; }
   int32_t dl_device_type() const override { return kDLExtDev; }
 
@@ -264,6 +268,11 @@ class SimPlugin final : public bp::sdk::Plugin {
     return static_cast<double>(b - a) / 1e6;
   }
   void stream_wait_event(int32_t, bp_stream stream, bp_event event) override {
+#ifdef BACKPLANE_SIM_NO_WAIT
+    // A build with the race the conformance suite must catch
+    // (tests/plugins: sim_no_wait): the wait is dropped.
+    return;
+#endif
     const Mark m = mark_of(event);
     if (!m.queue) return;
     queue(stream).push([m] { m.queue->wait_for(m.position); });

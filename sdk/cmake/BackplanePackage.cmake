@@ -60,8 +60,11 @@ install(FILES
 
 # What a plugin author reads and starts from, beside the headers: the
 # documentation (the contract, the ABI, the guide, the CLI) and the hostref
-# example plugin's sources.
+# and asyncref example plugins' sources.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT dev)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT dev)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/sdk/examples/hostref
+  DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples COMPONENT dev)
+# The asynchronous example, beside hostref (whose kernels it builds).
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/sdk/examples/asyncref
   DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples COMPONENT dev)

@@ -1,4 +1,4 @@
-# cmake -DSTEP=install|hostref|new_plugin|core_consumer|deb -DBUILD_DIR=<build>
+# cmake -DSTEP=install|hostref|asyncref|new_plugin|core_consumer|deb -DBUILD_DIR=<build>
 #       -DWORK=<scratch dir> -DEXAMPLES=<sdk/examples> -DCMAKE_CMD=<cmake>
 #       -P check_sdk.cmake
 #
@@ -54,6 +54,7 @@ if(STEP STREQUAL "install")
   foreach(f bin/backplane lib/libbackplane.so include/backplane/plugin.h
             include/backplane/sdk/plugin.hpp include/backplane/sdk/philox.hpp
             include/backplane/sdk/checks.hpp include/backplane/sdk/loops.hpp
+            include/backplane/sdk/deferred.hpp
             include/backplane/tensor.h include/backplane/backplane.h
             lib/backplane/libbackplane_cpu_onednn.so lib/backplane/libbackplane_sim.so
             lib/cmake/Backplane/BackplaneConfig.cmake
@@ -65,7 +66,9 @@ if(STEP STREQUAL "install")
             include/backplane/conformance/cases_library.h
             share/doc/Backplane/plugin-guide.md share/doc/Backplane/semantics.md
             share/doc/Backplane/README.md share/doc/Backplane/examples/hostref/plugin.cpp
-            share/doc/Backplane/examples/hostref/CMakeLists.txt)
+            share/doc/Backplane/examples/hostref/CMakeLists.txt
+            share/doc/Backplane/examples/asyncref/plugin.cpp
+            share/doc/Backplane/examples/asyncref/CMakeLists.txt)
     if(NOT EXISTS ${prefix}/${f})
       message(FATAL_ERROR "[sdk.install] the install lacks ${f}")
     endif()
@@ -86,6 +89,18 @@ elseif(STEP STREQUAL "hostref")
   # Its own cases on a backend without hostref::lerp: unsupported, by name.
   run("hostref cases on sim" EXPECT 0 CONTAINS "hostref.lerp.values" "hostref::lerp"
       COMMAND ${backplane} --backend sim conformance --cases ${cases} --filter "hostref.*" -v)
+
+elseif(STEP STREQUAL "asyncref")
+  # From the installed copy, as a plugin author finds it (it builds hostref's
+  # kernels from the folder beside it).
+  set(src ${prefix}/share/doc/Backplane/examples/asyncref)
+  configure_and_build(${src} ${WORK}/asyncref-build)
+  set(so ${WORK}/asyncref-build/lib/backplane/libbackplane_asyncref.so)
+  run("asyncref devices" EXPECT 0 CONTAINS "asyncref" "not host-addressable"
+      COMMAND ${backplane} --backend ${so} devices)
+  run("asyncref conformance" EXPECT 0 CONTAINS "asyncref is certified for profile core"
+      " 0 failed" "passed      streams.wait_after_long_job"
+      COMMAND ${backplane} --backend ${so} conformance --verbose)
 
 elseif(STEP STREQUAL "new_plugin")
   set(dir ${WORK}/demo)
