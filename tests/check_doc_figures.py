@@ -1,7 +1,8 @@
 """The figures the docs quote, checked against the program that they describe,
 so that none goes stale: the conformance options docs/cli.md lists, the
-cases per category in docs/plugin-guide.md, and the op count and ABI version
-of the `backplane ops` example in docs/cli.md.
+cases per category in docs/plugin-guide.md, the suite's size in
+docs/conformance.md's example report, and the op count and ABI version of
+the `backplane ops` example in docs/cli.md.
 
 Usage: check_doc_figures.py BACKPLANE_EXE SOURCE_DIR
 """
@@ -63,6 +64,17 @@ def main():
         fail(f"docs/plugin-guide.md's cases per category {documented} (all {total.group(1)}) "
              f"differ from --list: {dict(counts)} (all {sum(counts.values())})")
     checked += len(counts) + 1
+
+    # The example report of the wrong_add plugin in docs/conformance.md runs
+    # the whole suite (other examples there run part of it).
+    conformance = open(f"{src}/docs/conformance.md", encoding="utf-8").read()
+    for m in re.finditer(r"^conformance of wrong_add:0 against \S+: (\d+) cases|^wrong_add: .*\((\d+) cases\) in ",
+                         conformance, re.M):
+        n = int(m.group(1) or m.group(2))
+        if n != sum(counts.values()):
+            fail(f"docs/conformance.md's example report says {n} cases; --list has "
+                 f"{sum(counts.values())}")
+        checked += 1
 
     # The ops example quotes the real header line.
     header = output(exe, "--backend", "sim", "ops", "--primitive").splitlines()[0]

@@ -324,6 +324,7 @@ struct ResolvedOp {
   std::optional<Scalar> lo, hi;
   Scalar scalar, alpha;
   DType to_dtype = DType::Float32;
+  bool with_dtype = false;  // softmax / log_softmax(x, dim, to_dtype)
   std::vector<OperandPlan> operands;
   int64_t terms = 1;         // accumulated terms per output element
   bool accumulates = false;  // tolerance grows with the inputs' magnitude

@@ -339,8 +339,15 @@ ResolvedOp resolve_op(const OpStep& step, const PrimaryInfo& p) {
       break;
     }
     case C::Reduce: {
-      const bool float_only =
-          op.kind == K::Mean || op.kind == K::Softmax || op.kind == K::LogSoftmax;
+      const bool softmax = op.kind == K::Softmax || op.kind == K::LogSoftmax;
+      // softmax(x, dim, dtype) converts x first (any dtype) and computes in
+      // dtype; not in grad chains, whose float64 differences a float32
+      // result would swamp.
+      if (softmax && !p.grad && step.p[2] % 3 == 0) {
+        op.with_dtype = true;
+        op.to_dtype = p.dtype == DType::Float32 ? DType::Float64 : DType::Float32;
+      }
+      const bool float_only = op.kind == K::Mean || (softmax && !op.with_dtype);
       if (float_only && !is_floating(p.dtype)) return skip();
       int64_t mask = 0;
       switch (op.kind) {

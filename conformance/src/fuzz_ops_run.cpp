@@ -102,9 +102,9 @@ std::vector<Tensor> run_op(const ResolvedOp& op, Tensor& t, const std::vector<Te
       return {v, i};
     }
     case K::Softmax:
-      return {softmax(t, op.dim)};
+      return {op.with_dtype ? softmax(t, op.dim, op.to_dtype) : softmax(t, op.dim)};
     case K::LogSoftmax:
-      return {log_softmax(t, op.dim)};
+      return {op.with_dtype ? log_softmax(t, op.dim, op.to_dtype) : log_softmax(t, op.dim)};
     case K::Sort: {
       auto [v, i] = sort(t, op.dim, op.keepdim);
       return {v, i};
@@ -243,6 +243,9 @@ std::string op_cpp(const ResolvedOp& op, const std::string& t, const std::vector
            << ", " << kd << ");";
       } else if (op.kind == K::Argsort) {
         os << "auto " << out << " = bp::argsort(" << t << ", " << op.dim << ", " << kd << ");";
+      } else if (op.with_dtype) {
+        os << "auto " << out << " = bp::" << name << "(" << t << ", " << op.dim << ", "
+           << dtype_enum(op.to_dtype) << ");";
       } else if (op.kind == K::Softmax || op.kind == K::LogSoftmax || op.kind == K::Cumsum) {
         os << "auto " << out << " = bp::" << name << "(" << t << ", " << op.dim << ");";
       } else if (op.all) {

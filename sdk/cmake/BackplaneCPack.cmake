@@ -7,7 +7,8 @@
 #                  loader, ...); it recommends an OpenCL ICD (PoCL gives the
 #                  CPU one), without which the opencl plugin finds no device
 #   backplane-dev  the headers, the CMake package, the docs and the hostref
-#                  example (component dev): all a plugin author needs to
+#                  (synchronous) and asyncref (asynchronous, memory the host
+#                  cannot address) examples (component dev): all a plugin author needs to
 #                  build a plugin and run conformance on it, without
 #                  building Backplane
 # The CUDA plugin (component cuda) is left out: it links the CUDA toolkit's
@@ -38,7 +39,7 @@ set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
 set(CPACK_COMPONENT_RUNTIME_DESCRIPTION
     "the backplane program, libbackplane and the cpu_onednn, sim and opencl plugins")
 set(CPACK_COMPONENT_DEV_DESCRIPTION
-    "headers, CMake package (backplane_add_plugin), docs and the hostref example")
+    "headers, CMake package (backplane_add_plugin), docs and the hostref and asyncref examples")
 # Where the packages go: build/packages unless `cpack -B DIR` names another
 # folder (CPACK_OUTPUT_FILE_PREFIX would override -B, so it is not set).
 set(CPACK_PACKAGE_DIRECTORY ${PROJECT_BINARY_DIR}/packages)
