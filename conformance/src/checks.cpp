@@ -18,10 +18,17 @@ namespace detail {
 void fail(const char* file, int line, const std::string& what, const std::string& note) {
   // The case's name and rule say where a built-in check is; a vendor's case
   // (cases_library.h) also names its own file and line.
+  // Built-in cases are compiled from this library's folder (src/ and
+  // include/), so their __FILE__ starts as this one's does: the folder as
+  // the compiler was given it, absolute or (through a compiler cache that
+  // rewrites paths) relative.
+  constexpr std::string_view kThisFile = __FILE__;  // ".../conformance/src/checks.cpp"
+  const std::size_t src = kThisFile.rfind("/src/");
+  const std::string_view folder =
+      src == std::string_view::npos ? std::string_view() : kThisFile.substr(0, src + 1);
+  bool ours = !folder.empty() && std::string_view(file).starts_with(folder);
 #ifdef BACKPLANE_CONFORMANCE_SOURCES
-  const bool ours = std::string_view(file).starts_with(BACKPLANE_CONFORMANCE_SOURCES);
-#else
-  const bool ours = false;
+  ours = ours || std::string_view(file).starts_with(BACKPLANE_CONFORMANCE_SOURCES);
 #endif
   std::string msg = ours ? what : what + " (" + base_name(file) + ":" + std::to_string(line) + ")";
   if (!note.empty()) msg += ": " + note;
