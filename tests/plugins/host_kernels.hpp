@@ -43,8 +43,10 @@ inline void copy_any(const bp::sdk::KernelCall& call) {
   });
 }
 
-// in0 + alpha * in1 + `bias`: 0 for a correct add.
-template <int Bias>
+// in0 + alpha * in1 + `bias`: 0 for a correct add. `Skip` leaves the first
+// element of each row of more than one element unwritten (a kernel that
+// forgets an element, for the fuzzer's --poison).
+template <int Bias, bool Skip = false>
 void add_biased(const bp::sdk::KernelCall& call) {
   bp::sdk::visit_dtype(call.output(0).dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -54,7 +56,7 @@ void add_biased(const bp::sdk::KernelCall& call) {
       const T alpha = bp::sdk::scalar_as<T>(call.scalar(0));
       bp::sdk::for_each_row<3>(
           {call.output(0), call.input(0), call.input(1)}, [&](auto p, auto s, int64_t n) {
-            for (int64_t i = 0; i < n; ++i)
+            for (int64_t i = Skip && n > 1 ? 1 : 0; i < n; ++i)
               at<T>(p[0], s[0], i) =
                   static_cast<T>(at<T>(p[1], s[1], i) + alpha * at<T>(p[2], s[2], i) + T(Bias));
           });
