@@ -1,7 +1,8 @@
 // `backplane conformance`: runs the conformance suite on a device of the
-// selected backend (device 0, NAME:N, or each with --all-devices), each case in a child process of this program (the hidden
-// --run-one flag, conformance_child.cpp), compares values with a reference
-// backend, and reports to the console, JSON and JUnit XML.
+// selected backend (device 0, NAME:N, or each with --all-devices), each case
+// in a child process of this program (the hidden --run-one flag, which calls
+// conformance::child_main), compares values with a reference backend, and
+// reports to the console, JSON and JUnit XML.
 #include <backplane/backplane.h>
 #include <backplane/conformance.h>
 #include <unistd.h>
@@ -20,7 +21,7 @@
 
 #include "asan_reexec.h"
 #include "commands.h"
-#include "conformance_child.h"
+#include "device_loading.h"
 
 namespace bp::cli {
 
@@ -181,7 +182,8 @@ class ConformanceCommand : public Command {
       }
     }
     if (!run_one_.empty())
-      return run_one_case(suite, run_one_, flags.backend, compare_to_, *seed_, result_fd_);
+      return conformance::child_main(suite, run_one_, flags.backend, compare_to_, *seed_,
+                                     result_fd_);
 
     auto selected = conformance::select_cases(suite, filters_);
     if (selected.empty()) {

@@ -1,9 +1,11 @@
 // `backplane fuzz`: property-based fuzzing of a backend (the engine is
-// conformance/fuzz.h). This file parses the options, loads the backends,
+// conformance/fuzz.h), or of the checkpoint loader (--target checkpoint,
+// conformance/fuzz_checkpoint.h). This file parses the options, loads the backends,
 // keeps a crash from losing the number of the case that caused it, and maps
 // the outcome to an exit code.
 #include <backplane/backplane.h>
 #include <backplane/conformance/fuzz.h>
+#include <backplane/conformance/fuzz_checkpoint.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -16,7 +18,7 @@
 
 #include "asan_reexec.h"
 #include "commands.h"
-#include "conformance_child.h"
+#include "device_loading.h"
 
 namespace bp::cli {
 
@@ -55,8 +57,15 @@ const char* kDetails =
     "--poison also checks that an op writes every element of its result: each op case\n"
     "runs twice more with the device's new memory filled with 0x00 bytes, then 0xFF,\n"
     "and an element that differs between the two fails the case (unwritten-result).\n\n"
+    "--target checkpoint fuzzes the safetensors loader instead (what train --resume and\n"
+    "load_file read): each case is 1 to 3 mutations of a valid checkpoint (bit flips, bytes\n"
+    "set, cuts, insertions, deleted and repeated runs, digits changed in the header),\n"
+    "loaded onto --backend's device with the sums required (it must be refused with a\n"
+    "ValueError) and optional (it loads or is refused, nothing else). --seconds, --cases,\n"
+    "--seed, --case and --verbose apply; the ops-only options do not.\n\n"
     "Examples:\n"
     "  backplane fuzz --seconds 120 --seed 1\n"
+    "  backplane fuzz --target checkpoint --cases 100000 --seed 1\n"
     "  backplane fuzz --backend sim --cases 3000 --seed 1\n"
     "  backplane fuzz --backend sim --seed 1 --case 1234 --verbose   # replay one case\n"
     "  backplane fuzz --backend ./libbackplane_mine.so --seconds 600\n"
@@ -80,6 +89,19 @@ extern "C" void on_fatal_signal(int sig) {
   std::raise(sig);
 }
 
+// The crash note for case `k`: its number and the command that replays it.
+void note_case(uint64_t k, uint64_t seed, const std::string& replay_command) {
+  const int n = std::snprintf(g_crash_note, sizeof g_crash_note,
+                              " while running case %llu of seed %llu; replay it with:\n  %s --seed "
+                              "%llu --case %llu --verbose\n",
+                              static_cast<unsigned long long>(k),
+                              static_cast<unsigned long long>(seed), replay_command.c_str(),
+                              static_cast<unsigned long long>(seed),
+                              static_cast<unsigned long long>(k));
+  g_crash_note_len =
+      n < 0 ? 0 : std::min<std::size_t>(static_cast<std::size_t>(n), sizeof g_crash_note - 1);
+}
+
 void install_crash_handler() {
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) std::signal(sig, on_fatal_signal);
 }
@@ -100,7 +122,9 @@ class FuzzCommand : public Command {
 
   po::options_description options() override {
     po::options_description own("Options");
-    own.add_options()("seconds", po::value<double>()->value_name("N")->notifier([this](double s) {
+    own.add_options()("target", po::value<std::string>(&target_)->value_name("ops|checkpoint"),
+                      "what to fuzz: a backend's views, ops and gradients (ops, the default) "
+                      "or the checkpoint loader (checkpoint)")("seconds", po::value<double>()->value_name("N")->notifier([this](double s) {
       seconds_ = s;
     }),
                       "stop after N seconds (default 60 unless --cases is given)")(
@@ -130,6 +154,14 @@ class FuzzCommand : public Command {
   }
 
   int run(const BackendFlags& flags) override {
+    if (target_ != "ops" && target_ != "checkpoint")
+      return usage("--target takes ops or checkpoint, not '" + target_ + "'");
+    if (target_ == "checkpoint")
+      for (const auto& [given, option] : {std::pair{!compare_to_.empty(), "--compare-to"},
+                                          std::pair{!skip_.empty(), "--skip"},
+                                          std::pair{poison_, "--poison"},
+                                          std::pair{asan_, "--asan"}})
+        if (given) return usage(std::string(option) + " applies to --target ops only");
     if (asan_)
       if (const auto code = restart_with_asan(
               "fuzz", {flags.backend, compare_to_.empty() ? reference_backend() : compare_to_},
@@ -138,6 +170,7 @@ class FuzzCommand : public Command {
     if (cases_ && *cases_ == 0) return usage("--cases must be at least 1");
     if (seconds_ && !(*seconds_ > 0)) return usage("--seconds must be a positive number");
     if (!(shrink_seconds_ >= 0)) return usage("--shrink-seconds must not be negative");
+    if (target_ == "checkpoint") return run_checkpoint(flags);
     try {
       conformance::fuzz::check_skip_names(skip_);
     } catch (const ValueError& e) {
@@ -169,17 +202,7 @@ class FuzzCommand : public Command {
     if (compare_to_ != kDefaultBackend) o.replay_command += " --compare-to " + compare_to_;
     if (asan_) o.replay_command += " --asan";
     std::snprintf(g_crash_note, sizeof g_crash_note, "%s", "");
-    o.on_case_start = [&](uint64_t k) {
-      const int n =
-          std::snprintf(g_crash_note, sizeof g_crash_note,
-                        " while running case %llu of seed %llu; replay it with:\n  %s --seed %llu "
-                        "--case %llu --verbose\n",
-                        static_cast<unsigned long long>(k), static_cast<unsigned long long>(o.seed),
-                        o.replay_command.c_str(), static_cast<unsigned long long>(o.seed),
-                        static_cast<unsigned long long>(k));
-      g_crash_note_len =
-          n < 0 ? 0 : std::min<std::size_t>(static_cast<std::size_t>(n), sizeof g_crash_note - 1);
-    };
+    o.on_case_start = [&](uint64_t k) { note_case(k, o.seed, o.replay_command); };
     install_crash_handler();
 
     std::cout << "fuzz: backend " << dut->name() << " against " << ref->name() << ", seed "
@@ -197,6 +220,38 @@ class FuzzCommand : public Command {
 
  private:
   static int usage(const std::string& message) { return usage_error_of("fuzz", message); }
+
+  // --target checkpoint: the loader fuzzer, tensors loaded onto --backend's device.
+  int run_checkpoint(const BackendFlags& flags) {
+    Backend* dut = nullptr;
+    conformance::fuzz::CheckpointOptions o;
+    Device device;
+    if (int code = load(flags.backend, "backend", dut, device); code != kExitOk) return code;
+    o.device = device;
+    o.seed = seed_.value_or(std::random_device{}() * 0x100000000ull + std::random_device{}());
+    o.cases = cases_;
+    o.seconds = seconds_.value_or(cases_ || case_ ? 0 : 60);
+    o.only_case = case_;
+    o.verbose = verbose_;
+    o.replay_command = "backplane fuzz --target checkpoint --backend " + flags.backend;
+    for (const auto& p : flags.plugin_paths) o.replay_command += " --plugin-path " + p;
+    for (const auto& opt : flags.options) o.replay_command += " --backend-option " + opt;
+    o.on_case_start = [&](uint64_t k) { note_case(k, o.seed, o.replay_command); };
+    install_crash_handler();
+    std::cout << "fuzz: the checkpoint loader onto " << dut->name() << ", seed " << o.seed;
+    if (case_)
+      std::cout << ", case " << *case_;
+    else if (cases_)
+      std::cout << ", " << *cases_ << " cases";
+    if (o.seconds > 0) std::cout << ", at most " << o.seconds << " s";
+    std::cout << " (replay with --seed " << o.seed << ")" << std::endl;
+    const conformance::fuzz::CheckpointSummary s =
+        conformance::fuzz::run_checkpoint(o, std::cout, std::cerr);
+    conformance::fuzz::print_summary(std::cout, s);
+    return s.failed == 0 ? kExitOk : kExitFailed;
+  }
+
+  std::string target_ = "ops";
 
   std::optional<double> seconds_;
   std::optional<uint64_t> cases_, seed_, case_;

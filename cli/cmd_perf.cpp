@@ -18,7 +18,7 @@
 #include <sstream>
 
 #include "commands.h"
-#include "conformance_child.h"
+#include "device_loading.h"
 #include "perf.h"
 #include "perf_report.h"
 

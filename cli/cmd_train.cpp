@@ -24,7 +24,7 @@
 #include <string>
 
 #include "commands.h"
-#include "conformance_child.h"
+#include "device_loading.h"
 #include "train_data.h"
 #include "train_settings.h"
 

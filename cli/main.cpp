@@ -38,7 +38,8 @@ class VersionCommand : public Command {
     return "Print the core version and the plugin ABI version";
   }
   const char* details() const override {
-    return "Plugins must have the same ABI major version as the core and at most its minor.\n\n"
+    return "A plugin must have the core's ABI major version; any minor loads (an older one's\n"
+           "missing fields count as absent, a newer one's extras are ignored).\n\n"
            "Example:\n  backplane version\n";
   }
   int run(const BackendFlags&) override {

@@ -1,8 +1,10 @@
 """The figures the docs quote, checked against the program that they describe,
 so that none goes stale: the conformance options docs/cli.md lists, the
 cases per category in docs/plugin-guide.md, the suite's size in
-docs/conformance.md's example report, and the op count and ABI version of
-the `backplane ops` example in docs/cli.md.
+docs/conformance.md's example report, the op count and ABI version of
+the `backplane ops` example in docs/cli.md, and every place the docs and
+the README quote the current ABI version or op count, read from plugin.h
+(BP_ABI_MAJOR, BP_ABI_MINOR, BP_OP_COUNT as an enumerator or a #define).
 
 Usage: check_doc_figures.py BACKPLANE_EXE SOURCE_DIR
 """
@@ -30,6 +32,45 @@ def section(text, heading):
         fail(f"no section {heading!r}")
     end = text.find("\n### ", at + len(heading))
     return text[at:end if end >= 0 else len(text)]
+
+
+def header_figures(src):
+    text = open(f"{src}/sdk/include/backplane/plugin.h", encoding="utf-8").read()
+    figures = {}
+    for key in ("BP_ABI_MAJOR", "BP_ABI_MINOR", "BP_OP_COUNT"):
+        m = re.search(r"^\s*(?:#define\s+" + key + r"\s+(\d+)|" + key + r"\s*=\s*(\d+)\s*,?)", text, re.M)
+        if not m:
+            fail(f"plugin.h defines no {key}")
+        figures[key] = int(m.group(1) or m.group(2))
+    return f"{figures['BP_ABI_MAJOR']}.{figures['BP_ABI_MINOR']}", figures["BP_OP_COUNT"]
+
+
+# Phrases that quote the current version or count (not "since ABI 2.5",
+# which is history): each with the group that must equal the header's.
+CURRENT_ABI = [r"this core's (\d+\.\d+)", r"the plugin ABI \(`(\d+\.\d+)`\)",
+               r"\d+ in ABI (\d+\.\d+)", r"^plugin ABI (\d+\.\d+)$"]
+CURRENT_COUNT = [r"(\d+) in ABI \d+\.\d+", r"(\d+) primitive ops"]
+
+
+def check_quoted_versions(src):
+    import glob
+    abi, count = header_figures(src)
+    paths = sorted(glob.glob(f"{src}/docs/*.md")) + [f"{src}/README.md"]
+    wrong, seen = [], 0
+    for path in paths:
+        text = open(path, encoding="utf-8").read()
+        for patterns, want in ((CURRENT_ABI, abi), (CURRENT_COUNT, str(count))):
+            for pattern in patterns:
+                for m in re.finditer(pattern, text, re.M):
+                    seen += 1
+                    if m.group(1) != want:
+                        line = text.count("\n", 0, m.start()) + 1
+                        wrong.append(f"{path[len(src) + 1:]}:{line}: {m.group(0)!r} (plugin.h: {want})")
+    if wrong:
+        fail("the docs quote another ABI version or op count than plugin.h:\n  " + "\n  ".join(wrong))
+    if seen == 0:
+        fail("no quoted ABI version or op count found: the patterns no longer match the docs")
+    return seen
 
 
 def main():
@@ -81,6 +122,8 @@ def main():
     if header not in cli:
         fail(f"docs/cli.md's `backplane ops` example lacks the line {header!r}")
     checked += 1
+
+    checked += check_quoted_versions(src)
     print(f"[docs.figures] {checked} figures agree with {exe}")
 
 

@@ -3,6 +3,7 @@
 // opt-out; loads refuse special files at once and bound the header; a
 // fuzz run over mutations of a valid file ends every one in a ValueError.
 #include <backplane/backplane.h>
+#include <backplane/conformance/fuzz_checkpoint.h>
 #include <backplane/nn/checkpoint.h>
 #include <backplane/safetensors.h>
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@
 #include <fstream>
 #include <iostream>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -170,69 +172,31 @@ TEST(SafetensorsIntegrity, ManyEntriesLoadOrAreRefused) {
 
 // Mutations of a valid file (bit flips, bytes set, cuts, insertions, deleted
 // and repeated runs, digits changed in the header), a fixed number from a
-// fixed seed: every one that changes the bytes is a ValueError, never
-// another exception; with the sums optional, none escapes either.
+// fixed seed, by the loader fuzzer `backplane fuzz --target checkpoint` runs:
+// every one that changes the bytes is a ValueError, never another exception;
+// with the sums optional, none escapes either.
 TEST(SafetensorsIntegrity, FuzzedFilesEndInAValueError) {
-  std::vector<std::byte> good;
-  {
-    bp::manual_seed(3);
-    bp::nn::Linear lin(4, 3);
-    bp::nn::NamedTensors in;
-    for (const auto& [name, t] : lin.state_dict()) in.insert("model." + name, t);
-    in.insert("model.steps", bp::tensor({int64_t{5}}));
-    good = st::serialize(in, {{"train.epoch", "3"}, {"optimizer", "Adam"}});
-  }
-  std::mt19937_64 rng(20261202);
-  const auto pick = [&](std::size_t n) { return static_cast<std::size_t>(rng() % std::max<std::size_t>(n, 1)); };
-  int changed = 0, refused = 0, escaped = 0;
-  for (int c = 0; c < 3000; ++c) {
-    std::vector<std::byte> m = good;
-    const int edits = 1 + static_cast<int>(rng() % 3);
-    for (int e = 0; e < edits; ++e) {
-      const std::size_t at = pick(m.size());
-      switch (rng() % 7) {
-        case 0: m[at] ^= std::byte{static_cast<unsigned char>(1u << (rng() % 8))}; break;
-        case 1: m[at] = std::byte{static_cast<unsigned char>(rng())}; break;
-        case 2: m.resize(at); break;
-        case 3: m.insert(m.begin() + static_cast<std::ptrdiff_t>(at), std::byte{static_cast<unsigned char>(rng())}); break;
-        case 4: m.erase(m.begin() + static_cast<std::ptrdiff_t>(at),
-                        m.begin() + static_cast<std::ptrdiff_t>(std::min(m.size(), at + 1 + pick(16))));
-          break;
-        case 5: {
-          const std::size_t len = std::min(m.size() - at, 1 + pick(16));
-          std::vector<std::byte> run(m.begin() + static_cast<std::ptrdiff_t>(at),
-                                     m.begin() + static_cast<std::ptrdiff_t>(at + len));
-          m.insert(m.begin() + static_cast<std::ptrdiff_t>(at), run.begin(), run.end());
-          break;
-        }
-        default:  // a digit of the header changed, keeping the JSON's form
-          for (std::size_t k = 8; k < std::min<std::size_t>(m.size(), 8 + 400); ++k) {
-            const std::size_t i = 8 + pick(std::min<std::size_t>(m.size(), 400) - 8);
-            const char ch = static_cast<char>(m[i]);
-            if (ch >= '0' && ch <= '9') {
-              m[i] = std::byte{static_cast<unsigned char>('0' + (ch - '0' + 1 + rng() % 9) % 10)};
-              break;
-            }
-          }
-      }
-      if (m.empty()) break;
-    }
-    if (m == good) continue;
-    ++changed;
-    for (st::Checksums mode : {st::Checksums::Required, st::Checksums::Optional}) {
-      try {
-        st::deserialize(m, std::nullopt, "fuzzed", mode);
-      } catch (const bp::ValueError&) {
-        refused += mode == st::Checksums::Required;
-      } catch (const std::exception& e) {
-        ++escaped;
-        ADD_FAILURE() << "case " << c << ": " << typeid(e).name() << ": " << e.what();
-      }
-    }
-  }
-  EXPECT_GT(changed, 2900);
-  EXPECT_EQ(refused, changed) << "a changed file loaded with its sums required";
-  EXPECT_EQ(escaped, 0);
+  namespace fz = bp::conformance::fuzz;
+  fz::CheckpointOptions o;
+  o.seed = 20261202;
+  o.cases = 3000;
+  std::ostringstream out, progress;
+  const fz::CheckpointSummary s = fz::run_checkpoint(o, out, progress);
+  EXPECT_EQ(s.cases, 3000u);
+  EXPECT_GT(s.cases - s.unchanged, 2900u);
+  EXPECT_EQ(s.refused, s.cases - s.unchanged) << "a changed file loaded with its sums required\n" << out.str();
+  EXPECT_EQ(s.failed, 0u) << out.str();
+}
+
+// A case is drawn from (seed, case number) alone: a replay sees the same
+// bytes, and cases differ from each other.
+TEST(SafetensorsIntegrity, FuzzCasesReplay) {
+  namespace fz = bp::conformance::fuzz;
+  const std::vector<std::byte> good = fz::checkpoint_fuzz_base();
+  EXPECT_EQ(fz::mutate_checkpoint(good, 7, 41), fz::mutate_checkpoint(good, 7, 41));
+  int differ = 0;
+  for (uint64_t k = 0; k < 20; ++k) differ += fz::mutate_checkpoint(good, 7, k) != fz::mutate_checkpoint(good, 8, k);
+  EXPECT_GE(differ, 15);
 }
 
 }  // namespace

@@ -92,6 +92,46 @@ TEST(SdkChecks, OpNamesAreTheCoresForEveryOp) {
   EXPECT_STREQ(bp::sdk::op_name(BP_OP_COUNT), "op?");
 }
 
+// The SDK's error idiom: BP_SDK_REQUIRE names the innermost OpScope, the
+// default name outside every scope, and a kernel entered through
+// kernel_thunk names its call's op.
+void checks_positive(const KernelCall& c) {
+  BP_SDK_REQUIRE(c.attrs().num_ints > 0 && c.attrs().ints[0] > 0, "ints[0] must be positive");
+}
+
+TEST(SdkChecks, ErrorsNameTheCurrentOp) {
+  EXPECT_EQ(refusal([] { BP_SDK_REQUIRE(false, "outside"); }), "[plugin] outside");
+  {
+    bp::sdk::OpScope outer("allocate");
+    EXPECT_STREQ(bp::sdk::current_op(), "allocate");
+    {
+      bp::sdk::OpScope inner("memset");
+      EXPECT_EQ(refusal([] { BP_SDK_REQUIRE(1 + 1 == 3, "got " << 2); }), "[memset] got 2");
+    }
+    EXPECT_EQ(refusal([] { BP_SDK_REQUIRE(false, "x"); }), "[allocate] x");
+    try {
+      BP_SDK_UNSUPPORTED("not for " << "bool");
+      ADD_FAILURE() << "BP_SDK_UNSUPPORTED did not throw";
+    } catch (const Unsupported& e) {
+      EXPECT_STREQ(e.what(), "[allocate] not for bool");
+    }
+  }
+  EXPECT_STREQ(bp::sdk::current_op(), "plugin");
+  EXPECT_EQ(refusal([] { BP_SDK_REQUIRE(true, "never"); }), "");
+
+  const Desc x(BP_DTYPE_FLOAT32, {2});
+  Call call(BP_OP_CUMSUM, {&x}, {&x}, {0});
+  bp_error err{};
+  char buf[256] = {};
+  err.struct_size = sizeof err;
+  err.message = buf;
+  err.capacity = sizeof buf;
+  EXPECT_EQ(bp::sdk::kernel_thunk<&checks_positive>(nullptr, &call.raw, &err),
+            BP_STATUS_INVALID_ARGUMENT);
+  EXPECT_STREQ(buf, "[cumsum] ints[0] must be positive");
+  EXPECT_STREQ(bp::sdk::current_op(), "plugin");
+}
+
 TEST(SdkChecks, ElementwiseReturnsTheDispatchDtypeOfAMatchingCall) {
   Desc cond(BP_DTYPE_BOOL, {2, 3}), a(BP_DTYPE_INT64, {2, 3}), b(BP_DTYPE_INT64, {2, 3}),
       out(BP_DTYPE_INT64, {2, 3});

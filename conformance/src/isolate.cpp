@@ -1,10 +1,16 @@
-// One case in a child process (bp::run_child): the program itself, started
-// afresh with a hidden flag that runs one case and writes the result to
-// fd 3; when the child dies without a result, the tail of its output goes
-// into the message.
+// One case in a child process, both ends of it. The parent (run_isolated)
+// starts the program afresh (bp::run_child) with a hidden flag that calls
+// child_main, which runs the one case and writes the result to fd 3; when
+// the child dies without a result, the tail of its output goes into the
+// message.
 #include <backplane/child_process.h>
+#include <backplane/conformance/backends.h>
 #include <backplane/conformance/runner.h>
+#include <sys/resource.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
 #include <sstream>
 
 #include "text_util.h"
@@ -147,6 +153,39 @@ CaseResult run_isolated(const Case& c, const Isolation& iso) {
   r.message = message;
   r.missing.clear();
   return r;
+}
+
+int child_main(const Suite& suite, const std::string& name, const std::string& backend,
+               const std::string& compare_to, uint64_t seed, int result_fd) {
+  if (result_fd >= 0) {
+    // A plugin that crashes every case would otherwise leave a core file per
+    // case; --no-isolate is the way to debug one.
+    rlimit no_core{0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+  }
+  CaseResult result;
+  result.status = Status::Failed;
+  const Case* c = suite.find(name);
+  BackendPair backends;
+  std::string why;
+  if (c == nullptr) {
+    result.message = "[conformance] no case is named '" + name + "'";
+  } else if (load_pair(backend, compare_to, backends, why) != LoadStatus::Ok) {
+    result.message = why;
+  } else {
+    Context ctx(*backends.dut, backends.dut_device, *backends.ref, backends.ref_device, seed);
+    ctx.set_own_process(true);
+    result = run_case(*c, ctx);
+  }
+  if (result_fd < 0) {
+    std::cout << name << ": " << to_string(result.status)
+              << (result.message.empty() ? "" : "\n" + result.message) << "\n";
+    return result.status == Status::Failed ? 1 : 0;
+  }
+  write_result(result_fd, result);
+  std::cout.flush();
+  std::fflush(nullptr);
+  std::_Exit(0);
 }
 
 }  // namespace bp::conformance

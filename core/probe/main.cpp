@@ -1,7 +1,7 @@
 // backplane-probe: loads one plugin file the way a host process does and
 // says, on a file descriptor, how far it got and whether it passed. The
 // loader runs it in a child process before opening a plugin itself
-// (core/src/plugin_probe.cpp), so that a plugin that crashes, hangs or
+// (core/src/host/plugin_probe.cpp), so that a plugin that crashes, hangs or
 // exits while loading takes this process down rather than the host.
 //
 //   backplane-probe --result-fd 3 [--option KEY=VALUE]... /path/to/libbackplane_x.so
@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "../src/plugin_probe.h"
+#include "../src/host/plugin_probe.h"
 
 namespace {
 

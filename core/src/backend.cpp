@@ -12,9 +12,9 @@
 #include <cstring>
 #include <optional>
 
-#include "backend_library.h"
+#include "host/backend_library.h"
 #include "internal.h"
-#include "plugin_probe.h"
+#include "host/plugin_probe.h"
 
 namespace bp::detail {
 // Poisoned allocations (debug::set_poison; guard.cpp).

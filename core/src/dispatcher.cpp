@@ -13,50 +13,10 @@ namespace bp {
 
 std::string_view op_name(Op op) {
   switch (op) {
-    case Op::Fill: return "fill";
-    case Op::Copy: return "copy";
-    case Op::Add: return "add";
-    case Op::Sub: return "sub";
-    case Op::Mul: return "mul";
-    case Op::Div: return "div";
-    case Op::Relu: return "relu";
-    case Op::Sum: return "sum";
-    case Op::Matmul: return "matmul";
-    case Op::Neg: return "neg";
-    case Op::Abs: return "abs";
-    case Op::Exp: return "exp";
-    case Op::Log: return "log";
-    case Op::Sqrt: return "sqrt";
-    case Op::Sigmoid: return "sigmoid";
-    case Op::Tanh: return "tanh";
-    case Op::Erf: return "erf";
-    case Op::Argsort: return "argsort";
-    case Op::Cumsum: return "cumsum";
-    case Op::Clamp: return "clamp";
-    case Op::LogicalNot: return "logical_not";
-    case Op::Maximum: return "maximum";
-    case Op::Minimum: return "minimum";
-    case Op::Pow: return "pow";
-    case Op::Eq: return "eq";
-    case Op::Ne: return "ne";
-    case Op::Lt: return "lt";
-    case Op::Le: return "le";
-    case Op::Gt: return "gt";
-    case Op::Ge: return "ge";
-    case Op::LogicalAnd: return "logical_and";
-    case Op::LogicalOr: return "logical_or";
-    case Op::Where: return "where";
-    case Op::Prod: return "prod";
-    case Op::Max: return "max";
-    case Op::Min: return "min";
-    case Op::Argmax: return "argmax";
-    case Op::Argmin: return "argmin";
-    case Op::Softmax: return "softmax";
-    case Op::LogSoftmax: return "log_softmax";
-    case Op::Gather: return "gather";
-    case Op::Scatter: return "scatter";
-    case Op::IndexSelect: return "index_select";
-    case Op::Random: return "random";
+#define BP_OP_NAME_CASE_(NAME, Name, text, value) \
+  case Op::Name: return text;
+    BP_OP_LIST(BP_OP_NAME_CASE_)
+#undef BP_OP_NAME_CASE_
   }
   return "unknown";
 }

@@ -365,8 +365,8 @@ bool run_named(std::string_view name, const Found& found, const std::vector<Tens
 
   const int32_t dl = b.dl_device_type();
   std::vector<bp_tensor> in, out;
-  for (const Tensor& t : inputs) in.push_back(detail::describe(t, dl));
-  for (const Tensor& t : outputs) out.push_back(detail::describe(t, dl));
+  for (const Tensor& t : inputs) in.push_back(detail::abi_descriptor(t, dl));
+  for (const Tensor& t : outputs) out.push_back(detail::abi_descriptor(t, dl));
   const bp_kernel_call call = detail::make_call(BP_OP_NAMED, dtype, inputs[0].device(), in, out, a);
   detail::ErrorBuffer err;
   const bp_status st = detail::call_plugin_kernel(impl.fn, impl.ctx, call, err.get(), b.id());

@@ -120,8 +120,8 @@ void arg_kernel(const KernelCall& c) {
 }  // namespace
 
 void register_argreduce_kernels(Registrar& r) {
-  r.add<&arg_kernel<true>>(BP_OP_ARGMAX, kAllDtypes, BP_ORIGIN);
-  r.add<&arg_kernel<false>>(BP_OP_ARGMIN, kAllDtypes, BP_ORIGIN);
+  r.add<&arg_kernel<true>>(BP_OP_ARGMAX, kBaseDtypes, BP_ORIGIN);
+  r.add<&arg_kernel<false>>(BP_OP_ARGMIN, kBaseDtypes, BP_ORIGIN);
 }
 
 }  // namespace bp::cpu

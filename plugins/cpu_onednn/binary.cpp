@@ -278,8 +278,8 @@ void register_binary_kernels(Registrar& r) {
     r.add_scalar_operand<&binary16_kernel<BinOp::mul>>(BP_OP_MUL, {dt}, BP_ORIGIN);
     r.add_scalar_operand<&binary16_kernel<BinOp::div>>(BP_OP_DIV, {dt}, BP_ORIGIN);
   }
-  r.add<&minmax_kernel<true>>(BP_OP_MAXIMUM, kAllDtypes, BP_ORIGIN);
-  r.add<&minmax_kernel<false>>(BP_OP_MINIMUM, kAllDtypes, BP_ORIGIN);
+  r.add<&minmax_kernel<true>>(BP_OP_MAXIMUM, kBaseDtypes, BP_ORIGIN);
+  r.add<&minmax_kernel<false>>(BP_OP_MINIMUM, kBaseDtypes, BP_ORIGIN);
   r.add<&pow_kernel>(BP_OP_POW, kNumericDtypes, BP_ORIGIN);
 }
 

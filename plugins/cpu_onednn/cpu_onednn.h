@@ -41,9 +41,6 @@ inline constexpr int64_t kParallelMinElements = 65536;
 // Below this many multiply-adds (m*n*k) the plugin's matmul loop wins.
 inline constexpr int64_t kDnnlMinMatmulFlops = 32768;
 
-// User-facing check: throws InvalidArgument("[op] message").
-#define BP_CHECK BP_SDK_CHECK
-
 // ---------------------------------------------------------------------------
 // oneDNN context and primitive cache (primitive_cache.cpp)
 // ---------------------------------------------------------------------------
@@ -466,7 +463,7 @@ void unary_map(const TensorRef& out, const TensorRef& in, F f) {
 // Checks and descriptors shared by the kernel families
 // ---------------------------------------------------------------------------
 
-using bp::sdk::kAllDtypes;
+using bp::sdk::kBaseDtypes;
 using bp::sdk::kFloatDtypes;
 using bp::sdk::kNumericDtypes;
 namespace check = bp::sdk::check;  // the contract of each op (backplane/sdk/checks.hpp)

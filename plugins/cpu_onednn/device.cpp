@@ -25,7 +25,7 @@ std::string cpu_model_name() {
 }  // namespace
 
 void fill_device_props(int32_t device, bp_device_props& props) {
-  BP_CHECK(device == 0, "device_props", "cpu_onednn has one device (0), got " << device);
+  BP_SDK_CHECK(device == 0, "device_props", "cpu_onednn has one device (0), got " << device);
   const long threads = sysconf(_SC_NPROCESSORS_ONLN);
   const std::string model = cpu_model_name();
   if (model.empty())

@@ -31,7 +31,7 @@ void check_indices(const char* op, const TensorRef& index, int dim, int64_t size
       });
   const int64_t mn = lo.load(), mx = hi.load();
   if (mn >= 0 && mx < size) return;
-  BP_CHECK(false, op,
+  BP_SDK_CHECK(false, op,
            "index " << (mn < 0 ? mn : mx) << " is out of range for dim " << dim << " of size "
                     << size << " (valid range: [0, " << size << "))");
 }
@@ -124,9 +124,9 @@ void scatter_kernel(const KernelCall& c) {
 }  // namespace
 
 void register_index_kernels(Registrar& r) {
-  r.add<&gather_kernel>(BP_OP_GATHER, kAllDtypes, BP_ORIGIN);
-  r.add<&scatter_kernel>(BP_OP_SCATTER, kAllDtypes, BP_ORIGIN);
-  r.add<&index_select_kernel>(BP_OP_INDEX_SELECT, kAllDtypes, BP_ORIGIN);
+  r.add<&gather_kernel>(BP_OP_GATHER, kBaseDtypes, BP_ORIGIN);
+  r.add<&scatter_kernel>(BP_OP_SCATTER, kBaseDtypes, BP_ORIGIN);
+  r.add<&index_select_kernel>(BP_OP_INDEX_SELECT, kBaseDtypes, BP_ORIGIN);
 }
 
 }  // namespace bp::cpu

@@ -231,10 +231,10 @@ void reduce_kernel(const KernelCall& c) {
 }  // namespace
 
 void register_reduce_kernels(Registrar& r) {
-  r.add<&reduce_kernel<Red::sum>>(BP_OP_SUM, kAllDtypes, BP_ORIGIN);
-  r.add<&reduce_kernel<Red::prod>>(BP_OP_PROD, kAllDtypes, BP_ORIGIN);
-  r.add<&reduce_kernel<Red::max>>(BP_OP_MAX, kAllDtypes, BP_ORIGIN);
-  r.add<&reduce_kernel<Red::min>>(BP_OP_MIN, kAllDtypes, BP_ORIGIN);
+  r.add<&reduce_kernel<Red::sum>>(BP_OP_SUM, kBaseDtypes, BP_ORIGIN);
+  r.add<&reduce_kernel<Red::prod>>(BP_OP_PROD, kBaseDtypes, BP_ORIGIN);
+  r.add<&reduce_kernel<Red::max>>(BP_OP_MAX, kBaseDtypes, BP_ORIGIN);
+  r.add<&reduce_kernel<Red::min>>(BP_OP_MIN, kBaseDtypes, BP_ORIGIN);
 }
 
 }  // namespace bp::cpu

@@ -107,8 +107,8 @@ void cumsum_kernel(const KernelCall& c) {
 }  // namespace
 
 void register_sort_kernels(Registrar& r) {
-  r.add<&argsort_kernel>(BP_OP_ARGSORT, kAllDtypes, BP_ORIGIN);
-  r.add<&cumsum_kernel>(BP_OP_CUMSUM, kAllDtypes, BP_ORIGIN);
+  r.add<&argsort_kernel>(BP_OP_ARGSORT, kBaseDtypes, BP_ORIGIN);
+  r.add<&cumsum_kernel>(BP_OP_CUMSUM, kBaseDtypes, BP_ORIGIN);
 }
 
 }  // namespace bp::cpu

@@ -156,7 +156,7 @@ void silu_kernel(const KernelCall& c) {
 // core::gelu, the core's composite fused: oneDNN's gelu_erf / gelu_tanh for
 // large dense float32, one loop otherwise.
 void gelu_kernel(const KernelCall& c) {
-  BP_CHECK(c.attrs().num_ints >= 1, "core::gelu", "expects ints[0] = tanh_approximation");
+  BP_SDK_CHECK(c.attrs().num_ints >= 1, "core::gelu", "expects ints[0] = tanh_approximation");
   const bp_dtype dt = check::elementwise(c, 1, false);
   const TensorRef out = c.output(0), in = c.input(0);
   const bool approx = c.attrs().ints[0] != 0;
@@ -199,7 +199,7 @@ void register_unary_kernels(Registrar& r) {
   r.add<&unary_kernel<Un::tanh>>(BP_OP_TANH, kFloatDtypes, BP_ORIGIN);
   r.add<&unary_kernel<Un::erf>>(BP_OP_ERF, kFloatDtypes, BP_ORIGIN);
   r.add<&unary_kernel<Un::clamp>>(BP_OP_CLAMP, kNumericDtypes, BP_ORIGIN);
-  r.add<&logical_not_kernel>(BP_OP_LOGICAL_NOT, kAllDtypes, BP_ORIGIN);
+  r.add<&logical_not_kernel>(BP_OP_LOGICAL_NOT, kBaseDtypes, BP_ORIGIN);
   if (r.has_named_ops()) {
     r.add_named<&silu_kernel>("core::silu", BP_SCHEMA_CORE_SILU, kFloatDtypes, BP_ORIGIN);
     r.add_named<&gelu_kernel>("core::gelu", BP_SCHEMA_CORE_GELU, kFloatDtypes, BP_ORIGIN);

@@ -150,7 +150,7 @@ struct LiveBlock {
 class CachingAllocator {
  public:
   void* allocate(const Stream& s, std::size_t nbytes, std::size_t alignment) {
-    BP_CHECK(alignment <= kMaxAlignment, "alignment " << alignment << " is above the "
+    BP_SDK_REQUIRE(alignment <= kMaxAlignment, "alignment " << alignment << " is above the "
                                                       << kMaxAlignment
                                                       << " bytes device memory guarantees");
     const int device = s.device;
@@ -178,7 +178,7 @@ class CachingAllocator {
     if (ptr == nullptr) return;
     std::lock_guard lock(mutex_);
     auto it = live_.find(ptr);
-    BP_CHECK(it != live_.end(), "pointer " << ptr << " was not allocated by the cuda backend");
+    BP_SDK_REQUIRE(it != live_.end(), "pointer " << ptr << " was not allocated by the cuda backend");
     const LiveBlock b = it->second;
     live_.erase(it);
     Pool& pool = pools_[b.device];

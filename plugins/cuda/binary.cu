@@ -194,7 +194,7 @@ void where_kernel(const KernelCall& c) {
 }  // namespace
 
 void register_binary_kernels(Registrar& r) {
-  const uint32_t with_bool = kAllDtypes;
+  const uint32_t with_bool = kBaseDtypes;
   // Scalars as attributes (ABI 2.5): `x + 2.0` launches one kernel.
   add_kernel<&arith_kernel>(r, BP_OP_ADD, kNumericDtypes, BP_ORIGIN, BP_KERNEL_SCALAR_OPERAND);
   add_kernel<&arith_kernel>(r, BP_OP_SUB, kNumericDtypes, BP_ORIGIN, BP_KERNEL_SCALAR_OPERAND);
@@ -205,8 +205,8 @@ void register_binary_kernels(Registrar& r) {
   add_kernel<&arith_kernel>(r, BP_OP_POW, kNumericDtypes, BP_ORIGIN);
   for (bp_op op : {BP_OP_EQ, BP_OP_NE, BP_OP_LT, BP_OP_LE, BP_OP_GT, BP_OP_GE, BP_OP_LOGICAL_AND,
                    BP_OP_LOGICAL_OR})
-    add_kernel<&compare_kernel>(r, op, kAllDtypes, BP_ORIGIN);
-  add_kernel<&where_kernel>(r, BP_OP_WHERE, kAllDtypes, BP_ORIGIN);
+    add_kernel<&compare_kernel>(r, op, kBaseDtypes, BP_ORIGIN);
+  add_kernel<&where_kernel>(r, BP_OP_WHERE, kBaseDtypes, BP_ORIGIN);
 }
 
 }  // namespace bp::cuda

@@ -20,7 +20,7 @@ namespace {
 struct FilterDesc {
   cudnnFilterDescriptor_t d = nullptr;
   FilterDesc(cudnnDataType_t type, const TensorRef& w) {
-    if (!w.is_contiguous()) BP_UNSUPPORTED("a weight that is not contiguous (cuDNN takes packed filters)");
+    if (!w.is_contiguous()) BP_SDK_UNSUPPORTED("a weight that is not contiguous (cuDNN takes packed filters)");
     BP_CUDNN_TRY(cudnn().cudnnCreateFilterDescriptor(&d));
     try {
       BP_CUDNN_TRY(cudnn().cudnnSetFilter4dDescriptor(d, type, CUDNN_TENSOR_NCHW, as_int(w.size(0)), as_int(w.size(1)),
@@ -87,7 +87,7 @@ Choice choose(const ProblemKey& key, Find find) {
   static std::mutex mu;
   static auto* chosen = new std::map<ProblemKey, Choice>();  // never destroyed: used until exit
   auto result = [](const Choice& c) {
-    if (c.algo < 0) BP_UNSUPPORTED("cuDNN has no algorithm for this convolution; the composite runs");
+    if (c.algo < 0) BP_SDK_UNSUPPORTED("cuDNN has no algorithm for this convolution; the composite runs");
     return c;
   };
   {

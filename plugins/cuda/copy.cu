@@ -89,8 +89,8 @@ void fill_zero(cudaStream_t s, const bp_tensor& out_t) {
 }
 
 void register_copy_kernels(Registrar& r) {
-  add_kernel<&fill_kernel>(r, BP_OP_FILL, kAllDtypes, BP_ORIGIN);
-  add_kernel<&copy_kernel>(r, BP_OP_COPY, kAllDtypes, BP_ORIGIN);
+  add_kernel<&fill_kernel>(r, BP_OP_FILL, kBaseDtypes, BP_ORIGIN);
+  add_kernel<&copy_kernel>(r, BP_OP_COPY, kBaseDtypes, BP_ORIGIN);
 }
 
 }  // namespace bp::cuda

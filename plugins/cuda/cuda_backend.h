@@ -28,41 +28,13 @@ using bp::sdk::TensorRef;
 // Errors
 // ---------------------------------------------------------------------------
 
-// The op or entry point the calling thread is running: every message starts
-// with it, so an error raised deep in a helper still names what the user called.
-const char* current_op();
+// Every message starts with the op or entry point the calling thread runs
+// (bp::sdk::OpScope, set by kernel_entry and each entry point), raised with
+// the SDK's BP_SDK_REQUIRE / BP_SDK_UNSUPPORTED; outside every scope, "cuda".
+using bp::sdk::current_op;
+using bp::sdk::OpScope;
 // Name of a bp_op as users see it ("add", "log_softmax", ...).
 const char* op_name(int op);
-
-// Sets current_op() for the lifetime of the scope.
-class OpScope {
- public:
-  explicit OpScope(const char* name);
-  ~OpScope();
-  OpScope(const OpScope&) = delete;
-  OpScope& operator=(const OpScope&) = delete;
-
- private:
-  const char* previous_;
-};
-
-// User-facing check: throws InvalidArgument("[op] ...") with streamed values.
-#define BP_CHECK(cond, ...)                                                   \
-  do {                                                                        \
-    if (!(cond)) {                                                            \
-      std::ostringstream bp_check_os_;                                        \
-      bp_check_os_ << "[" << ::bp::cuda::current_op() << "] " << __VA_ARGS__; \
-      throw ::bp::sdk::InvalidArgument(bp_check_os_.str());                   \
-    }                                                                         \
-  } while (0)
-
-// Throws Unsupported("[op] ...") for a dtype or layout that is not handled.
-#define BP_UNSUPPORTED(...)                                                 \
-  do {                                                                      \
-    std::ostringstream bp_check_os_;                                        \
-    bp_check_os_ << "[" << ::bp::cuda::current_op() << "] " << __VA_ARGS__; \
-    throw ::bp::sdk::Unsupported(bp_check_os_.str());                       \
-  } while (0)
 
 [[noreturn]] void throw_cuda_error(const char* call, cudaError_t err);
 
@@ -291,7 +263,7 @@ inline constexpr uint32_t kFloatDtypes =
     BP_DTYPE_BIT(BP_DTYPE_FLOAT32) | BP_DTYPE_BIT(BP_DTYPE_FLOAT64);
 inline constexpr uint32_t kNumericDtypes =
     kFloatDtypes | BP_DTYPE_BIT(BP_DTYPE_INT32) | BP_DTYPE_BIT(BP_DTYPE_INT64);
-inline constexpr uint32_t kAllDtypes = kNumericDtypes | BP_DTYPE_BIT(BP_DTYPE_BOOL);
+inline constexpr uint32_t kBaseDtypes = kNumericDtypes | BP_DTYPE_BIT(BP_DTYPE_BOOL);
 
 // The C entry of a kernel: names the op for error messages, then runs Fn
 // with exceptions turned into a status.

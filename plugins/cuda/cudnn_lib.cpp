@@ -28,7 +28,7 @@ const Cudnn& cudnn() {
 }
 
 void require_cudnn() {
-  if (!cudnn().missing.empty()) BP_UNSUPPORTED(cudnn().missing << "; the composite runs");
+  if (!cudnn().missing.empty()) BP_SDK_UNSUPPORTED(cudnn().missing << "; the composite runs");
 }
 
 cudnnHandle_t handle_for(const Stream& s) {
@@ -41,14 +41,14 @@ cudnnHandle_t handle_for(const Stream& s) {
 
 int as_int(int64_t v) {
   if (v < 0 || v > std::numeric_limits<int>::max())
-    BP_UNSUPPORTED("a size or stride of " << v << " does not fit cuDNN's int");
+    BP_SDK_UNSUPPORTED("a size or stride of " << v << " does not fit cuDNN's int");
   return static_cast<int>(v);
 }
 
 cudnnDataType_t data_type(bp_dtype d) {
   if (d == BP_DTYPE_FLOAT32) return CUDNN_DATA_FLOAT;
   if (d == BP_DTYPE_FLOAT64) return CUDNN_DATA_DOUBLE;
-  BP_UNSUPPORTED("not implemented for " << bp::sdk::dtype_name(d));
+  BP_SDK_UNSUPPORTED("not implemented for " << bp::sdk::dtype_name(d));
 }
 
 TensorDesc::TensorDesc(cudnnDataType_t type, const int64_t (&dims)[4],

@@ -53,7 +53,7 @@ void require_cudnn();
   do {                                                                    \
     const cudnnStatus_t bp_st_ = (expr);                                  \
     if (bp_st_ != CUDNN_STATUS_SUCCESS)                                   \
-      BP_UNSUPPORTED(#expr << ": " << cudnn().cudnnGetErrorString(bp_st_) \
+      BP_SDK_UNSUPPORTED(#expr << ": " << cudnn().cudnnGetErrorString(bp_st_) \
                            << "; the composite runs");                    \
   } while (0)
 // A failure once work is queued is an error.

@@ -63,7 +63,7 @@ int device_count() {
 
 void check_device(int32_t device) {
   const DeviceCount& c = cached_device_count();
-  BP_CHECK(device >= 0 && device < c.count,
+  BP_SDK_REQUIRE(device >= 0 && device < c.count,
            "the cuda backend has no device " << device << " (it has " << c.count << ")"
                                              << (c.count == 0 ? ": " + c.reason : std::string()));
 }

@@ -105,7 +105,7 @@ __global__ void __launch_bounds__(kBlock) strided_kernel(StridedArgs<N, I> a, in
 
 inline unsigned grid_for(int64_t n, int64_t per_block) {
   const int64_t g = (n + per_block - 1) / per_block;
-  BP_CHECK(g <= INT32_MAX, "tensor of " << n << " elements is too large for one launch");
+  BP_SDK_REQUIRE(g <= INT32_MAX, "tensor of " << n << " elements is too large for one launch");
   return static_cast<unsigned>(g);
 }
 

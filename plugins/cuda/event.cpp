@@ -22,9 +22,9 @@ struct Event {
 };
 
 Event& event_of(int device, bp_event event) {
-  BP_CHECK(event != nullptr, "no event given");
+  BP_SDK_REQUIRE(event != nullptr, "no event given");
   Event& e = *reinterpret_cast<Event*>(event);
-  BP_CHECK(e.device == device,
+  BP_SDK_REQUIRE(e.device == device,
            "an event of device " << e.device << " was given for device " << device);
   return e;
 }
@@ -141,7 +141,7 @@ void record_event(int device, bp_event event, bp_stream stream) {
 }
 
 void wait_event(int device, bp_stream stream, bp_event event) {
-  BP_CHECK(event != nullptr, "no event given");
+  BP_SDK_REQUIRE(event != nullptr, "no event given");
   // The event may belong to another device of this backend: CUDA orders
   // streams across devices with it.
   const Event& e = *reinterpret_cast<const Event*>(event);

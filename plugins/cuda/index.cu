@@ -182,9 +182,9 @@ void index_select_kernel(const KernelCall& c) {
 }  // namespace
 
 void register_index_kernels(Registrar& r) {
-  add_kernel<&gather_kernel>(r, BP_OP_GATHER, kAllDtypes, BP_ORIGIN);
-  add_kernel<&scatter_kernel>(r, BP_OP_SCATTER, kAllDtypes, BP_ORIGIN);
-  add_kernel<&index_select_kernel>(r, BP_OP_INDEX_SELECT, kAllDtypes, BP_ORIGIN);
+  add_kernel<&gather_kernel>(r, BP_OP_GATHER, kBaseDtypes, BP_ORIGIN);
+  add_kernel<&scatter_kernel>(r, BP_OP_SCATTER, kBaseDtypes, BP_ORIGIN);
+  add_kernel<&index_select_kernel>(r, BP_OP_INDEX_SELECT, kBaseDtypes, BP_ORIGIN);
 }
 
 }  // namespace bp::cuda

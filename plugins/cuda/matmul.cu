@@ -188,7 +188,7 @@ void matmul_kernel(const KernelCall& c) {
   const int64_t k = a.size(nd - 1);
   if (out.numel() == 0) return;
   if (out.dtype() != BP_DTYPE_FLOAT32 && out.dtype() != BP_DTYPE_FLOAT64)
-    BP_UNSUPPORTED("not implemented for " << bp::sdk::dtype_name(out.dtype()));
+    BP_SDK_UNSUPPORTED("not implemented for " << bp::sdk::dtype_name(out.dtype()));
   Stream& s = prepare(c);
   if (k == 0) return fill_zero(s.handle, out.raw());
   if (out.dtype() == BP_DTYPE_FLOAT32)

@@ -226,7 +226,7 @@ void max_pool2d_cuda(const KernelCall& c) {
   MaxPoolArgs a{bp::sdk::check::pool2d(c, "core::max_pool2d"), {}, 0};
   const TensorRef x = c.input(0), out = c.output(0), idx = c.output(1);
   if (!out.is_contiguous() || !idx.is_contiguous())
-    BP_UNSUPPORTED("writes contiguous outputs only; the composite runs");
+    BP_SDK_UNSUPPORTED("writes contiguous outputs only; the composite runs");
   for (int d = 0; d < 4; ++d) a.xs[d] = x.stride(d);
   a.total = a.p.n * a.p.c * a.p.out_h * a.p.out_w;
   if (a.total == 0) return;
@@ -240,7 +240,7 @@ void max_pool2d_cuda(const KernelCall& c) {
     max_pool_kernel<double><<<blocks, kBlock, 0, s>>>(a, static_cast<const double*>(x.base()),
                                                       static_cast<double*>(out.base()), ib);
   else
-    BP_UNSUPPORTED("not implemented for " << bp::sdk::dtype_name(x.dtype()));
+    BP_SDK_UNSUPPORTED("not implemented for " << bp::sdk::dtype_name(x.dtype()));
   BP_CUDA_CHECK(cudaGetLastError());
 }
 

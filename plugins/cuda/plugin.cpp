@@ -9,25 +9,10 @@
 
 namespace bp::cuda {
 
-namespace {
-thread_local const char* t_current_op = "cuda";
-
-}  // namespace
-
-const char* current_op() {
-  return t_current_op;
-}
-
 const char* op_name(int op) {
   return bp::sdk::op_name(op);
 }
 
-OpScope::OpScope(const char* name) : previous_(t_current_op) {
-  t_current_op = name;
-}
-OpScope::~OpScope() {
-  t_current_op = previous_;
-}
 
 void throw_cuda_error(const char* call, cudaError_t err) {
   // The SDK maps bad_alloc to BP_STATUS_OUT_OF_MEMORY, which callers may act on.
@@ -47,7 +32,10 @@ void throw_sync_error(const char* call, cudaError_t err) {
 
 class CudaPlugin final : public bp::sdk::Plugin {
  public:
-  CudaPlugin() { hold_allocator(); }
+  CudaPlugin() {
+    bp::sdk::set_default_op("cuda");
+    hold_allocator();
+  }
   ~CudaPlugin() override {
     try {
       OpScope scope("destroy");
@@ -174,7 +162,7 @@ class CudaPlugin final : public bp::sdk::Plugin {
     (void)mem;
     (void)offset;
     OpScope scope("host_pointer");
-    BP_UNSUPPORTED("memory of cuda device " << device
+    BP_SDK_UNSUPPORTED("memory of cuda device " << device
                                             << " is not host addressable; copy it to the host");
   }
 

@@ -42,9 +42,9 @@ struct PoolDesc {
 bp::sdk::check::Pool2dArgs avg_geometry(const KernelCall& c, const char* op) {
   require_cudnn();
   const bp::sdk::check::Pool2dArgs p = bp::sdk::check::pool2d(c, op);
-  if (p.ceil_mode) BP_UNSUPPORTED("cuDNN pools in floor mode only; the composite runs");
+  if (p.ceil_mode) BP_SDK_UNSUPPORTED("cuDNN pools in floor mode only; the composite runs");
   if (!bp::sdk::is_dense(c.input(0)) || !bp::sdk::is_dense(c.output(0)))
-    BP_UNSUPPORTED("cuDNN takes operands without stride 0 or overlap; the composite runs");
+    BP_SDK_UNSUPPORTED("cuDNN takes operands without stride 0 or overlap; the composite runs");
   return p;
 }
 
@@ -93,10 +93,10 @@ struct BnShapes {
 void require_contiguous(const KernelCall& c, bool skip_output0) {
   for (int i = 0; i < c.num_inputs(); ++i)
     if (!c.input(i).is_contiguous())
-      BP_UNSUPPORTED("cuDNN takes contiguous operands; the composite runs");
+      BP_SDK_UNSUPPORTED("cuDNN takes contiguous operands; the composite runs");
   for (int i = skip_output0 ? 1 : 0; i < c.num_outputs(); ++i)
     if (!c.output(i).is_contiguous())
-      BP_UNSUPPORTED("cuDNN takes contiguous operands; the composite runs");
+      BP_SDK_UNSUPPORTED("cuDNN takes contiguous operands; the composite runs");
 }
 
 // Training forward: the output, the batch mean (cuDNN's saved mean) and the

@@ -92,7 +92,7 @@ void random_kernel_entry(const KernelCall& c) {
   else if (out.dtype() == BP_DTYPE_FLOAT64)
     random_kernel<double><<<blocks, kBlock, 0, s>>>(out.data<double>(), a);
   else
-    BP_UNSUPPORTED("not implemented for " << bp::sdk::dtype_name(out.dtype()));
+    BP_SDK_UNSUPPORTED("not implemented for " << bp::sdk::dtype_name(out.dtype()));
   BP_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -219,7 +219,7 @@ void launch_reduce(const Stream& st, ReduceArgs a) {
   a.r_fast = a.outputs == 1 || kept_inner == 0 || red_inner < kept_inner;
   a.ry = a.r_fast ? pow2_at_least(a.reduced, kBlock) : kBlock / pow2_at_least(a.outputs, kBlock);
   const int64_t blocks = (a.outputs + kBlock / a.ry - 1) / (kBlock / a.ry);
-  BP_CHECK(blocks <= INT32_MAX, "too many outputs (" << a.outputs << ") for one launch");
+  BP_SDK_REQUIRE(blocks <= INT32_MAX, "too many outputs (" << a.outputs << ") for one launch");
   // Enough blocks for a few waves, each thread still reading >= 32 elements.
   const int64_t target = 4LL * sm_count(st.device);
   int64_t splits = 1;
@@ -313,7 +313,7 @@ void reduce_kernel_entry(const KernelCall& c) {
 
 void register_reduce_kernels(Registrar& r) {
   for (bp_op op : {BP_OP_SUM, BP_OP_PROD, BP_OP_MAX, BP_OP_MIN, BP_OP_ARGMAX, BP_OP_ARGMIN})
-    add_kernel<&reduce_kernel_entry>(r, op, kAllDtypes, BP_ORIGIN);
+    add_kernel<&reduce_kernel_entry>(r, op, kBaseDtypes, BP_ORIGIN);
 }
 
 }  // namespace bp::cuda

@@ -99,7 +99,7 @@ void softmax_kernel_entry(const KernelCall& c) {
   else if (out.dtype() == BP_DTYPE_FLOAT64)
     softmax_kernel<double><<<blocks, kBlock, 0, s>>>(a);
   else
-    BP_UNSUPPORTED("not implemented for " << bp::sdk::dtype_name(out.dtype()));
+    BP_SDK_UNSUPPORTED("not implemented for " << bp::sdk::dtype_name(out.dtype()));
   BP_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -267,8 +267,8 @@ void cumsum_kernel_entry(const KernelCall& c) {
 }  // namespace
 
 void register_sort_kernels(Registrar& r) {
-  add_kernel<&argsort_kernel_entry>(r, BP_OP_ARGSORT, kAllDtypes, BP_ORIGIN);
-  add_kernel<&cumsum_kernel_entry>(r, BP_OP_CUMSUM, kAllDtypes, BP_ORIGIN);
+  add_kernel<&argsort_kernel_entry>(r, BP_OP_ARGSORT, kBaseDtypes, BP_ORIGIN);
+  add_kernel<&cumsum_kernel_entry>(r, BP_OP_CUMSUM, kBaseDtypes, BP_ORIGIN);
 }
 
 }  // namespace bp::cuda

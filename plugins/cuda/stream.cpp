@@ -39,7 +39,7 @@ std::array<std::atomic<int>, kMaxDevices> g_sm_counts{};
 thread_local int t_device = -1;
 
 void check_index(int device) {
-  BP_CHECK(device >= 0 && device < kMaxDevices,
+  BP_SDK_REQUIRE(device >= 0 && device < kMaxDevices,
            "device index " << device << " is outside [0, " << kMaxDevices << ")");
 }
 
@@ -97,7 +97,7 @@ Stream& default_stream(int device) {
 Stream& resolve(int device, bp_stream stream) {
   if (stream == nullptr) return default_stream(device);
   Stream& s = *reinterpret_cast<Stream*>(stream);
-  BP_CHECK(s.device == device,
+  BP_SDK_REQUIRE(s.device == device,
            "a stream of device " << s.device << " was given for work on device " << device);
   return s;
 }
@@ -142,7 +142,7 @@ void destroy_stream(int device, bp_stream stream) {
       }
     }
   }
-  BP_CHECK(s != nullptr, "stream " << static_cast<const void*>(stream)
+  BP_SDK_REQUIRE(s != nullptr, "stream " << static_cast<const void*>(stream)
                                    << " is not a live stream of device " << device);
   set_device(device);
   // The core synchronises before destroying a stream, so this returns at

@@ -92,7 +92,7 @@ void unary_kernel(const KernelCall& c) {
   bp::sdk::visit_dtype(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, bool>) {
-      BP_UNSUPPORTED("not implemented for bool");
+      BP_SDK_UNSUPPORTED("not implemented for bool");
     } else {
       UnaryFn<T> f{kind, T(0), T(0)};
       if (kind == kClamp) bp::sdk::clamp_bounds<T>(c, given, &f.lo, &f.hi);
@@ -120,7 +120,7 @@ void register_unary_kernels(Registrar& r) {
   add_kernel<&unary_kernel>(r, BP_OP_CLAMP, kNumericDtypes, BP_ORIGIN);
   for (bp_op op : {BP_OP_EXP, BP_OP_LOG, BP_OP_SQRT, BP_OP_SIGMOID, BP_OP_TANH, BP_OP_ERF})
     add_kernel<&unary_kernel>(r, op, kFloatDtypes, BP_ORIGIN);
-  add_kernel<&logical_not_kernel>(r, BP_OP_LOGICAL_NOT, kAllDtypes, BP_ORIGIN);
+  add_kernel<&logical_not_kernel>(r, BP_OP_LOGICAL_NOT, kBaseDtypes, BP_ORIGIN);
 }
 
 }  // namespace bp::cuda

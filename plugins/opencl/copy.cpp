@@ -27,7 +27,7 @@ ProgramSpec copy_spec(int32_t index, bp_dtype src) {
 
 void copy(const KernelCall& c) {
   OpScope scope("copy");
-  BP_CHECK(c.num_inputs() == 1 && c.num_outputs() == 1, "copy takes one input and one output");
+  BP_SDK_REQUIRE(c.num_inputs() == 1 && c.num_outputs() == 1, "copy takes one input and one output");
   check_dtype(c.device(), c.input(0).dtype());
   check_dtype(c.device(), c.output(0).dtype());
   enqueue_copy(resolve(c.device(), c.stream()), c.output(0).raw(), c.input(0).raw());

@@ -138,7 +138,7 @@ const std::vector<Device>& devices(std::string* reason) {
 const Device& device(int32_t index) {
   const auto& all = devices();
   if (index < 0 || static_cast<std::size_t>(index) >= all.size())
-    BP_CL_FAIL(::bp::sdk::InvalidArgument,
+    BP_SDK_FAIL(::bp::sdk::InvalidArgument,
                "the opencl backend has no device " << index << " (it has " << all.size() << ")");
   return all[static_cast<std::size_t>(index)];
 }

@@ -65,7 +65,7 @@ void scatter(const KernelCall& c) {
   const TensorRef index = c.input(0), src = c.input(1), out = c.output(0);
   const int dim = dim_attr(c, out.ndim());
   const cl_long reduce = c.attrs().num_ints > 1 ? c.attrs().ints[1] : 0;
-  BP_CHECK(reduce == 0 || reduce == 1, "reduction " << reduce << " is neither 0 (none) nor 1 (add)");
+  BP_SDK_REQUIRE(reduce == 0 || reduce == 1, "reduction " << reduce << " is neither 0 (none) nor 1 (add)");
   if (index.numel() == 0) return;
   std::vector<int64_t> shape(index.shape(), index.shape() + index.ndim());
   if (index.ndim() > 0) shape[static_cast<std::size_t>(dim)] = 1;

@@ -9,28 +9,14 @@
 
 namespace bp::opencl {
 
-namespace {
-thread_local const char* t_current_op = "opencl";
-}  // namespace
-
-const char* current_op() {
-  return t_current_op;
-}
-OpScope::OpScope(const char* name) : previous_(t_current_op) {
-  t_current_op = name;
-}
-OpScope::~OpScope() {
-  t_current_op = previous_;
-}
-
 Geo coalesced(const std::vector<TensorRef>& ops) {
-  BP_CHECK(!ops.empty() && ops.size() <= 4, "a walk takes 1 to 4 operands");
+  BP_SDK_REQUIRE(!ops.empty() && ops.size() <= 4, "a walk takes 1 to 4 operands");
   const TensorRef& out = ops[0];
   std::array<const int64_t*, 4> strides{};
   std::array<int64_t, 4> esize{};
   for (std::size_t k = 0; k < 4; ++k) {
     const TensorRef& t = ops[k < ops.size() ? k : 0];
-    BP_CHECK(t.ndim() == out.ndim(), "operand " << k << " has " << t.ndim()
+    BP_SDK_REQUIRE(t.ndim() == out.ndim(), "operand " << k << " has " << t.ndim()
                                                 << " dims where the output has " << out.ndim());
     strides[k] = t.strides();
     esize[k] = static_cast<int64_t>(bp::sdk::dtype_size(t.dtype()));
@@ -81,9 +67,9 @@ Geo plain(int ndim, const int64_t* shape, const std::vector<const int64_t*>& str
 }
 
 int dim_attr(const KernelCall& c, int ndim) {
-  BP_CHECK(c.attrs().num_ints >= 1, "the dim is ints[0]");
+  BP_SDK_REQUIRE(c.attrs().num_ints >= 1, "the dim is ints[0]");
   const int64_t dim = c.attrs().ints[0];
-  BP_CHECK(dim >= 0 && dim < std::max(ndim, 1), "dim " << dim << " is out of range for " << ndim
+  BP_SDK_REQUIRE(dim >= 0 && dim < std::max(ndim, 1), "dim " << dim << " is out of range for " << ndim
                                                         << " dims");
   return static_cast<int>(dim);
 }
@@ -175,7 +161,7 @@ uint32_t dtype_mask(DtypeSet set) {
 
 void check_dtype(int32_t index, bp_dtype d) {
   if (d == BP_DTYPE_FLOAT64 && !device(index).fp64)
-    BP_UNSUPPORTED("float64 needs cl_khr_fp64, which " << device(index).name << " lacks");
+    BP_SDK_UNSUPPORTED("float64 needs cl_khr_fp64, which " << device(index).name << " lacks");
 }
 
 }  // namespace bp::opencl

@@ -82,7 +82,7 @@ void gemm(Stream& s, bp_dtype t, const Blas& ba, const Blas& bb, std::size_t m, 
                       bb.ld, 0.0f, c, co, ldc, &s.queue, nullptr);
   ++s.submitted;
   if (st != CLBlastSuccess)
-    BP_CL_FAIL(std::runtime_error, "CLBlast " << (t == BP_DTYPE_FLOAT64 ? "Dgemm" : "Sgemm")
+    BP_SDK_FAIL(std::runtime_error, "CLBlast " << (t == BP_DTYPE_FLOAT64 ? "Dgemm" : "Sgemm")
                                               << " (" << m << "x" << k << " by " << k << "x" << n
                                               << ") failed with status " << static_cast<int>(st));
 }
@@ -104,10 +104,10 @@ void matmul(const KernelCall& c) {
   check_dtype(c.device(), t);
   const TensorRef a = c.input(0), b = c.input(1), out = c.output(0);
   const int nd = out.ndim();
-  BP_CHECK(nd >= 2 && a.ndim() == nd && b.ndim() == nd,
+  BP_SDK_REQUIRE(nd >= 2 && a.ndim() == nd && b.ndim() == nd,
            "expected operands of one rank >= 2, got " << a.ndim() << ", " << b.ndim() << " -> " << nd);
   const int64_t m = out.size(nd - 2), n = out.size(nd - 1), k = a.size(nd - 1);
-  BP_CHECK(a.size(nd - 2) == m && b.size(nd - 2) == k && b.size(nd - 1) == n,
+  BP_SDK_REQUIRE(a.size(nd - 2) == m && b.size(nd - 2) == k && b.size(nd - 1) == n,
            "shapes do not agree for matmul");
   if (out.numel() == 0) return;
   Stream& s = resolve(c.device(), c.stream());

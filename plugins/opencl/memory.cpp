@@ -40,7 +40,7 @@ struct Pool {
 
 Pool& pool(int32_t index) {
   static auto* pools = new std::array<Pool, 64>();
-  BP_CHECK(index >= 0 && index < 64, "device index " << index << " is out of range");
+  BP_SDK_REQUIRE(index >= 0 && index < 64, "device index " << index << " is out of range");
   return (*pools)[static_cast<std::size_t>(index)];
 }
 

@@ -34,30 +34,11 @@ using bp::sdk::TensorRef;
 // Errors
 // ---------------------------------------------------------------------------
 
-// The op or entry point the calling thread is running; every message starts with it.
-const char* current_op();
-class OpScope {
- public:
-  explicit OpScope(const char* name);
-  ~OpScope();
-  OpScope(const OpScope&) = delete;
-  OpScope& operator=(const OpScope&) = delete;
-
- private:
-  const char* previous_;
-};
-
-#define BP_CL_FAIL(Type, ...)                                                 \
-  do {                                                                        \
-    std::ostringstream bp_cl_os_;                                             \
-    bp_cl_os_ << "[" << ::bp::opencl::current_op() << "] " << __VA_ARGS__;    \
-    throw Type(bp_cl_os_.str());                                              \
-  } while (0)
-#define BP_CHECK(cond, ...) \
-  do {                      \
-    if (!(cond)) BP_CL_FAIL(::bp::sdk::InvalidArgument, __VA_ARGS__); \
-  } while (0)
-#define BP_UNSUPPORTED(...) BP_CL_FAIL(::bp::sdk::Unsupported, __VA_ARGS__)
+// Every message starts with the op or entry point the calling thread runs
+// (bp::sdk::OpScope), raised with the SDK's BP_SDK_REQUIRE, BP_SDK_UNSUPPORTED
+// and BP_SDK_FAIL; outside every scope, "opencl".
+using bp::sdk::current_op;
+using bp::sdk::OpScope;
 
 // Name of an OpenCL error code ("CL_OUT_OF_RESOURCES").
 const char* cl_error_name(cl_int err);

@@ -12,6 +12,7 @@ namespace bp::opencl {
 class OpenclPlugin final : public bp::sdk::Plugin {
  public:
   explicit OpenclPlugin(const bp::sdk::Options& options) {
+    bp::sdk::set_default_op("opencl");
     if (options.has("log")) {
       const std::string v = options.get("log", "");
       if (v != "on" && v != "off")
@@ -126,7 +127,7 @@ class OpenclPlugin final : public bp::sdk::Plugin {
   }
   void* host_pointer(int32_t index, const void*, uint64_t) override {
     OpScope scope("host_pointer");
-    BP_UNSUPPORTED("memory of opencl device " << index
+    BP_SDK_UNSUPPORTED("memory of opencl device " << index
                                               << " is not host addressable; copy it to the host");
   }
 

@@ -46,7 +46,7 @@ bp_scalar rounded_to(bp_scalar s, bp_dtype t) {
 const PointwiseOp& find(bp_op op) {
   for (const PointwiseOp& p : kOps)
     if (p.op == op) return p;
-  BP_UNSUPPORTED("no pointwise kernel for op " << static_cast<int>(op));
+  BP_SDK_UNSUPPORTED("no pointwise kernel for op " << static_cast<int>(op));
 }
 
 void pointwise(const KernelCall& c) {
@@ -58,10 +58,10 @@ void pointwise(const KernelCall& c) {
   // The scalar form: one input fewer, the second operand in scalars[1].
   const bool scalar_form = p.scalar_kernel && c.num_inputs() == p.inputs - 1;
   const int inputs = scalar_form ? p.inputs - 1 : p.inputs;
-  BP_CHECK(c.num_outputs() == 1 && c.num_inputs() == inputs,
+  BP_SDK_REQUIRE(c.num_outputs() == 1 && c.num_inputs() == inputs,
            "expected " << p.inputs << (p.scalar_kernel ? " inputs (or 1 and a scalar)" : " inputs")
                        << " and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
-  BP_CHECK(!scalar_form || a.num_scalars >= 2, "the scalar form takes the operand as scalars[1]");
+  BP_SDK_REQUIRE(!scalar_form || a.num_scalars >= 2, "the scalar form takes the operand as scalars[1]");
   std::vector<TensorRef> ops{c.output(0)};
   for (int i = 0; i < inputs; ++i) ops.push_back(c.input(i));
   if (ops[0].numel() == 0) return;
@@ -77,7 +77,7 @@ void pointwise(const KernelCall& c) {
     one.value.i = 1;
     s0 = scalar_bits(a.num_scalars > 0 ? a.scalars[0] : one, t);
   } else if (c.op() == BP_OP_FILL) {
-    BP_CHECK(a.num_scalars >= 1, "fill takes the value as scalars[0]");
+    BP_SDK_REQUIRE(a.num_scalars >= 1, "fill takes the value as scalars[0]");
     s0 = scalar_bits(a.scalars[0], t);
   } else if (c.op() == BP_OP_CLAMP) {
     iarg = a.num_ints > 0 ? a.ints[0] : 0;
@@ -100,11 +100,11 @@ void random(const KernelCall& c) {
   const TensorRef out = c.output(0);
   if (out.numel() == 0) return;
   const bp_attrs& a = c.attrs();
-  BP_CHECK(a.num_ints >= 3, "random takes the distribution, seed and offset as ints[0..2]");
-  BP_CHECK(a.ints[0] == 0 || a.ints[0] == 1,
+  BP_SDK_REQUIRE(a.num_ints >= 3, "random takes the distribution, seed and offset as ints[0..2]");
+  BP_SDK_REQUIRE(a.ints[0] == 0 || a.ints[0] == 1,
            "distribution " << a.ints[0] << " is neither 0 (uniform) nor 1 (normal)");
   if (a.ints[0] == 1 && !device(c.device()).fp64)
-    BP_UNSUPPORTED("normal numbers are defined through float64, which "
+    BP_SDK_UNSUPPORTED("normal numbers are defined through float64, which "
                    << device(c.device()).name << " lacks (cl_khr_fp64)");
   Stream& s = resolve(c.device(), c.stream());
   cl_kernel k = kernel(c.device(), ProgramSpec{"random", {{"T", t}}, {}}, "random");

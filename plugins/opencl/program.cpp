@@ -75,7 +75,7 @@ RoleType role_type(bp_dtype d, bool fp64) {
               "(-INFINITY)", "INFINITY", 1, 0, 0};
     default: break;
   }
-  BP_UNSUPPORTED("dtype " << bp::sdk::dtype_name(d) << " is not available on this OpenCL device");
+  BP_SDK_UNSUPPORTED("dtype " << bp::sdk::dtype_name(d) << " is not available on this OpenCL device");
 }
 
 std::string role_macros(const std::string& r, bp_dtype d, bool fp64) {
@@ -214,7 +214,7 @@ cl_program build(const Device& d, const ProgramSpec& spec) {
   if (err != CL_SUCCESS) {
     const std::string log = build_log(d, p);
     clReleaseProgram(p);
-    BP_CL_FAIL(std::runtime_error, "building the OpenCL program '"
+    BP_SDK_FAIL(std::runtime_error, "building the OpenCL program '"
                                        << spec.family << "' (" << roles_text(spec) << ") for "
                                        << d.name
                                        << " failed: " << cl_error_name(err) << "; build log:\n"

@@ -101,7 +101,7 @@ void reduce(const KernelCall& c) {
   const bp_dtype t = c.dtype();
   check_dtype(c.device(), t);
   const TensorRef in = c.input(0), out = c.output(0);
-  BP_CHECK(in.ndim() == out.ndim(), "the output has " << out.ndim() << " dims where the input has "
+  BP_SDK_REQUIRE(in.ndim() == out.ndim(), "the output has " << out.ndim() << " dims where the input has "
                                                       << in.ndim());
   std::vector<bool> reduced(static_cast<std::size_t>(in.ndim()));
   for (int d = 0; d < in.ndim(); ++d) reduced[static_cast<std::size_t>(d)] = out.size(d) != in.size(d);

@@ -145,7 +145,7 @@ class SimPlugin final : public bp::sdk::Plugin {
     register_nn_kernels(wrapped);
     register_optim_kernels(wrapped);
     wrapped.add_named<&delay_kernel>("sim::delay", "(Tensor x, int microseconds) -> Tensor",
-                                     bp::sdk::kAllDtypes, BP_ORIGIN);
+                                     bp::sdk::kBaseDtypes, BP_ORIGIN);
     wrapped.emulate_narrow_dtypes(wide_);
   }
 

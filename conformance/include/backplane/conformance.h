@@ -5,6 +5,7 @@
 // (conformance/report.h).
 #pragma once
 
+#include <backplane/conformance/backends.h>
 #include <backplane/conformance/case.h>
 #include <backplane/conformance/op_case.h>
 #include <backplane/conformance/report.h>

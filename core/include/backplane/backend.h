@@ -269,7 +269,15 @@ class PluginLoader {
 
  private:
   PluginLoader() = default;
+  // Loads one file in its phases: open (vetted by the probe first), init,
+  // validate (host/load_phases.h), register.
   Backend& load_file(const std::string& path, const BackendOptions& options, bool by_path);
+  // The probe's verdict on the file, noted; throws when it failed.
+  void probe_first(const std::string& path, const BackendOptions& options);
+  // The backend made from an initialised and validated plugin: its label,
+  // slot and id, its kernels registered. Destroys the plugin when it fails.
+  Backend& register_backend(std::unique_ptr<Backend::Library> lib, const bp_plugin* api,
+                            const std::string& path, PluginFacts facts, bool by_path);
   // "NAME#2", "NAME#3", ...: the first no backend alive has.
   std::string unused_label(const std::string& name) const;
   // A free slot, reclaiming those of unloaded backends nothing uses; -1 if none.

@@ -14,53 +14,29 @@
 
 namespace bp {
 
+// The primitive ops of the C ABI (bp_op), from its one list: BP_OP_LIST.
 enum class Op : int32_t {
-  Fill = BP_OP_FILL,
-  Copy = BP_OP_COPY,
-  Add = BP_OP_ADD,
-  Sub = BP_OP_SUB,
-  Mul = BP_OP_MUL,
-  Div = BP_OP_DIV,
-  Relu = BP_OP_RELU,
-  Sum = BP_OP_SUM,
-  Matmul = BP_OP_MATMUL,
-  Neg = BP_OP_NEG,
-  Abs = BP_OP_ABS,
-  Exp = BP_OP_EXP,
-  Log = BP_OP_LOG,
-  Sqrt = BP_OP_SQRT,
-  Sigmoid = BP_OP_SIGMOID,
-  Tanh = BP_OP_TANH,
-  Clamp = BP_OP_CLAMP,
-  LogicalNot = BP_OP_LOGICAL_NOT,
-  Maximum = BP_OP_MAXIMUM,
-  Minimum = BP_OP_MINIMUM,
-  Pow = BP_OP_POW,
-  Eq = BP_OP_EQ,
-  Ne = BP_OP_NE,
-  Lt = BP_OP_LT,
-  Le = BP_OP_LE,
-  Gt = BP_OP_GT,
-  Ge = BP_OP_GE,
-  LogicalAnd = BP_OP_LOGICAL_AND,
-  LogicalOr = BP_OP_LOGICAL_OR,
-  Where = BP_OP_WHERE,
-  Prod = BP_OP_PROD,
-  Max = BP_OP_MAX,
-  Min = BP_OP_MIN,
-  Argmax = BP_OP_ARGMAX,
-  Argmin = BP_OP_ARGMIN,
-  Softmax = BP_OP_SOFTMAX,
-  LogSoftmax = BP_OP_LOG_SOFTMAX,
-  Gather = BP_OP_GATHER,
-  Scatter = BP_OP_SCATTER,
-  IndexSelect = BP_OP_INDEX_SELECT,
-  Random = BP_OP_RANDOM,
-  Erf = BP_OP_ERF,
-  Argsort = BP_OP_ARGSORT,
-  Cumsum = BP_OP_CUMSUM,
+#define BP_OP_CORE_ENUMERATOR_(NAME, Name, text, value) Name = BP_OP_##NAME,
+  BP_OP_LIST(BP_OP_CORE_ENUMERATOR_)
+#undef BP_OP_CORE_ENUMERATOR_
 };
 inline constexpr int kNumOps = BP_OP_COUNT;
+
+namespace detail {
+// The list's values are its positions (0, 1, ...): what lets the registry,
+// the names and every per-op table index by the op.
+constexpr bool op_values_are_dense() {
+  constexpr int values[] = {
+#define BP_OP_VALUE_(NAME, Name, text, value) value,
+      BP_OP_LIST(BP_OP_VALUE_)
+#undef BP_OP_VALUE_
+  };
+  for (int i = 0; i < kNumOps; ++i)
+    if (values[i] != i) return false;
+  return static_cast<int>(sizeof values / sizeof values[0]) == kNumOps;
+}
+}  // namespace detail
+static_assert(detail::op_values_are_dense(), "BP_OP_LIST values must be 0, 1, ... in order");
 
 std::string_view op_name(Op op);
 

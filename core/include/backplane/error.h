@@ -67,7 +67,7 @@ class OutOfMemoryError : public Error {
  public:
   using Error::Error;
 };
-// A broken internal invariant: a bug in Backplane, not in the caller's code.
+
 // Work already enqueued on a device failed (an index out of range found by
 // a kernel): raised at the next synchronisation, naming the op (ABI 2.0).
 class DeviceError : public Error {
@@ -75,6 +75,7 @@ class DeviceError : public Error {
   using Error::Error;
 };
 
+// A broken internal invariant: a bug in Backplane, not in the caller's code.
 class InternalError : public Error {
  public:
   using Error::Error;

@@ -423,9 +423,9 @@ std::vector<std::byte> serialize(const nn::NamedTensors& tensors, const Metadata
     header["__metadata__"][kTensorSumPrefix + name] = hex8(crc32c({data + begin, data + end}));
   }
   std::string text = padded(header.dump());
-  BP_CHECK(text.size() == header_size, "[safetensors] internal: the header changed size with its sums");
+  BP_ASSERT(text.size() == header_size, "[safetensors] the header changed size with its sums");
   const std::optional<uint32_t> sum = header_sum_of(text);
-  BP_CHECK(sum.has_value(), "[safetensors] internal: the header sum's entry is not found");
+  BP_ASSERT(sum.has_value(), "[safetensors] the header sum's entry is not found");
   const std::size_t digits = text.find(kHeaderSumText) + kHeaderSumText.size();
   text.replace(digits, 8, hex8(*sum));
   const uint64_t n = text.size();

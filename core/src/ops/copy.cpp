@@ -125,8 +125,8 @@ void copy_into(const Tensor& dst, const Tensor& src) {
   }
   const DimVector shape(dst.sizes());
   const DimVector strides = broadcast_strides(s.sizes(), s.strides(), shape);
-  bp_tensor in = describe_as(s, shape, strides, db.dl_device_type());
-  bp_tensor out = describe(dst, db.dl_device_type());
+  bp_tensor in = abi_descriptor_as(s, shape, strides, db.dl_device_type());
+  bp_tensor out = abi_descriptor(dst, db.dl_device_type());
   call_kernel(Op::Copy, s.dtype(), dst.device(), {&in, 1}, {&out, 1}, make_attrs());
 }
 
@@ -180,7 +180,7 @@ void fill(const char* name, Tensor& self, const Scalar& value) {
 void detail::fill_fresh(const Tensor& t, const Scalar& value) {
   if (t.numel() == 0) return;
   Backend& b = backend_of(t);
-  const bp_tensor out = describe(t, b.dl_device_type());
+  const bp_tensor out = abi_descriptor(t, b.dl_device_type());
   bp_attrs attrs = make_attrs();
   attrs.num_scalars = 1;
   attrs.scalars[0] = value.to_abi();

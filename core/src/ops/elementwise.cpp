@@ -31,7 +31,7 @@ void run_with_scalar(Op op, const Tensor& out, const Tensor& in, const Scalar& s
   if (with.num_scalars < 1) with.scalars[0] = Scalar(1).to_abi();
   with.num_scalars = 2;
   with.scalars[1] = s.to_abi();
-  const bp_tensor i = describe(in, dl), o = describe(out, dl);
+  const bp_tensor i = abi_descriptor(in, dl), o = abi_descriptor(out, dl);
   if (call_kernel_scalar_form(op, out.dtype(), out.device(), i, o, with)) return;
   const Tensor operand = full_on({}, s, out.dtype(), out);
   run_elementwise(op, out, {&in, &operand}, attrs);
@@ -64,10 +64,10 @@ void run_elementwise(Op op, const Tensor& out, std::initializer_list<const Tenso
     const DimVector& s = t->impl()->sizes == shape
                              ? t->impl()->strides
                              : (strides[i] = broadcast_strides(t->sizes(), t->strides(), shape));
-    in[i] = describe_as(*t, shape, s, dl);
+    in[i] = abi_descriptor_as(*t, shape, s, dl);
     ++i;
   }
-  const bp_tensor o = describe(out, dl);
+  const bp_tensor o = abi_descriptor(out, dl);
   const DType dispatch = (inputs.begin() + dispatch_input)[0]->dtype();
   call_kernel(op, dispatch, out.device(), std::span<const bp_tensor>(in, inputs.size()), {&o, 1},
               attrs);

@@ -37,8 +37,8 @@ void call(Op op, DType dtype, const Tensor& out, std::initializer_list<const Ten
   Backend& b = detail::backend_of(out);
   bp_tensor in[3];
   int n = 0;
-  for (const Tensor* t : inputs) in[n++] = detail::describe(*t, b.dl_device_type());
-  const bp_tensor o = detail::describe(out, b.dl_device_type());
+  for (const Tensor* t : inputs) in[n++] = detail::abi_descriptor(*t, b.dl_device_type());
+  const bp_tensor o = detail::abi_descriptor(out, b.dl_device_type());
   call_kernel(op, dtype, out.device(), std::span<const bp_tensor>(in, n), {&o, 1},
               dim_attrs(dim, reduction));
 }

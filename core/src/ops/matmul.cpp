@@ -41,9 +41,9 @@ Tensor matmul_forward(const Tensor& a_in, const Tensor& b_in, DimVector& out_sha
       const int32_t dl = be.dl_device_type();
       const DimVector sa = broadcast_strides(a.sizes(), a.strides(), a_shape);
       const DimVector sb = broadcast_strides(b.sizes(), b.strides(), b_shape);
-      const bp_tensor in[2] = {detail::describe_as(a, a_shape, sa, dl),
-                               detail::describe_as(b, b_shape, sb, dl)};
-      const bp_tensor o = detail::describe(out, dl);
+      const bp_tensor in[2] = {detail::abi_descriptor_as(a, a_shape, sa, dl),
+                               detail::abi_descriptor_as(b, b_shape, sb, dl)};
+      const bp_tensor o = detail::abi_descriptor(out, dl);
       call_kernel(Op::Matmul, dt, a.device(), in, {&o, 1}, detail::make_attrs());
     }
   }

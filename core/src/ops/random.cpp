@@ -31,7 +31,7 @@ Tensor random(const char* name, int kind, IntArrayRef shape, TensorOptions optio
     attrs.ints[1] = static_cast<int64_t>(s.seed);
     attrs.ints[2] = static_cast<int64_t>(s.offset);
     Backend& b = detail::backend_of(out);
-    const bp_tensor o = detail::describe(out, b.dl_device_type());
+    const bp_tensor o = detail::abi_descriptor(out, b.dl_device_type());
     call_kernel(Op::Random, out.dtype(), out.device(), {}, {&o, 1}, attrs);
   }
   if (options.requires_grad_) out.requires_grad_(true);

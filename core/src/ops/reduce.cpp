@@ -34,8 +34,8 @@ Tensor reduce(Op op, const Tensor& a, const std::vector<bool>& reduce,
   Tensor out = detail::make_empty(kept, out_dtype, a);
   if (out.numel() > 0) {
     Backend& b = detail::backend_of(a);
-    const bp_tensor i = detail::describe(a, b.dl_device_type());
-    const bp_tensor o = detail::describe(out, b.dl_device_type());
+    const bp_tensor i = detail::abi_descriptor(a, b.dl_device_type());
+    const bp_tensor o = detail::abi_descriptor(out, b.dl_device_type());
     call_kernel(op, a.dtype(), a.device(), {&i, 1}, {&o, 1}, attrs);
   }
   if (keepdim) return out;

@@ -21,8 +21,8 @@ Tensor softmax_like(Op op, const char* name, const Tensor& a, int64_t dim) {
     // A 0-d input is treated as one element along a dim of size 1.
     const Tensor in = a.dim() == 0 ? a.reshape({1}) : a;
     const Tensor o1 = a.dim() == 0 ? out.view({1}) : out;
-    const bp_tensor i = detail::describe(in, b.dl_device_type());
-    const bp_tensor o = detail::describe(o1, b.dl_device_type());
+    const bp_tensor i = detail::abi_descriptor(in, b.dl_device_type());
+    const bp_tensor o = detail::abi_descriptor(o1, b.dl_device_type());
     call_kernel(op, a.dtype(), a.device(), {&i, 1}, {&o, 1}, attrs);
   }
   if (autograd::needs_grad({&a})) {

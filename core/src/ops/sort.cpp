@@ -22,8 +22,8 @@ void along_dim(Op op, const Tensor& a, const Tensor& out, int64_t d, int64_t dir
   Backend& b = detail::backend_of(a);
   const Tensor in = a.dim() == 0 ? a.reshape({1}) : a;
   const Tensor o1 = a.dim() == 0 ? out.view({1}) : out;
-  const bp_tensor i = detail::describe(in, b.dl_device_type());
-  const bp_tensor o = detail::describe(o1, b.dl_device_type());
+  const bp_tensor i = detail::abi_descriptor(in, b.dl_device_type());
+  const bp_tensor o = detail::abi_descriptor(o1, b.dl_device_type());
   call_kernel(op, a.dtype(), a.device(), {&i, 1}, {&o, 1}, attrs);
 }
 

@@ -170,27 +170,27 @@ void logical_not_kernel(const KernelCall& c) {
 }  // namespace
 
 void register_elementwise_kernels(Registrar& r) {
-  using bp::sdk::kAllDtypes, bp::sdk::kFloatDtypes, bp::sdk::kNumericDtypes;
-  r.add<&fill_kernel>(BP_OP_FILL, kAllDtypes, BP_ORIGIN);
-  r.add<&copy_kernel>(BP_OP_COPY, kAllDtypes, BP_ORIGIN);
+  using bp::sdk::kBaseDtypes, bp::sdk::kFloatDtypes, bp::sdk::kNumericDtypes;
+  r.add<&fill_kernel>(BP_OP_FILL, kBaseDtypes, BP_ORIGIN);
+  r.add<&copy_kernel>(BP_OP_COPY, kBaseDtypes, BP_ORIGIN);
   // Scalars as attributes: the queued copy of the call keeps scalars[1],
   // and the SDK's thunk makes it a broadcast operand when the call runs.
   r.add_scalar_operand<&binary_kernel<BP_OP_ADD>>(BP_OP_ADD, kNumericDtypes, BP_ORIGIN);
   r.add_scalar_operand<&binary_kernel<BP_OP_SUB>>(BP_OP_SUB, kNumericDtypes, BP_ORIGIN);
-  r.add_scalar_operand<&binary_kernel<BP_OP_MUL>>(BP_OP_MUL, kAllDtypes, BP_ORIGIN);
+  r.add_scalar_operand<&binary_kernel<BP_OP_MUL>>(BP_OP_MUL, kBaseDtypes, BP_ORIGIN);
   r.add_scalar_operand<&binary_kernel<BP_OP_DIV>>(BP_OP_DIV, kFloatDtypes, BP_ORIGIN);
-  r.add<&binary_kernel<BP_OP_MAXIMUM>>(BP_OP_MAXIMUM, kAllDtypes, BP_ORIGIN);
-  r.add<&binary_kernel<BP_OP_MINIMUM>>(BP_OP_MINIMUM, kAllDtypes, BP_ORIGIN);
+  r.add<&binary_kernel<BP_OP_MAXIMUM>>(BP_OP_MAXIMUM, kBaseDtypes, BP_ORIGIN);
+  r.add<&binary_kernel<BP_OP_MINIMUM>>(BP_OP_MINIMUM, kBaseDtypes, BP_ORIGIN);
   r.add<&binary_kernel<BP_OP_POW>>(BP_OP_POW, kNumericDtypes, BP_ORIGIN);
-  r.add<&compare_kernel<BP_OP_EQ>>(BP_OP_EQ, kAllDtypes, BP_ORIGIN);
-  r.add<&compare_kernel<BP_OP_NE>>(BP_OP_NE, kAllDtypes, BP_ORIGIN);
-  r.add<&compare_kernel<BP_OP_LT>>(BP_OP_LT, kAllDtypes, BP_ORIGIN);
-  r.add<&compare_kernel<BP_OP_LE>>(BP_OP_LE, kAllDtypes, BP_ORIGIN);
-  r.add<&compare_kernel<BP_OP_GT>>(BP_OP_GT, kAllDtypes, BP_ORIGIN);
-  r.add<&compare_kernel<BP_OP_GE>>(BP_OP_GE, kAllDtypes, BP_ORIGIN);
-  r.add<&compare_kernel<BP_OP_LOGICAL_AND>>(BP_OP_LOGICAL_AND, kAllDtypes, BP_ORIGIN);
-  r.add<&compare_kernel<BP_OP_LOGICAL_OR>>(BP_OP_LOGICAL_OR, kAllDtypes, BP_ORIGIN);
-  r.add<&where_kernel>(BP_OP_WHERE, kAllDtypes, BP_ORIGIN);
+  r.add<&compare_kernel<BP_OP_EQ>>(BP_OP_EQ, kBaseDtypes, BP_ORIGIN);
+  r.add<&compare_kernel<BP_OP_NE>>(BP_OP_NE, kBaseDtypes, BP_ORIGIN);
+  r.add<&compare_kernel<BP_OP_LT>>(BP_OP_LT, kBaseDtypes, BP_ORIGIN);
+  r.add<&compare_kernel<BP_OP_LE>>(BP_OP_LE, kBaseDtypes, BP_ORIGIN);
+  r.add<&compare_kernel<BP_OP_GT>>(BP_OP_GT, kBaseDtypes, BP_ORIGIN);
+  r.add<&compare_kernel<BP_OP_GE>>(BP_OP_GE, kBaseDtypes, BP_ORIGIN);
+  r.add<&compare_kernel<BP_OP_LOGICAL_AND>>(BP_OP_LOGICAL_AND, kBaseDtypes, BP_ORIGIN);
+  r.add<&compare_kernel<BP_OP_LOGICAL_OR>>(BP_OP_LOGICAL_OR, kBaseDtypes, BP_ORIGIN);
+  r.add<&where_kernel>(BP_OP_WHERE, kBaseDtypes, BP_ORIGIN);
   r.add<&unary_kernel<BP_OP_RELU>>(BP_OP_RELU, kNumericDtypes, BP_ORIGIN);
   r.add<&unary_kernel<BP_OP_NEG>>(BP_OP_NEG, kNumericDtypes, BP_ORIGIN);
   r.add<&unary_kernel<BP_OP_ABS>>(BP_OP_ABS, kNumericDtypes, BP_ORIGIN);
@@ -201,7 +201,7 @@ void register_elementwise_kernels(Registrar& r) {
   r.add<&unary_kernel<BP_OP_TANH>>(BP_OP_TANH, kFloatDtypes, BP_ORIGIN);
   r.add<&unary_kernel<BP_OP_ERF>>(BP_OP_ERF, kFloatDtypes, BP_ORIGIN);
   r.add<&clamp_kernel>(BP_OP_CLAMP, kNumericDtypes, BP_ORIGIN);
-  r.add<&logical_not_kernel>(BP_OP_LOGICAL_NOT, kAllDtypes, BP_ORIGIN);
+  r.add<&logical_not_kernel>(BP_OP_LOGICAL_NOT, kBaseDtypes, BP_ORIGIN);
 }
 
 }  // namespace bp::sim

@@ -62,8 +62,8 @@ void cumsum_kernel(const KernelCall& c) {
 }  // namespace
 
 void register_sort_kernels(Registrar& r) {
-  r.add<&argsort_kernel>(BP_OP_ARGSORT, bp::sdk::kAllDtypes, BP_ORIGIN);
-  r.add<&cumsum_kernel>(BP_OP_CUMSUM, bp::sdk::kAllDtypes, BP_ORIGIN);
+  r.add<&argsort_kernel>(BP_OP_ARGSORT, bp::sdk::kBaseDtypes, BP_ORIGIN);
+  r.add<&cumsum_kernel>(BP_OP_CUMSUM, bp::sdk::kBaseDtypes, BP_ORIGIN);
 }
 
 }  // namespace bp::sim

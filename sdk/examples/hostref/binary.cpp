@@ -69,10 +69,10 @@ void register_binary_kernels(Registrar& r) {
   // SDK hands these kernels a broadcast operand holding it.
   r.add_scalar_operand<&binary_kernel<Bin::add>>(BP_OP_ADD, kNumericDtypes, BP_ORIGIN);
   r.add_scalar_operand<&binary_kernel<Bin::sub>>(BP_OP_SUB, kNumericDtypes, BP_ORIGIN);
-  r.add_scalar_operand<&binary_kernel<Bin::mul>>(BP_OP_MUL, kAllDtypes, BP_ORIGIN);
+  r.add_scalar_operand<&binary_kernel<Bin::mul>>(BP_OP_MUL, kBaseDtypes, BP_ORIGIN);
   r.add_scalar_operand<&binary_kernel<Bin::div>>(BP_OP_DIV, kFloatDtypes, BP_ORIGIN);
-  r.add<&minmax_kernel<true>>(BP_OP_MAXIMUM, kAllDtypes, BP_ORIGIN);
-  r.add<&minmax_kernel<false>>(BP_OP_MINIMUM, kAllDtypes, BP_ORIGIN);
+  r.add<&minmax_kernel<true>>(BP_OP_MAXIMUM, kBaseDtypes, BP_ORIGIN);
+  r.add<&minmax_kernel<false>>(BP_OP_MINIMUM, kBaseDtypes, BP_ORIGIN);
   r.add<&pow_kernel>(BP_OP_POW, kNumericDtypes, BP_ORIGIN);
 }
 

@@ -54,15 +54,15 @@ void where_kernel(const KernelCall& c) {
 }  // namespace
 
 void register_compare_kernels(Registrar& r) {
-  r.add<&compare_kernel<Cmp::eq>>(BP_OP_EQ, kAllDtypes, BP_ORIGIN);
-  r.add<&compare_kernel<Cmp::ne>>(BP_OP_NE, kAllDtypes, BP_ORIGIN);
-  r.add<&compare_kernel<Cmp::lt>>(BP_OP_LT, kAllDtypes, BP_ORIGIN);
-  r.add<&compare_kernel<Cmp::le>>(BP_OP_LE, kAllDtypes, BP_ORIGIN);
-  r.add<&compare_kernel<Cmp::gt>>(BP_OP_GT, kAllDtypes, BP_ORIGIN);
-  r.add<&compare_kernel<Cmp::ge>>(BP_OP_GE, kAllDtypes, BP_ORIGIN);
-  r.add<&compare_kernel<Cmp::logical_and>>(BP_OP_LOGICAL_AND, kAllDtypes, BP_ORIGIN);
-  r.add<&compare_kernel<Cmp::logical_or>>(BP_OP_LOGICAL_OR, kAllDtypes, BP_ORIGIN);
-  r.add<&where_kernel>(BP_OP_WHERE, kAllDtypes, BP_ORIGIN);
+  r.add<&compare_kernel<Cmp::eq>>(BP_OP_EQ, kBaseDtypes, BP_ORIGIN);
+  r.add<&compare_kernel<Cmp::ne>>(BP_OP_NE, kBaseDtypes, BP_ORIGIN);
+  r.add<&compare_kernel<Cmp::lt>>(BP_OP_LT, kBaseDtypes, BP_ORIGIN);
+  r.add<&compare_kernel<Cmp::le>>(BP_OP_LE, kBaseDtypes, BP_ORIGIN);
+  r.add<&compare_kernel<Cmp::gt>>(BP_OP_GT, kBaseDtypes, BP_ORIGIN);
+  r.add<&compare_kernel<Cmp::ge>>(BP_OP_GE, kBaseDtypes, BP_ORIGIN);
+  r.add<&compare_kernel<Cmp::logical_and>>(BP_OP_LOGICAL_AND, kBaseDtypes, BP_ORIGIN);
+  r.add<&compare_kernel<Cmp::logical_or>>(BP_OP_LOGICAL_OR, kBaseDtypes, BP_ORIGIN);
+  r.add<&where_kernel>(BP_OP_WHERE, kBaseDtypes, BP_ORIGIN);
 }
 
 }  // namespace hostref

@@ -30,8 +30,8 @@ void copy_kernel(const KernelCall& c) {
 }  // namespace
 
 void register_copy_kernels(Registrar& r) {
-  r.add<&fill_kernel>(BP_OP_FILL, kAllDtypes, BP_ORIGIN);
-  r.add<&copy_kernel>(BP_OP_COPY, kAllDtypes, BP_ORIGIN);
+  r.add<&fill_kernel>(BP_OP_FILL, kBaseDtypes, BP_ORIGIN);
+  r.add<&copy_kernel>(BP_OP_COPY, kBaseDtypes, BP_ORIGIN);
 }
 
 }  // namespace hostref

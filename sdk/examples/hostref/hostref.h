@@ -25,7 +25,7 @@ using bp::sdk::Registrar;
 using bp::sdk::TensorRef;
 
 using bp::sdk::at;
-using bp::sdk::kAllDtypes;
+using bp::sdk::kBaseDtypes;
 using bp::sdk::kFloatDtypes;
 using bp::sdk::kNumericDtypes;
 using bp::sdk::map1;

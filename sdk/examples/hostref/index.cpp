@@ -85,9 +85,9 @@ void scatter_kernel(const KernelCall& c) {
 }  // namespace
 
 void register_index_kernels(Registrar& r) {
-  r.add<&gather_kernel>(BP_OP_GATHER, kAllDtypes, BP_ORIGIN);
-  r.add<&scatter_kernel>(BP_OP_SCATTER, kAllDtypes, BP_ORIGIN);
-  r.add<&index_select_kernel>(BP_OP_INDEX_SELECT, kAllDtypes, BP_ORIGIN);
+  r.add<&gather_kernel>(BP_OP_GATHER, kBaseDtypes, BP_ORIGIN);
+  r.add<&scatter_kernel>(BP_OP_SCATTER, kBaseDtypes, BP_ORIGIN);
+  r.add<&index_select_kernel>(BP_OP_INDEX_SELECT, kBaseDtypes, BP_ORIGIN);
 }
 
 }  // namespace hostref

@@ -92,12 +92,12 @@ void arg_kernel(const KernelCall& c) {
 }  // namespace
 
 void register_reduce_kernels(Registrar& r) {
-  r.add<&reduce_kernel<Reduction::sum>>(BP_OP_SUM, kAllDtypes, BP_ORIGIN);
-  r.add<&reduce_kernel<Reduction::prod>>(BP_OP_PROD, kAllDtypes, BP_ORIGIN);
-  r.add<&reduce_kernel<Reduction::max>>(BP_OP_MAX, kAllDtypes, BP_ORIGIN);
-  r.add<&reduce_kernel<Reduction::min>>(BP_OP_MIN, kAllDtypes, BP_ORIGIN);
-  r.add<&arg_kernel<true>>(BP_OP_ARGMAX, kAllDtypes, BP_ORIGIN);
-  r.add<&arg_kernel<false>>(BP_OP_ARGMIN, kAllDtypes, BP_ORIGIN);
+  r.add<&reduce_kernel<Reduction::sum>>(BP_OP_SUM, kBaseDtypes, BP_ORIGIN);
+  r.add<&reduce_kernel<Reduction::prod>>(BP_OP_PROD, kBaseDtypes, BP_ORIGIN);
+  r.add<&reduce_kernel<Reduction::max>>(BP_OP_MAX, kBaseDtypes, BP_ORIGIN);
+  r.add<&reduce_kernel<Reduction::min>>(BP_OP_MIN, kBaseDtypes, BP_ORIGIN);
+  r.add<&arg_kernel<true>>(BP_OP_ARGMAX, kBaseDtypes, BP_ORIGIN);
+  r.add<&arg_kernel<false>>(BP_OP_ARGMIN, kBaseDtypes, BP_ORIGIN);
 }
 
 }  // namespace hostref

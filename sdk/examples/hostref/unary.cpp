@@ -75,7 +75,7 @@ void register_unary_kernels(Registrar& r) {
   r.add<&unary_kernel<Un::tanh>>(BP_OP_TANH, kFloatDtypes, BP_ORIGIN);
   r.add<&unary_kernel<Un::erf>>(BP_OP_ERF, kFloatDtypes, BP_ORIGIN);
   r.add<&clamp_kernel>(BP_OP_CLAMP, kNumericDtypes, BP_ORIGIN);
-  r.add<&logical_not_kernel>(BP_OP_LOGICAL_NOT, kAllDtypes, BP_ORIGIN);
+  r.add<&logical_not_kernel>(BP_OP_LOGICAL_NOT, kBaseDtypes, BP_ORIGIN);
 }
 
 }  // namespace hostref

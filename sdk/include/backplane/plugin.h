@@ -161,93 +161,115 @@ typedef struct bp_tensor {
  *     an output may be exactly an input (in place) but never overlaps one
  *     partially;
  *   - outputs are allocated by the core; a kernel writes every element.
+ *
+ * The list: one X(NAME, Name, "name", value) per op, which is BP_OP_NAME =
+ * value in bp_op below, bp::Op::Name in the core and "name" in every message
+ * and listing. A new op is one line here (value: the next number, also
+ * BP_OP_COUNT's) plus its contract comment; the core and the SDK take every
+ * list of ops from this one.
  */
+#define BP_OP_LIST(X)                                                                             \
+  /* --- data movement and factories ------------------------------------- */                     \
+  X(FILL, Fill, "fill", 0) /* out[0] = scalars[0]; no inputs; dispatch dtype: out[0]'s */         \
+  X(COPY, Copy, "copy", 1) /* out[0] = cast(in[0]); any dtype pair (to bool: x != 0;              \
+      float to integer truncates; integers wrap) */                                               \
+  /* --- binary arithmetic: all operands of the dispatch dtype -------------- */                  \
+  X(ADD, Add, "add", 2) /* in0 + scalars[0] * in1 (scalars[0] = alpha) */                         \
+  X(SUB, Sub, "sub", 3) /* in0 - scalars[0] * in1 */                                              \
+  X(MUL, Mul, "mul", 4) /* in0 * in1 */                                                           \
+  X(DIV, Div, "div", 5) /* in0 / in1, true division (floating dtypes) */                          \
+  /* --- unary ------------------------------------------------------------ */                    \
+  X(RELU, Relu, "relu", 6) /* max(in0, 0) */                                                      \
+  /* --- reductions -------------------------------------------------------- */                   \
+  X(SUM, Sum, "sum", 7) /* out has in0's rank, reduced dims of size 1; int64 out for              \
+      bool/integer in0, in0's dtype for floating */                                               \
+  /* --- linear algebra ---------------------------------------------------- */                   \
+  X(MATMUL, Matmul, "matmul", 8) /* out[..., m, n] = in0[..., m, k] @ in1[..., k, n]; batch       \
+      dims broadcast (stride 0); floating dtypes */                                               \
+  /* --- unary, out dtype = in dtype (floating ops: floating dtypes only) --- */                  \
+  X(NEG, Neg, "neg", 9)                                                                           \
+  X(ABS, Abs, "abs", 10)                                                                          \
+  X(EXP, Exp, "exp", 11)                                                                          \
+  X(LOG, Log, "log", 12)                                                                          \
+  X(SQRT, Sqrt, "sqrt", 13)                                                                       \
+  X(SIGMOID, Sigmoid, "sigmoid", 14)                                                              \
+  X(TANH, Tanh, "tanh", 15)                                                                       \
+  X(CLAMP, Clamp, "clamp", 16) /* min(max(in0, lo), hi): scalars[0] = lo, scalars[1] = hi;        \
+      ints[0] bit 0: lo given, bit 1: hi given */                                                 \
+  X(LOGICAL_NOT, LogicalNot, "logical_not", 17) /* out bool = !in0 (any input dtype) */           \
+  /* --- binary, same-dtype inputs ------------------------------------------ */                  \
+  X(MAXIMUM, Maximum, "maximum", 18) /* max(in0, in1), NaN propagates */                          \
+  X(MINIMUM, Minimum, "minimum", 19) /* min(in0, in1), NaN propagates */                          \
+  X(POW, Pow, "pow", 20) /* in0 ** in1 (integers: exact, negative exponent is an error) */        \
+  X(EQ, Eq, "eq", 21) /* comparisons: out bool */                                                 \
+  X(NE, Ne, "ne", 22)                                                                             \
+  X(LT, Lt, "lt", 23)                                                                             \
+  X(LE, Le, "le", 24)                                                                             \
+  X(GT, Gt, "gt", 25)                                                                             \
+  X(GE, Ge, "ge", 26)                                                                             \
+  X(LOGICAL_AND, LogicalAnd, "logical_and", 27) /* out bool = (in0 != 0) && (in1 != 0) */         \
+  X(LOGICAL_OR, LogicalOr, "logical_or", 28) /* out bool = (in0 != 0) || (in1 != 0) */            \
+  X(WHERE, Where, "where", 29) /* out = in0 ? in1 : in2; in0 bool; dispatch dtype: in1's */       \
+  /* --- reductions over the dims where out has size 1 and in0 does not ---- */                   \
+  X(PROD, Prod, "prod", 30) /* out dtype as for SUM */                                            \
+  X(MAX, Max, "max", 31) /* out dtype = in0's; NaN propagates; never empty */                     \
+  X(MIN, Min, "min", 32)                                                                          \
+  X(ARGMAX, Argmax, "argmax", 33) /* over the single dim ints[0]; out int64 with that dim of      \
+      size 1; first occurrence wins; NaN counts as maximal */                                     \
+  X(ARGMIN, Argmin, "argmin", 34)                                                                 \
+  /* --- along one dim ------------------------------------------------------ */                  \
+  X(SOFTMAX, Softmax, "softmax", 35) /* over dim ints[0]; out shape = in0's; floating */          \
+  X(LOG_SOFTMAX, LogSoftmax, "log_softmax", 36)                                                   \
+  X(GATHER, Gather, "gather", 37) /* out[i][j] = in0[index(i,j) along dim ints[0]] with           \
+      in1 = index (int64, out's shape); dispatch: in0's */                                        \
+  X(SCATTER, Scatter, "scatter", 38) /* out is self, written in place: out[in0[i] along dim       \
+      ints[0]] = in1[i]; in0 index int64, in1 src of index's                                      \
+      shape (stride 0 for a scalar value); dispatch: in1's;                                       \
+      ints[1] = reduction: 0 none (last write wins),                                              \
+      1 add (out[...] += in1[i], every duplicate counted) */                                      \
+  X(INDEX_SELECT, IndexSelect, "index_select", 39) /* out = in0 selected along dim ints[0] by in1 \
+      (1-D int64); dispatch: in0's */                                                             \
+  /* --- random numbers ------------------------------------------------------- */                \
+  X(RANDOM, Random, "random", 40) /* no inputs; out[k] for the k-th element in row-major          \
+      order = Philox4x32-10 stream value (seed, offset + k):                                      \
+      ints[0] = 0 uniform [0,1), 1 standard normal;                                               \
+      ints[1] = seed, ints[2] = offset (see docs/random.md) */                                    \
+  /* --- unary, floating (since 2.2: a 2.1 core refuses it at registration;                       \
+   *     register it when bp_host.abi_minor >= 2) --------------------------- */                  \
+  X(ERF, Erf, "erf", 41) /* erf(in0), the Gaussian error function */                              \
+  /* --- along one dim (since 2.8: register them when bp_host.abi_minor >= 8)                     \
+   *     ints[0] = the dim; a 0-d input arrives as shape [1] -------------- */                    \
+  X(ARGSORT, Argsort, "argsort", 42) /* out[0] int64 of in0's shape: for each line along the      \
+      dim, the positions of its elements in sorted order;                                         \
+      ints[1] = 1: descending. Stable: equal elements keep                                        \
+      their order (-0.0 equals 0.0). NaN is greater than                                          \
+      every number: last ascending, first descending;                                             \
+      bool: false < true. Any dtype */                                                            \
+  X(CUMSUM, Cumsum, "cumsum", 43) /* inclusive running sum along the dim; out int64 for           \
+      bool and integer in0 (sums wrap), in0's dtype for                                           \
+      floating (which may be summed in any order and in a                                         \
+      wider dtype); out has in0's shape */                                                        \
+  /* end of BP_OP_LIST */
+
 typedef enum bp_op {
-  /* --- data movement and factories ------------------------------------- */
-  BP_OP_FILL = 0,  /* out[0] = scalars[0]; no inputs; dispatch dtype: out[0]'s */
-  BP_OP_COPY = 1,  /* out[0] = cast(in[0]); any dtype pair (to bool: x != 0;
-                      float to integer truncates; integers wrap) */
-  /* --- binary arithmetic: all operands of the dispatch dtype -------------- */
-  BP_OP_ADD = 2,   /* in0 + scalars[0] * in1 (scalars[0] = alpha) */
-  BP_OP_SUB = 3,   /* in0 - scalars[0] * in1 */
-  BP_OP_MUL = 4,   /* in0 * in1 */
-  BP_OP_DIV = 5,   /* in0 / in1, true division (floating dtypes) */
-  /* --- unary ------------------------------------------------------------ */
-  BP_OP_RELU = 6,  /* max(in0, 0) */
-  /* --- reductions -------------------------------------------------------- */
-  BP_OP_SUM = 7,   /* out has in0's rank, reduced dims of size 1; int64 out for
-                      bool/integer in0, in0's dtype for floating */
-  /* --- linear algebra ---------------------------------------------------- */
-  BP_OP_MATMUL = 8, /* out[..., m, n] = in0[..., m, k] @ in1[..., k, n]; batch
-                       dims broadcast (stride 0); floating dtypes */
-  /* --- unary, out dtype = in dtype (floating ops: floating dtypes only) --- */
-  BP_OP_NEG = 9,
-  BP_OP_ABS = 10,
-  BP_OP_EXP = 11,
-  BP_OP_LOG = 12,
-  BP_OP_SQRT = 13,
-  BP_OP_SIGMOID = 14,
-  BP_OP_TANH = 15,
-  BP_OP_CLAMP = 16, /* min(max(in0, lo), hi): scalars[0] = lo, scalars[1] = hi;
-                       ints[0] bit 0: lo given, bit 1: hi given */
-  BP_OP_LOGICAL_NOT = 17, /* out bool = !in0 (any input dtype) */
-  /* --- binary, same-dtype inputs ------------------------------------------ */
-  BP_OP_MAXIMUM = 18, /* max(in0, in1), NaN propagates */
-  BP_OP_MINIMUM = 19, /* min(in0, in1), NaN propagates */
-  BP_OP_POW = 20,     /* in0 ** in1 (integers: exact, negative exponent is an error) */
-  BP_OP_EQ = 21,      /* comparisons: out bool */
-  BP_OP_NE = 22,
-  BP_OP_LT = 23,
-  BP_OP_LE = 24,
-  BP_OP_GT = 25,
-  BP_OP_GE = 26,
-  BP_OP_LOGICAL_AND = 27, /* out bool = (in0 != 0) && (in1 != 0) */
-  BP_OP_LOGICAL_OR = 28,  /* out bool = (in0 != 0) || (in1 != 0) */
-  BP_OP_WHERE = 29,   /* out = in0 ? in1 : in2; in0 bool; dispatch dtype: in1's */
-  /* --- reductions over the dims where out has size 1 and in0 does not ---- */
-  BP_OP_PROD = 30,    /* out dtype as for SUM */
-  BP_OP_MAX = 31,     /* out dtype = in0's; NaN propagates; never empty */
-  BP_OP_MIN = 32,
-  BP_OP_ARGMAX = 33,  /* over the single dim ints[0]; out int64 with that dim of
-                         size 1; first occurrence wins; NaN counts as maximal */
-  BP_OP_ARGMIN = 34,
-  /* --- along one dim ------------------------------------------------------ */
-  BP_OP_SOFTMAX = 35,     /* over dim ints[0]; out shape = in0's; floating */
-  BP_OP_LOG_SOFTMAX = 36,
-  BP_OP_GATHER = 37,  /* out[i][j] = in0[index(i,j) along dim ints[0]] with
-                         in1 = index (int64, out's shape); dispatch: in0's */
-  BP_OP_SCATTER = 38, /* out is self, written in place: out[in0[i] along dim
-                         ints[0]] = in1[i]; in0 index int64, in1 src of index's
-                         shape (stride 0 for a scalar value); dispatch: in1's;
-                         ints[1] = reduction: 0 none (last write wins),
-                         1 add (out[...] += in1[i], every duplicate counted) */
-  BP_OP_INDEX_SELECT = 39, /* out = in0 selected along dim ints[0] by in1
-                              (1-D int64); dispatch: in0's */
-  /* --- random numbers ------------------------------------------------------- */
-  BP_OP_RANDOM = 40,  /* no inputs; out[k] for the k-th element in row-major
-                         order = Philox4x32-10 stream value (seed, offset + k):
-                         ints[0] = 0 uniform [0,1), 1 standard normal;
-                         ints[1] = seed, ints[2] = offset (see docs/random.md) */
-  /* --- unary, floating (since 2.2: a 2.1 core refuses it at registration;
-   *     register it when bp_host.abi_minor >= 2) --------------------------- */
-  BP_OP_ERF = 41,     /* erf(in0), the Gaussian error function */
-  /* --- along one dim (since 2.8: register them when bp_host.abi_minor >= 8)
-   *     ints[0] = the dim; a 0-d input arrives as shape [1] -------------- */
-  BP_OP_ARGSORT = 42, /* out[0] int64 of in0's shape: for each line along the
-                         dim, the positions of its elements in sorted order;
-                         ints[1] = 1: descending. Stable: equal elements keep
-                         their order (-0.0 equals 0.0). NaN is greater than
-                         every number: last ascending, first descending;
-                         bool: false < true. Any dtype */
-  BP_OP_CUMSUM = 43,  /* inclusive running sum along the dim; out int64 for
-                         bool and integer in0 (sums wrap), in0's dtype for
-                         floating (which may be summed in any order and in a
-                         wider dtype); out has in0's shape */
+#define BP_OP_ENUMERATOR_(NAME, Name, text, value) BP_OP_##NAME = value,
+  BP_OP_LIST(BP_OP_ENUMERATOR_)
+#undef BP_OP_ENUMERATOR_
   BP_OP_COUNT = 44,
   /* The `op` of a call to a named kernel (see bp_named_kernel_registration):
    * not an op a plugin registers with register_kernel. */
   BP_OP_NAMED = 4096
 } bp_op;
+
+/* BP_OP_COUNT is the length of BP_OP_LIST (the core also checks that the
+ * values run 0, 1, ..., BP_OP_COUNT - 1 in the list's order). */
+#define BP_OP_PLUS_ONE_(NAME, Name, text, value) +1
+#if defined(__cplusplus)
+static_assert(BP_OP_COUNT == 0 BP_OP_LIST(BP_OP_PLUS_ONE_), "BP_OP_COUNT != entries of BP_OP_LIST");
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+_Static_assert(BP_OP_COUNT == 0 BP_OP_LIST(BP_OP_PLUS_ONE_), "BP_OP_COUNT != entries of BP_OP_LIST");
+#endif
+#undef BP_OP_PLUS_ONE_
 
 /* A scalar operand, tagged with the dtype it was given in. */
 typedef struct bp_scalar {

@@ -98,7 +98,7 @@ struct Report {
 
 // How a case runs in a child process: `command` is a program and its
 // arguments; the runner appends `--result-fd 3 --run-one NAME`, and the child
-// runs that case (run_case) and writes the result with write_result() to fd 3.
+// calls child_main, which runs that case and writes the result to fd 3.
 struct Isolation {
   std::vector<std::string> command;
   double timeout_s = 60;
@@ -130,6 +130,14 @@ CaseResult run_case(const Case& c, const Context& ctx);
 CaseResult run_isolated(const Case& c, const Isolation& isolation);
 // The child's side of run_isolated: writes `r` to file descriptor `fd`.
 void write_result(int fd, const CaseResult& r);
+// The whole child (what the program runs for `--run-one NAME --result-fd FD`,
+// before anything else): loads `backend` and `compare_to` (load_pair), runs
+// the case `name` of `suite` with the seed in this process, and writes its
+// result to `result_fd`; then exits at once, without returning, so that
+// unloading the plugins cannot change the outcome. With result_fd -1 it
+// prints the result instead and returns 1 when the case failed, else 0.
+int child_main(const Suite& suite, const std::string& name, const std::string& backend,
+               const std::string& compare_to, uint64_t seed, int result_fd);
 
 // Runs the selected cases on the device of `ctx`; fills the results, seed and
 // isolation fields of the report (the others describe the backends: see

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <backplane/plugin.h>
+#include <backplane/sdk/op_scope.hpp>
 #include <backplane/sdk/plugin.hpp>
 #include <backplane/sdk/strided.hpp>
 #include <backplane/sdk/tensor.hpp>
@@ -31,7 +32,8 @@
 #include <string>
 
 // Throws InvalidArgument("[op] message") unless `cond`; the message is
-// streamed (`"got " << n`). `op` is a const char*.
+// streamed (`"got " << n`). `op` is a const char*. Where the op is not at
+// hand, BP_SDK_REQUIRE (op_scope.hpp) names the current OpScope's.
 #define BP_SDK_CHECK(cond, op, ...)                         \
   do {                                                      \
     if (!(cond)) {                                          \
@@ -43,23 +45,15 @@
 
 namespace bp::sdk {
 
-// The op's name as the core and its messages spell it ("add", "log_softmax").
-inline const char* op_name(int op) {
-  static constexpr const char* kNames[BP_OP_COUNT] = {
-      "fill",       "copy",        "add",    "sub",         "mul",          "div",     "relu",
-      "sum",        "matmul",      "neg",    "abs",         "exp",          "log",     "sqrt",
-      "sigmoid",    "tanh",        "clamp",  "logical_not", "maximum",      "minimum", "pow",
-      "eq",         "ne",          "lt",     "le",          "gt",           "ge",      "logical_and",
-      "logical_or", "where",       "prod",   "max",         "min",          "argmax",  "argmin",
-      "softmax",    "log_softmax", "gather", "scatter",     "index_select", "random",  "erf",
-      "argsort",    "cumsum"};
-  if (op == BP_OP_NAMED) return "named op";
-  return op >= 0 && op < BP_OP_COUNT ? kNames[op] : "op?";
-}
-
-// Dtype lists for Registrar::add.
-inline constexpr std::initializer_list<bp_dtype> kAllDtypes = {
+// Dtype lists for Registrar::add. The base dtypes are the five of ABI 2.0
+// (bool, int32, int64, float32, float64); the reduced-precision and small
+// integer dtypes (float16, bfloat16, int8, uint8, int16) a plugin lists by
+// name where it computes them.
+inline constexpr std::initializer_list<bp_dtype> kBaseDtypes = {
     BP_DTYPE_BOOL, BP_DTYPE_INT32, BP_DTYPE_INT64, BP_DTYPE_FLOAT32, BP_DTYPE_FLOAT64};
+// The name this list had before it was named for what it holds.
+[[deprecated("kAllDtypes holds 5 of the 10 dtypes: use kBaseDtypes")]] inline constexpr
+    std::initializer_list<bp_dtype> kAllDtypes = kBaseDtypes;
 inline constexpr std::initializer_list<bp_dtype> kNumericDtypes = {
     BP_DTYPE_INT32, BP_DTYPE_INT64, BP_DTYPE_FLOAT32, BP_DTYPE_FLOAT64};
 inline constexpr std::initializer_list<bp_dtype> kFloatDtypes = {BP_DTYPE_FLOAT32,

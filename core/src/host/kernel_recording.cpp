@@ -6,7 +6,7 @@
 #include <backplane/dispatcher.h>
 #include <backplane/error.h>
 
-#include "internal.h"
+#include "../internal.h"
 
 namespace bp {
 
@@ -70,9 +70,9 @@ void call_kernel_directly(Op op, const std::vector<Tensor>& inputs, const Tensor
   for (const Tensor& t : inputs) {
     BP_CHECK(t.device() == device && t.dtype() == out.dtype() && t.sizes().equals(out.sizes()),
              "[debug::call_kernel_directly] every input must have the output's device, dtype and shape");
-    in.push_back(detail::describe(t, backend->dl_device_type()));
+    in.push_back(detail::abi_descriptor(t, backend->dl_device_type()));
   }
-  const bp_tensor o = detail::describe(out, backend->dl_device_type());
+  const bp_tensor o = detail::abi_descriptor(out, backend->dl_device_type());
   bp_attrs attrs{};
   attrs.struct_size = sizeof attrs;
   const bp_kernel_call call = detail::make_call(static_cast<int32_t>(op), out.dtype(), device, in,

@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "internal.h"
+#include "../internal.h"
 #include "plugin_probe.h"
 
 namespace bp::detail {

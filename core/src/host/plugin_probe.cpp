@@ -22,7 +22,7 @@
 #include <memory>
 #include <sstream>
 
-#include "internal.h"
+#include "../internal.h"
 
 #ifndef BACKPLANE_PROBE_HELPER_REL
 #define BACKPLANE_PROBE_HELPER_REL "../libexec/backplane/backplane-probe"

@@ -6,7 +6,7 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "internal.h"
+#include "../internal.h"
 
 namespace bp {
 

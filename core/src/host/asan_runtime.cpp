@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "internal.h"
+#include "../internal.h"
 
 namespace fs = std::filesystem;
 

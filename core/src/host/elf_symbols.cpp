@@ -10,7 +10,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "internal.h"
+#include "../internal.h"
 
 namespace bp::detail {
 

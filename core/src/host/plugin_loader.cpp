@@ -14,8 +14,9 @@
 #include <optional>
 #include <sstream>
 
+#include "../internal.h"
 #include "backend_library.h"
-#include "internal.h"
+#include "load_phases.h"
 #include "plugin_probe.h"
 
 #ifndef BACKPLANE_INSTALL_PLUGIN_DIR
@@ -49,10 +50,6 @@ namespace {
 
 constexpr const char* kFilePrefix = "libbackplane_";
 constexpr const char* kFileSuffix = ".so";
-
-// The plugin's fields that every ABI 2.x plugin must fill: the 2.0 table,
-// which ends where 2.1's options begin.
-constexpr std::size_t kMinPluginSize = offsetof(bp_plugin, options);
 
 struct RegistrarState {
   int backend = -1;
@@ -127,35 +124,6 @@ bp_status register_named_kernel_c(void* ctx, const bp_named_kernel_registration*
 void remove_kernels(int backend) {
   KernelRegistry::instance().remove_backend(backend);
   detail::remove_named_kernels(backend);
-}
-
-std::string exported_symbols(const std::string& path) {
-  try {
-    const std::vector<std::string> syms = detail::exported_symbols(path);
-    if (syms.empty()) return "(no exported symbols)";
-    std::ostringstream os;
-    std::size_t shown = 0;
-    for (const auto& s : syms) {
-      if (shown == 12) {
-        os << ", ... (" << syms.size() - shown << " more)";
-        break;
-      }
-      os << (shown++ ? ", " : "") << s;
-    }
-    return os.str();
-  } catch (const std::exception& e) {
-    return std::string("(could not list symbols: ") + e.what() + ")";
-  }
-}
-
-// Why a plugin built with ASan is not opened in a process without the runtime.
-std::string asan_refusal(const AsanRuntime& rt) {
-  return "built with AddressSanitizer (it needs " +
-         (rt.needed.empty() ? std::string("the ASan runtime") : rt.needed) +
-         ", which must come first in the process): run with --asan (backplane conformance, "
-         "backplane fuzz) or " +
-         asan_environment(rt) + " before the command" +
-         (rt.path.empty() ? " (no runtime file found: " + rt.found + ")" : std::string());
 }
 
 }  // namespace
@@ -256,14 +224,6 @@ BackendOptions PluginLoader::backend_options(std::string_view name_or_path) cons
   return {};
 }
 
-namespace {
-
-// The most a bp_plugin table of a newer minor may span: far more than any
-// plausible number of appended entries, far less than a garbage value.
-constexpr std::size_t kMaxPluginSize = 64 * 1024;
-
-}  // namespace
-
 void PluginLoader::set_probe_mode(ProbeMode mode) {
   std::lock_guard lock(mu_);
   probe_mode_ = mode;
@@ -287,169 +247,54 @@ Backend& PluginLoader::load_file(const std::string& path_in, const BackendOption
   for (auto& b : backends_)
     if (b->path() == path) return *b;
 
-  auto reject = [&](const std::string& why) -> PluginError {
-    return PluginError(path, PluginVerdict::Refused, why);
-  };
-  if (!fs::exists(path, ec)) throw reject("no such file");
-  // A plugin built with ASan takes a process without the runtime down while
-  // it is opened (the runtime must come first): say so instead.
-  if (!asan_runtime_loaded())
-    if (const std::optional<AsanRuntime> rt = asan_runtime_needed(path))
-      throw reject(asan_refusal(*rt));
-
-  // The file is loaded in a child process first: what would take this
-  // process down takes the probe down instead.
-  const ProbeMode mode = probe_mode();
-  std::erase_if(probe_notes_, [&](const auto& n) { return n.first == path; });
-  if (mode != ProbeMode::Off) {
-    const detail::ProbeResult probe =
-        detail::probe_plugin(path, options, mode == ProbeMode::Fresh);
-    probe_notes_.emplace_back(path, probe.note);
-    if (!probe.passed)
-      throw PluginError(path, probe.verdict, probe.reason);
-  }
-
-  auto lib = std::make_unique<Backend::Library>();
-  detail::load_phase("open");
-  try {
-    lib->lib.load(path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
-  } catch (const std::exception& e) {
-    const std::string what = e.what();
-    const std::optional<AsanRuntime> rt =
-        what.find("asan") != std::string::npos ? asan_runtime_needed(path) : std::nullopt;
-    throw reject("could not be loaded: " + what + (rt ? "; " + asan_refusal(*rt) : ""));
-  }
+  // open: vetted, in a child process first, then in this one.
+  detail::check_openable(path);
+  probe_first(path, options);
+  std::unique_ptr<Backend::Library> lib = detail::open_library(path);
   // The same file under another path (a hard link, a second mount): the
   // dynamic loader handed back the library already open, and the backend
   // made from it is the answer. A second bp_plugin_init runs only for a
   // library whose backend was unloaded while its tensors live.
   for (auto& b : backends_)
     if (b->made_from(*lib)) return *b;
-  if (!lib->lib.has(BP_PLUGIN_ENTRY_SYMBOL))
-    throw reject(std::string("entry symbol '") + BP_PLUGIN_ENTRY_SYMBOL +
-                 "' is missing; the file exports: " + exported_symbols(path) +
-                 ". Define it with BP_SDK_PLUGIN(YourClass), or extern \"C\" BP_PLUGIN_EXPORT.");
-  auto init =
-      lib->lib.get<bp_status(const bp_host*, const bp_plugin**, bp_error*)>(BP_PLUGIN_ENTRY_SYMBOL);
+  // init, validate, register.
+  const bp_plugin* api = detail::init_plugin(*lib, path, options);
+  PluginFacts facts = detail::validate_plugin(api, path, options);
+  return register_backend(std::move(lib), api, path, std::move(facts), by_path);
+}
 
-  std::vector<bp_option> host_options;
-  for (const auto& [key, value] : options) host_options.push_back({key.c_str(), value.c_str()});
-  const bp_host host{sizeof(bp_host),
-                     BP_ABI_MAJOR,
-                     BP_ABI_MINOR,
-                     BACKPLANE_VERSION,
-                     host_options.empty() ? nullptr : host_options.data(),
-                     static_cast<int32_t>(host_options.size()),
-                     0};
-  const bp_plugin* api = nullptr;
-  detail::ErrorBuffer err;
-  detail::load_phase("init");
-  bp_status st = BP_STATUS_OK;
-  try {
-    st = init(&host, &api, err.get());
-  } catch (...) {
-    throw reject(std::string(BP_PLUGIN_ENTRY_SYMBOL) + " " +
-                 detail::exception_words(std::current_exception()));
-  }
-  if (err.overrun()) throw reject(std::string(BP_PLUGIN_ENTRY_SYMBOL) + ": " + err.message());
-  if (st != BP_STATUS_OK)
-    throw reject(std::string(BP_PLUGIN_ENTRY_SYMBOL) + " failed: " + err.message());
-  if (api == nullptr) throw reject(std::string(BP_PLUGIN_ENTRY_SYMBOL) + " returned no plugin");
-  if (api->abi_major != BP_ABI_MAJOR) {
-    std::ostringstream os;
-    os << "ABI major version " << api->abi_major << "." << api->abi_minor << " is not this core's "
-       << BP_ABI_MAJOR << "." << BP_ABI_MINOR << "; rebuild the plugin against this SDK";
-    throw reject(os.str());
-  }
-  // A table no larger than the declared minor can have: a minor up to this
-  // core's is at most this core's table; a newer one appends, within reason.
-  const std::size_t max_size = api->abi_minor <= BP_ABI_MINOR ? sizeof(bp_plugin) : kMaxPluginSize;
-  if (api->struct_size > max_size)
-    throw reject("its bp_plugin table claims " + std::to_string(api->struct_size) +
-                 " bytes, more than ABI " + std::to_string(api->abi_major) + "." +
-                 std::to_string(api->abi_minor) + " can have (" + std::to_string(max_size) + ")");
-  // From here on the table's layout is ours: release it on every rejection.
-  auto destroy_and_reject = [&](const std::string& why) -> PluginError {
-    detail::load_phase("destroy");
-    if (api->struct_size >= kMinPluginSize && api->destroy)
-      detail::guarded(nullptr, [&] { api->destroy(api->ctx); });
-    return reject(why);
-  };
-  // A newer minor is accepted: its table only appends fields, which this
-  // core does not read, and it learnt this core's minor from bp_host (a
-  // plugin that needs a newer core refuses in its entry point).
-  if (api->struct_size < kMinPluginSize)
-    throw reject("its bp_plugin table is " + std::to_string(api->struct_size) +
-                 " bytes, smaller than ABI 2.0's " + std::to_string(kMinPluginSize));
-  const char* missing = nullptr;
-  if (!api->device_count)
-    missing = "device_count";
-  else if (!api->device_props)
-    missing = "device_props";
-  else if (!api->register_kernels)
-    missing = "register_kernels";
-  else if (!api->allocate)
-    missing = "allocate";
-  else if (!api->deallocate)
-    missing = "deallocate";
-  else if (!api->copy_from_host)
-    missing = "copy_from_host";
-  else if (!api->copy_to_host)
-    missing = "copy_to_host";
-  else if (!api->copy_on_device)
-    missing = "copy_on_device";
-  else if (!api->memset)
-    missing = "memset";
-  else if (!api->stream_create)
-    missing = "stream_create";
-  else if (!api->stream_destroy)
-    missing = "stream_destroy";
-  else if (!api->stream_synchronize)
-    missing = "stream_synchronize";
-  else if (!api->event_create)
-    missing = "event_create";
-  else if (!api->event_destroy)
-    missing = "event_destroy";
-  else if (!api->event_record)
-    missing = "event_record";
-  else if (!api->stream_wait_event)
-    missing = "stream_wait_event";
-  else if (!api->event_query)
-    missing = "event_query";
-  else if (!api->event_synchronize)
-    missing = "event_synchronize";
-  else if (!api->synchronize)
-    missing = "synchronize";
-  if (missing) throw destroy_and_reject(std::string("required function '") + missing + "' is NULL");
-  PluginFacts facts;
-  if (const std::string why = detail::read_facts(api, facts); !why.empty())
-    throw destroy_and_reject(why);
-  for (const auto& [key, value] : options)
-    if (std::none_of(facts.options.begin(), facts.options.end(),
-                     [&](const auto& o) { return o.first == key; })) {
-      std::string takes;
-      for (const auto& o : facts.options) takes += (takes.empty() ? "" : ", ") + o.first;
-      throw destroy_and_reject("it takes no option '" + key + "' (--backend-option " + key + "=" +
-                               value + "); " +
-                               (takes.empty() ? std::string("it takes none")
-                                              : "it takes: " + takes +
-                                                    " ('backplane devices --verbose' describes "
-                                                    "them)"));
-    }
+void PluginLoader::probe_first(const std::string& path, const BackendOptions& options) {
+  // The file is loaded in a child process first: what would take this
+  // process down takes the probe down instead.
+  const ProbeMode mode = probe_mode();
+  std::erase_if(probe_notes_, [&](const auto& n) { return n.first == path; });
+  if (mode == ProbeMode::Off) return;
+  const detail::ProbeResult probe = detail::probe_plugin(path, options, mode == ProbeMode::Fresh);
+  probe_notes_.emplace_back(path, probe.note);
+  if (!probe.passed) throw PluginError(path, probe.verdict, probe.reason);
+}
+
+Backend& PluginLoader::register_backend(std::unique_ptr<Backend::Library> lib,
+                                        const bp_plugin* api, const std::string& path,
+                                        PluginFacts facts, bool by_path) {
   const std::string name = facts.name;
   // Another file of the same name (a second build of one plugin) loads only
   // when it is asked for by path; its label tells the two apart.
   std::string label = name;
   if (Backend* other = find(name)) {
     if (!by_path)
-      throw destroy_and_reject("a plugin named '" + name + "' is already loaded from " +
-                               other->path() + " (give this file by path to load it beside it)");
+      throw detail::destroy_and_refuse(api, path,
+                                       "a plugin named '" + name + "' is already loaded from " +
+                                           other->path() +
+                                           " (give this file by path to load it beside it)");
     label = unused_label(name);
   }
   const int slot = free_slot();
   if (slot < 0)
-    throw destroy_and_reject("too many backends loaded (at most " + std::to_string(kMaxBackends) +
-                             " at once, counting unloaded ones whose tensors still live)");
+    throw detail::destroy_and_refuse(
+        api, path,
+        "too many backends loaded (at most " + std::to_string(kMaxBackends) +
+            " at once, counting unloaded ones whose tensors still live)");
   // The slot's next generation: an id kept from an earlier backend in this
   // slot names nothing (int16 Device ids wrap after 1024 generations).
   generation_[slot] = static_cast<uint16_t>((generation_[slot] + 1) % 1024);
@@ -468,8 +313,9 @@ Backend& PluginLoader::load_file(const std::string& path_in, const BackendOption
   }
   if (thrown || reg_st != BP_STATUS_OK || reg_err.overrun()) {
     remove_kernels(id);
-    throw destroy_and_reject(thrown ? "register_kernels " + detail::exception_words(thrown)
-                                    : "registering kernels failed: " + reg_err.message());
+    throw detail::destroy_and_refuse(api, path,
+                                     thrown ? "register_kernels " + detail::exception_words(thrown)
+                                            : "registering kernels failed: " + reg_err.message());
   }
   auto backend = make_intrusive<Backend>(id, std::move(lib), api, path, std::move(facts));
   backend->label_ = label;
