@@ -17,7 +17,6 @@
 #include <backplane/nn/parallel.h>
 #include <backplane/optim/optimizer.h>
 #include <benchmark/benchmark.h>
-
 #include <gloo/allreduce.h>
 #include <gloo/math.h>
 #include <gloo/rendezvous/context.h>
@@ -28,8 +27,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
-#include <set>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -52,7 +51,8 @@ void allreduce_gloo(benchmark::State& state) {
   for (auto _ : state) {
     gloo::AllreduceOptions opts(g_gloo);
     opts.setOutput(buf.data(), buf.size());
-    opts.setReduceFunction(static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
+    opts.setReduceFunction(
+        static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
     gloo::allreduce(opts);
   }
   state.SetBytesProcessed(state.iterations() * state.range(0) * kMB);
@@ -146,36 +146,59 @@ int main(int argc, char** argv) {
   }
   for (int64_t mb : {4, 16, 64, 256}) {
     const int64_t it = iterations_for(mb);
-    benchmark::RegisterBenchmark("allreduce/gloo", allreduce_gloo)->Arg(mb)->Iterations(it)->UseRealTime()->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark("allreduce/gloo", allreduce_gloo)
+        ->Arg(mb)
+        ->Iterations(it)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark("allreduce/backplane", allreduce_backplane, &dist::default_group())
-        ->Arg(mb)->Iterations(it)->UseRealTime()->Unit(benchmark::kMillisecond);
-    benchmark::RegisterBenchmark("allreduce/backplane_unchecked", allreduce_backplane, g_unchecked.get())
-        ->Arg(mb)->Iterations(it)->UseRealTime()->Unit(benchmark::kMillisecond);
+        ->Arg(mb)
+        ->Iterations(it)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark("allreduce/backplane_unchecked", allreduce_backplane,
+                                 g_unchecked.get())
+        ->Arg(mb)
+        ->Iterations(it)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
   }
-  benchmark::RegisterBenchmark("ddp_step/single", ddp_step, false)->Iterations(10)->UseRealTime()->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("ddp_step/ddp", ddp_step, true)->Iterations(10)->UseRealTime()->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("ddp_step/single", ddp_step, false)
+      ->Iterations(10)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("ddp_step/ddp", ddp_step, true)
+      ->Iterations(10)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
 
   Reporter report;
   Silent silent;
-  if (g_rank == 0) benchmark::RunSpecifiedBenchmarks(&report);
-  else benchmark::RunSpecifiedBenchmarks(&silent);
+  if (g_rank == 0)
+    benchmark::RunSpecifiedBenchmarks(&report);
+  else
+    benchmark::RunSpecifiedBenchmarks(&silent);
   if (g_rank == 0) {
-    std::printf("\nRatios on %d ranks (time of the baseline / time of Backplane; 1.0 = as fast):\n", g_world);
+    std::printf("\nRatios on %d ranks (time of the baseline / time of Backplane; 1.0 = as fast):\n",
+                g_world);
     for (int64_t mb : {4, 16, 64, 256}) {
-      const std::string s = "/" + std::to_string(mb) + "/iterations:" + std::to_string(iterations_for(mb)) +
-                            "/real_time";
+      const std::string s = "/" + std::to_string(mb) +
+                            "/iterations:" + std::to_string(iterations_for(mb)) + "/real_time";
       const auto& t = report.seconds;
       auto g = t.find("allreduce/gloo" + s), b = t.find("allreduce/backplane" + s),
            u = t.find("allreduce/backplane_unchecked" + s);
       if (g != t.end() && b != t.end())
-        std::printf("  allreduce %3lld MB: gloo / backplane %.2f", static_cast<long long>(mb), g->second / b->second);
-      if (g != t.end() && u != t.end()) std::printf(", gloo / unchecked %.2f", g->second / u->second);
+        std::printf("  allreduce %3lld MB: gloo / backplane %.2f", static_cast<long long>(mb),
+                    g->second / b->second);
+      if (g != t.end() && u != t.end())
+        std::printf(", gloo / unchecked %.2f", g->second / u->second);
       if (g != t.end() && b != t.end()) std::printf("\n");
     }
     auto one = report.seconds.find("ddp_step/single/iterations:10/real_time");
     auto many = report.seconds.find("ddp_step/ddp/iterations:10/real_time");
     if (one != report.seconds.end() && many != report.seconds.end())
-      std::printf("  ddp step: single process / ddp on %d ranks %.2f\n", g_world, one->second / many->second);
+      std::printf("  ddp step: single process / ddp on %d ranks %.2f\n", g_world,
+                  one->second / many->second);
   }
   g_unchecked.reset();
   dist::destroy_process_group();

@@ -68,7 +68,8 @@ void mlp_step_libtorch(benchmark::State& state) {
 void conv_fwd_libtorch(benchmark::State& state) {
   at::NoGradGuard no_grad;
   at::manual_seed(0);
-  const at::Tensor x = at::randn({kConvN, kConvC, kConvHW, kConvHW}), w = at::randn({kConvO, kConvC, 3, 3});
+  const at::Tensor x = at::randn({kConvN, kConvC, kConvHW, kConvHW}),
+                   w = at::randn({kConvO, kConvC, 3, 3});
   const at::Tensor b = at::randn({kConvO});
   for (auto _ : state) {
     at::Tensor y = at::conv2d(x, w, b, 1, 1);
@@ -94,14 +95,18 @@ void resnet_block_libtorch(benchmark::State& state) {
   const at::Tensor x = at::randn({kBlockN, kBlockC, kConvHW, kConvHW});
   at::Tensor w1 = (at::randn({kBlockC, kBlockC, 3, 3}) * 0.05).detach().set_requires_grad(true);
   at::Tensor w2 = (at::randn({kBlockC, kBlockC, 3, 3}) * 0.05).detach().set_requires_grad(true);
-  at::Tensor g1 = at::ones({kBlockC}).set_requires_grad(true), b1 = at::zeros({kBlockC}).set_requires_grad(true);
-  at::Tensor g2 = at::ones({kBlockC}).set_requires_grad(true), b2 = at::zeros({kBlockC}).set_requires_grad(true);
+  at::Tensor g1 = at::ones({kBlockC}).set_requires_grad(true),
+             b1 = at::zeros({kBlockC}).set_requires_grad(true);
+  at::Tensor g2 = at::ones({kBlockC}).set_requires_grad(true),
+             b2 = at::zeros({kBlockC}).set_requires_grad(true);
   at::Tensor rm1 = at::zeros({kBlockC}), rv1 = at::ones({kBlockC}), rm2 = at::zeros({kBlockC}),
              rv2 = at::ones({kBlockC});
   for (auto _ : state) {
     for (at::Tensor* p : {&w1, &w2, &g1, &b1, &g2, &b2}) p->mutable_grad() = at::Tensor();
-    at::Tensor h = at::relu(at::batch_norm(at::conv2d(x, w1, {}, 1, 1), g1, b1, rm1, rv1, true, 0.1, 1e-5, false));
-    at::Tensor y = at::relu(at::batch_norm(at::conv2d(h, w2, {}, 1, 1), g2, b2, rm2, rv2, true, 0.1, 1e-5, false) + x);
+    at::Tensor h = at::relu(
+        at::batch_norm(at::conv2d(x, w1, {}, 1, 1), g1, b1, rm1, rv1, true, 0.1, 1e-5, false));
+    at::Tensor y = at::relu(
+        at::batch_norm(at::conv2d(h, w2, {}, 1, 1), g2, b2, rm2, rv2, true, 0.1, 1e-5, false) + x);
     y.sum().backward();
     benchmark::DoNotOptimize(w1.grad().unsafeGetTensorImpl());
   }
@@ -110,12 +115,14 @@ void resnet_block_libtorch(benchmark::State& state) {
 void norm_pool_libtorch(benchmark::State& state) {
   at::manual_seed(0);
   at::Tensor x = at::randn({kConvN, kConvC, kConvHW, kConvHW}).set_requires_grad(true);
-  at::Tensor g = at::ones({kConvC}).set_requires_grad(true), b = at::zeros({kConvC}).set_requires_grad(true);
+  at::Tensor g = at::ones({kConvC}).set_requires_grad(true),
+             b = at::zeros({kConvC}).set_requires_grad(true);
   at::Tensor rm = at::zeros({kConvC}), rv = at::ones({kConvC});
   for (auto _ : state) {
     for (at::Tensor* p : {&x, &g, &b}) p->mutable_grad() = at::Tensor();
     at::Tensor y = at::avg_pool2d(
-        at::max_pool2d(at::relu(at::batch_norm(x, g, b, rm, rv, true, 0.1, 1e-5, false)), 3, 2, 1), 2);
+        at::max_pool2d(at::relu(at::batch_norm(x, g, b, rm, rv, true, 0.1, 1e-5, false)), 3, 2, 1),
+        2);
     y.sum().backward();
     benchmark::DoNotOptimize(x.grad().unsafeGetTensorImpl());
   }
@@ -127,7 +134,8 @@ void sparse_mm_libtorch(benchmark::State& state, double density) {
   at::manual_seed(0);
   const auto nnz = static_cast<int64_t>(density * static_cast<double>(kSparseRows * kSparseRows));
   const at::Tensor idx = at::randint(0, kSparseRows, {2, nnz}, at::kLong);
-  const at::Tensor s = at::sparse_coo_tensor(idx, at::randn({nnz}), {kSparseRows, kSparseRows}).coalesce();
+  const at::Tensor s =
+      at::sparse_coo_tensor(idx, at::randn({nnz}), {kSparseRows, kSparseRows}).coalesce();
   const at::Tensor d = at::randn({kSparseRows, kSparseCols});
   for (auto _ : state) {
     at::Tensor c = at::mm(s, d);
@@ -177,8 +185,8 @@ void optim_step_libtorch(benchmark::State& state, bool adam) {
     opt = std::make_unique<torch::optim::SGD>(ps, torch::optim::SGDOptions(1e-2).momentum(0.9));
   opt->step();
   for (auto _ : state) opt->step();
-  state.SetBytesProcessed(state.iterations() * (adam ? 7 : 5) * kOptimTensors * (kOptimElems + kOptimSmall) *
-                          int64_t{sizeof(float)});
+  state.SetBytesProcessed(state.iterations() * (adam ? 7 : 5) * kOptimTensors *
+                          (kOptimElems + kOptimSmall) * int64_t{sizeof(float)});
 }
 #endif
 
@@ -199,8 +207,12 @@ void register_libtorch_benchmarks() {
   benchmark::RegisterBenchmark("sparse_mm_0.1pct/libtorch", sparse_mm_libtorch, 0.001)
       ->UseRealTime()
       ->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("coalesce_1pct/libtorch", coalesce_libtorch)->UseRealTime()->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("sort_1M/libtorch", sort_libtorch)->UseRealTime()->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("coalesce_1pct/libtorch", coalesce_libtorch)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("sort_1M/libtorch", sort_libtorch)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
   for (auto [name, fn] : {std::pair{"conv2d_fwd/libtorch", &conv_fwd_libtorch},
                           std::pair{"conv2d_fwd_bwd/libtorch", &conv_fwd_bwd_libtorch},
                           std::pair{"resnet_block/libtorch", &resnet_block_libtorch},

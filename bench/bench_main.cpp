@@ -223,7 +223,8 @@ class RatioReporter : public benchmark::BenchmarkReporter {
       // single run (the machine is shared, so noise only ever adds time).
       if (run.run_type == Run::RT_Aggregate && run.aggregate_name == "median") {
         Result r;
-        r.seconds_per_iter = run.GetAdjustedRealTime() / benchmark::GetTimeUnitMultiplier(run.time_unit);
+        r.seconds_per_iter =
+            run.GetAdjustedRealTime() / benchmark::GetTimeUnitMultiplier(run.time_unit);
         medians_[run.run_name.function_name] = r;
         continue;
       }
@@ -283,12 +284,12 @@ void print_speed(const RatioReporter& r, const char* label, const char* num, con
   const double scale = us ? 1e6 : 1e3;
   const char* unit = us ? "us" : "ms";
   if (flops > 0)
-    std::printf("  %-30s %.3f of its speed  (%.1f vs %.1f GFLOP/s; %.1f vs %.1f %s)\n", label, speed,
-                flops / n->seconds_per_iter / 1e9, flops / d->seconds_per_iter / 1e9, n->seconds_per_iter * scale,
-                d->seconds_per_iter * scale, unit);
+    std::printf("  %-30s %.3f of its speed  (%.1f vs %.1f GFLOP/s; %.1f vs %.1f %s)\n", label,
+                speed, flops / n->seconds_per_iter / 1e9, flops / d->seconds_per_iter / 1e9,
+                n->seconds_per_iter * scale, d->seconds_per_iter * scale, unit);
   else
-    std::printf("  %-30s %.3f of its speed  (%.1f vs %.1f %s)\n", label, speed, n->seconds_per_iter * scale,
-                d->seconds_per_iter * scale, unit);
+    std::printf("  %-30s %.3f of its speed  (%.1f vs %.1f %s)\n", label, speed,
+                n->seconds_per_iter * scale, d->seconds_per_iter * scale, unit);
 }
 
 }  // namespace
@@ -326,8 +327,8 @@ int main(int argc, char** argv) {
   for (const bp::bench::SquareSize& size : bp::bench::kSquareSizes) {
     const std::string n = size.name;
     print_ratio(reporter, ("strided_add_" + n + " / add_" + n).c_str(),
-                ("strided_add_" + n + "/backplane").c_str(), ("add_" + n + "/backplane").c_str(), true,
-                static_cast<double>(bp::bench::square_add_bytes(size.side)));
+                ("strided_add_" + n + "/backplane").c_str(), ("add_" + n + "/backplane").c_str(),
+                true, static_cast<double>(bp::bench::square_add_bytes(size.side)));
   }
   print_ratio(reporter, "column add_ aliased/separate", "column_add_/aliased",
               "column_add_/separate", false);
@@ -339,10 +340,10 @@ int main(int argc, char** argv) {
               "tiny_add_grad/libtorch", false);
   print_ratio(reporter, "mlp_step backplane/libtorch", "mlp_step/backplane", "mlp_step/libtorch",
               false);
-  bp::bench::print_speed(reporter, "matmul n=64 vs oneDNN direct", "matmul_64/backplane", "matmul_64/onednn",
-                         2.0 * 64 * 64 * 64);
-  bp::bench::print_speed(reporter, "matmul n=256 vs oneDNN direct", "matmul_256/backplane", "matmul_256/onednn",
-                         2.0 * 256 * 256 * 256);
+  bp::bench::print_speed(reporter, "matmul n=64 vs oneDNN direct", "matmul_64/backplane",
+                         "matmul_64/onednn", 2.0 * 64 * 64 * 64);
+  bp::bench::print_speed(reporter, "matmul n=256 vs oneDNN direct", "matmul_256/backplane",
+                         "matmul_256/onednn", 2.0 * 256 * 256 * 256);
   print_ratio(reporter, "sparse_mm 1% / dense matmul", "sparse_mm_1pct/backplane",
               "sparse_mm_dense/backplane", false);
   print_ratio(reporter, "sparse_mm 0.1% / dense matmul", "sparse_mm_0.1pct/backplane",
@@ -351,38 +352,48 @@ int main(int argc, char** argv) {
               "sparse_mm_1pct/backplane", false);
   print_ratio(reporter, "sparse_mm 0.1% composite/kernel", "sparse_mm_0.1pct/composite",
               "sparse_mm_0.1pct/backplane", false);
-  print_ratio(reporter, "adam_step fused/composite", "adam_step/backplane", "adam_step/composite", false);
-  print_ratio(reporter, "sgd_step fused/composite", "sgd_step/backplane", "sgd_step/composite", false);
+  print_ratio(reporter, "adam_step fused/composite", "adam_step/backplane", "adam_step/composite",
+              false);
+  print_ratio(reporter, "sgd_step fused/composite", "sgd_step/backplane", "sgd_step/composite",
+              false);
 #ifdef BACKPLANE_BENCH_WITH_LIBTORCH
-  print_ratio(reporter, "adam_step backplane/libtorch", "adam_step/backplane", "adam_step/libtorch", false);
-  print_ratio(reporter, "sgd_step backplane/libtorch", "sgd_step/backplane", "sgd_step/libtorch", false);
+  print_ratio(reporter, "adam_step backplane/libtorch", "adam_step/backplane", "adam_step/libtorch",
+              false);
+  print_ratio(reporter, "sgd_step backplane/libtorch", "sgd_step/backplane", "sgd_step/libtorch",
+              false);
   print_ratio(reporter, "sparse_mm 1% backplane/libtorch", "sparse_mm_1pct/backplane",
               "sparse_mm_1pct/libtorch", false);
   print_ratio(reporter, "sparse_mm 0.1% backplane/libtorch", "sparse_mm_0.1pct/backplane",
               "sparse_mm_0.1pct/libtorch", false);
   print_ratio(reporter, "coalesce 1% backplane/libtorch", "coalesce_1pct/backplane",
               "coalesce_1pct/libtorch", false);
-  print_ratio(reporter, "sort 1M backplane/libtorch", "sort_1M/backplane", "sort_1M/libtorch", false);
+  print_ratio(reporter, "sort 1M backplane/libtorch", "sort_1M/backplane", "sort_1M/libtorch",
+              false);
   print_ratio(reporter, "add_16M backplane/libtorch", "add_16M/backplane", "add_16M/libtorch",
               true);
 #endif
   {
     using bp::bench::print_speed;
     const double f = static_cast<double>(bp::bench::kConvFlops);
-    print_speed(reporter, "conv2d_fwd vs oneDNN direct", "conv2d_fwd/backplane", "conv2d_fwd/onednn", f);
-    print_speed(reporter, "conv2d_fwd vs oneDNN compute", "conv2d_fwd/backplane", "conv2d_fwd/onednn_compute",
-                f);
-    print_speed(reporter, "conv2d_fwd_bwd vs oneDNN", "conv2d_fwd_bwd/backplane", "conv2d_fwd_bwd/onednn",
-                3 * f);
-    print_speed(reporter, "conv2d_fwd vs the composite", "conv2d_fwd/backplane", "conv2d_fwd/composite", f);
+    print_speed(reporter, "conv2d_fwd vs oneDNN direct", "conv2d_fwd/backplane",
+                "conv2d_fwd/onednn", f);
+    print_speed(reporter, "conv2d_fwd vs oneDNN compute", "conv2d_fwd/backplane",
+                "conv2d_fwd/onednn_compute", f);
+    print_speed(reporter, "conv2d_fwd_bwd vs oneDNN", "conv2d_fwd_bwd/backplane",
+                "conv2d_fwd_bwd/onednn", 3 * f);
+    print_speed(reporter, "conv2d_fwd vs the composite", "conv2d_fwd/backplane",
+                "conv2d_fwd/composite", f);
     print_speed(reporter, "conv2d_fwd_bwd vs the composite", "conv2d_fwd_bwd/backplane",
                 "conv2d_fwd_bwd/composite", 3 * f);
-    print_speed(reporter, "norm_pool vs the composite", "norm_pool/backplane", "norm_pool/composite", 0);
+    print_speed(reporter, "norm_pool vs the composite", "norm_pool/backplane",
+                "norm_pool/composite", 0);
 #ifdef BACKPLANE_BENCH_WITH_LIBTORCH
-    print_speed(reporter, "conv2d_fwd vs libtorch", "conv2d_fwd/backplane", "conv2d_fwd/libtorch", f);
-    print_speed(reporter, "conv2d_fwd_bwd vs libtorch", "conv2d_fwd_bwd/backplane", "conv2d_fwd_bwd/libtorch",
-                3 * f);
-    print_speed(reporter, "resnet_block vs libtorch", "resnet_block/backplane", "resnet_block/libtorch", 0);
+    print_speed(reporter, "conv2d_fwd vs libtorch", "conv2d_fwd/backplane", "conv2d_fwd/libtorch",
+                f);
+    print_speed(reporter, "conv2d_fwd_bwd vs libtorch", "conv2d_fwd_bwd/backplane",
+                "conv2d_fwd_bwd/libtorch", 3 * f);
+    print_speed(reporter, "resnet_block vs libtorch", "resnet_block/backplane",
+                "resnet_block/libtorch", 0);
     print_speed(reporter, "norm_pool vs libtorch", "norm_pool/backplane", "norm_pool/libtorch", 0);
 #endif
   }
@@ -404,8 +415,8 @@ int main(int argc, char** argv) {
                 "add_16M/cpu_onednn", true);
     print_ratio(reporter, (n + " add_16M / plain_loop").c_str(), ("add_16M/" + n).c_str(),
                 "add_16M/plain_loop", true);
-    print_ratio(reporter, (n + " matmul_1024 / cpu_onednn").c_str(),
-                ("matmul_1024/" + n).c_str(), "matmul_1024/cpu_onednn", false);
+    print_ratio(reporter, (n + " matmul_1024 / cpu_onednn").c_str(), ("matmul_1024/" + n).c_str(),
+                "matmul_1024/cpu_onednn", false);
     print_ratio(reporter, (n + " tiny_add / cpu_onednn").c_str(), ("tiny_add/" + n).c_str(),
                 "tiny_add/cpu_onednn", false);
     print_ratio(reporter, (n + " host_to_device / memcpy").c_str(),

@@ -92,8 +92,16 @@ struct Direct {
         gb(b.size()) {
     const memory::desc any_x(x_md.dims(), dt::f32, tag::any), any_w(w_md.dims(), dt::f32, tag::any);
     const memory::desc any_y(y_md.dims(), dt::f32, tag::any);
-    fwd = {{dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, any_x, any_w, b_md, any_y,
-            {1, 1}, {0, 0}, {1, 1}, {1, 1}},
+    fwd = {{dnnl::prop_kind::forward_training,
+            dnnl::algorithm::convolution_direct,
+            any_x,
+            any_w,
+            b_md,
+            any_y,
+            {1, 1},
+            {0, 0},
+            {1, 1},
+            {1, 1}},
            eng};
   }
   memory in(const memory::desc& want, const memory::desc& user_md, float* data) {
@@ -109,10 +117,12 @@ struct Direct {
     dnnl::reorder(m, user).execute(s, const_cast<memory&>(m), user);
   }
   void forward() {
-    const memory src = in(fwd.src_desc(), x_md, x.data()), wei = in(fwd.weights_desc(), w_md, w.data());
+    const memory src = in(fwd.src_desc(), x_md, x.data()),
+                 wei = in(fwd.weights_desc(), w_md, w.data());
     const memory bias(b_md, eng, b.data()), dst(fwd.dst_desc(), eng);
     dnnl::convolution_forward(fwd).execute(
-        s, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, dst}});
+        s,
+        {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, dst}});
     out(dst, y_md, y.data());
     s.wait();
   }
@@ -131,10 +141,13 @@ void conv_fwd_onednn(benchmark::State& state) {
 void conv_fwd_onednn_compute(benchmark::State& state) {
   Direct d;
   const dnnl::convolution_forward prim(d.fwd);
-  const memory src(d.fwd.src_desc(), d.eng), wei(d.fwd.weights_desc(), d.eng), dst(d.fwd.dst_desc(), d.eng);
+  const memory src(d.fwd.src_desc(), d.eng), wei(d.fwd.weights_desc(), d.eng),
+      dst(d.fwd.dst_desc(), d.eng);
   const memory bias(d.b_md, d.eng, d.b.data());
   for (auto _ : state) {
-    prim.execute(d.s, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, dst}});
+    prim.execute(
+        d.s,
+        {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, dst}});
     d.s.wait();
   }
   state.SetItemsProcessed(state.iterations() * kConvFlops);
@@ -142,13 +155,22 @@ void conv_fwd_onednn_compute(benchmark::State& state) {
 
 void conv_fwd_bwd_onednn(benchmark::State& state) {
   Direct d;
-  const memory::desc any_x(d.x_md.dims(), dt::f32, tag::any), any_w(d.w_md.dims(), dt::f32, tag::any);
+  const memory::desc any_x(d.x_md.dims(), dt::f32, tag::any),
+      any_w(d.w_md.dims(), dt::f32, tag::any);
   const memory::desc any_y(d.y_md.dims(), dt::f32, tag::any);
   const dnnl::convolution_backward_data::primitive_desc bd(
-      {dnnl::algorithm::convolution_direct, any_x, any_w, any_y, {1, 1}, {0, 0}, {1, 1}, {1, 1}}, d.eng, d.fwd);
-  const dnnl::convolution_backward_weights::primitive_desc bw(
-      {dnnl::algorithm::convolution_direct, any_x, any_w, d.b_md, any_y, {1, 1}, {0, 0}, {1, 1}, {1, 1}}, d.eng,
-      d.fwd);
+      {dnnl::algorithm::convolution_direct, any_x, any_w, any_y, {1, 1}, {0, 0}, {1, 1}, {1, 1}},
+      d.eng, d.fwd);
+  const dnnl::convolution_backward_weights::primitive_desc bw({dnnl::algorithm::convolution_direct,
+                                                               any_x,
+                                                               any_w,
+                                                               d.b_md,
+                                                               any_y,
+                                                               {1, 1},
+                                                               {0, 0},
+                                                               {1, 1},
+                                                               {1, 1}},
+                                                              d.eng, d.fwd);
   for (auto _ : state) {
     d.forward();
     {
@@ -162,8 +184,10 @@ void conv_fwd_bwd_onednn(benchmark::State& state) {
     const memory dy = d.in(bw.diff_dst_desc(), d.y_md, d.g.data());
     const memory src = d.in(bw.src_desc(), d.x_md, d.x.data());
     const memory dw(bw.diff_weights_desc(), d.eng), db(d.b_md, d.eng, d.gb.data());
-    dnnl::convolution_backward_weights(bw).execute(
-        d.s, {{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_WEIGHTS, dw}, {DNNL_ARG_DIFF_BIAS, db}});
+    dnnl::convolution_backward_weights(bw).execute(d.s, {{DNNL_ARG_DIFF_DST, dy},
+                                                         {DNNL_ARG_SRC, src},
+                                                         {DNNL_ARG_DIFF_WEIGHTS, dw},
+                                                         {DNNL_ARG_DIFF_BIAS, db}});
     d.out(dw, d.w_md, d.gw.data());
     d.s.wait();
     benchmark::ClobberMemory();
@@ -179,7 +203,8 @@ void resnet_block_backplane(benchmark::State& state) {
   Tensor w2 = randn({kBlockC, kBlockC, 3, 3}).mul(0.05).detach().requires_grad_();
   Tensor g1 = ones({kBlockC}).requires_grad_(), b1 = zeros({kBlockC}).requires_grad_();
   Tensor g2 = ones({kBlockC}).requires_grad_(), b2 = zeros({kBlockC}).requires_grad_();
-  Tensor rm1 = zeros({kBlockC}), rv1 = ones({kBlockC}), rm2 = zeros({kBlockC}), rv2 = ones({kBlockC});
+  Tensor rm1 = zeros({kBlockC}), rv1 = ones({kBlockC}), rm2 = zeros({kBlockC}),
+         rv2 = ones({kBlockC});
   bool warm = false;
   for (auto _ : state) {
     if (!warm) {  // the first pass chooses algorithms: not timed

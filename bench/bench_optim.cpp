@@ -48,17 +48,20 @@ void optim_step(benchmark::State& state, bool adam, bool composite) {
   }
   // Adam reads grad, param and two moments and writes three; SGD reads
   // three and writes two.
-  state.SetBytesProcessed(state.iterations() * (adam ? 7 : 5) * kOptimTensors * (kOptimElems + kOptimSmall) *
-                          int64_t{sizeof(float)});
+  state.SetBytesProcessed(state.iterations() * (adam ? 7 : 5) * kOptimTensors *
+                          (kOptimElems + kOptimSmall) * int64_t{sizeof(float)});
 }
 
 }  // namespace
 
 void register_optim_benchmarks() {
-  for (auto [name, adam, composite] :
-       {std::tuple{"adam_step/backplane", true, false}, {"adam_step/composite", true, true},
-        {"sgd_step/backplane", false, false}, {"sgd_step/composite", false, true}})
-    benchmark::RegisterBenchmark(name, optim_step, adam, composite)->UseRealTime()->Unit(benchmark::kMillisecond);
+  for (auto [name, adam, composite] : {std::tuple{"adam_step/backplane", true, false},
+                                       {"adam_step/composite", true, true},
+                                       {"sgd_step/backplane", false, false},
+                                       {"sgd_step/composite", false, true}})
+    benchmark::RegisterBenchmark(name, optim_step, adam, composite)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
 }
 
 }  // namespace bp::bench

@@ -87,15 +87,22 @@ void dense_mm(benchmark::State& state) {
 }  // namespace
 
 void register_sparse_benchmarks() {
-  for (auto [name, density, composite] :
-       {std::tuple{"sparse_mm_1pct/backplane", 0.01, false}, {"sparse_mm_0.1pct/backplane", 0.001, false},
-        {"sparse_mm_1pct/composite", 0.01, true}, {"sparse_mm_0.1pct/composite", 0.001, true}})
+  for (auto [name, density, composite] : {std::tuple{"sparse_mm_1pct/backplane", 0.01, false},
+                                          {"sparse_mm_0.1pct/backplane", 0.001, false},
+                                          {"sparse_mm_1pct/composite", 0.01, true},
+                                          {"sparse_mm_0.1pct/composite", 0.001, true}})
     benchmark::RegisterBenchmark(name, sparse_mm, density, composite)
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("sparse_mm_dense/backplane", dense_mm)->UseRealTime()->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("coalesce_1pct/backplane", coalesce)->UseRealTime()->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("sort_1M/backplane", sort_floats)->UseRealTime()->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("sparse_mm_dense/backplane", dense_mm)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("coalesce_1pct/backplane", coalesce)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("sort_1M/backplane", sort_floats)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
 }
 
 }  // namespace bp::bench

@@ -5,6 +5,7 @@
 // reports to the console, JSON and JUnit XML.
 #include <backplane/backplane.h>
 #include <backplane/conformance.h>
+#include <backplane/conformance/profile.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -16,8 +17,6 @@
 #include <optional>
 #include <random>
 #include <string>
-
-#include <backplane/conformance/profile.h>
 
 #include "asan_reexec.h"
 #include "commands.h"
@@ -88,47 +87,46 @@ class ConformanceCommand : public Command {
 
   po::options_description options() override {
     po::options_description own("Options");
-    own.add_options()
-        ("profile", po::value<std::string>(&profile_)->value_name("core|training|full"),
-         "certification profile: the kernels the backend must have (default core)")
-        ("list-profile", po::value<std::string>(&list_profile_)->value_name("PROFILE"),
-         "print the kernels PROFILE requires (of the reference backend's) and exit")
-        ("json", po::value<std::string>(&json_path_)->value_name("FILE"),
-         "also write the report to FILE as JSON")
-        ("junit", po::value<std::string>(&junit_path_)->value_name("FILE"),
-         "also write the report to FILE as JUnit XML")
-        ("filter", po::value<std::vector<std::string>>(&filters_)->composing()->value_name("GLOB"),
-         "run only the cases whose name, category or rule ID (docs/semantics.md) matches GLOB "
-         "(shell-style: 'IP-*', 'op.add.*', view); repeatable: a case matching any runs")
-        ("seed", po::value<uint64_t>()->value_name("N")->notifier([this](uint64_t s) { seed_ = s; }),
-         "seed of the random inputs (default: a random one, printed at the start)")
-        ("compare-to", po::value<std::string>(&compare_to_)->value_name("BACKEND"),
-         "backend whose results the op cases must match (default: the reference backend, "
-         "--reference)")
-        ("timeout", po::value<double>(&timeout_s_)->value_name("SECONDS"),
-         "time limit of one case (default 60); a case over it is killed and fails")
-        ("all-devices", po::bool_switch(&all_devices_),
-         "run the suite on every device of the backend in turn (reports FILE-devN.json, ...); "
-         "exit 0 only when every device is certified")
-        ("asan", po::bool_switch(&asan_),
-         "for a plugin built with AddressSanitizer: run again with its ASan runtime preloaded "
-         "(LD_PRELOAD; the line is printed); a memory error fails the case with ASan's report")
-        ("no-isolate", po::bool_switch(&no_isolate_),
-         "run every case in this process (for a debugger; a crash ends the run)")
-        ("cases", po::value<std::vector<std::string>>(&case_libraries_)->composing()
-             ->value_name("FILE"),
-         "also run the cases of FILE, a library of cases of your own "
-         "(backplane_add_conformance_cases; repeatable)")
-        ("list", po::bool_switch(&list_), "list the cases, their categories and IDs; run nothing")
-        ("verbose,v", po::bool_switch(&verbose_), "show every case in the report, with its time");
+    own.add_options()("profile",
+                      po::value<std::string>(&profile_)->value_name("core|training|full"),
+                      "certification profile: the kernels the backend must have (default core)")(
+        "list-profile", po::value<std::string>(&list_profile_)->value_name("PROFILE"),
+        "print the kernels PROFILE requires (of the reference backend's) and exit")(
+        "json", po::value<std::string>(&json_path_)->value_name("FILE"),
+        "also write the report to FILE as JSON")(
+        "junit", po::value<std::string>(&junit_path_)->value_name("FILE"),
+        "also write the report to FILE as JUnit XML")(
+        "filter", po::value<std::vector<std::string>>(&filters_)->composing()->value_name("GLOB"),
+        "run only the cases whose name, category or rule ID (docs/semantics.md) matches GLOB "
+        "(shell-style: 'IP-*', 'op.add.*', view); repeatable: a case matching any runs")(
+        "seed", po::value<uint64_t>()->value_name("N")->notifier([this](uint64_t s) { seed_ = s; }),
+        "seed of the random inputs (default: a random one, printed at the start)")(
+        "compare-to", po::value<std::string>(&compare_to_)->value_name("BACKEND"),
+        "backend whose results the op cases must match (default: the reference backend, "
+        "--reference)")("timeout", po::value<double>(&timeout_s_)->value_name("SECONDS"),
+                        "time limit of one case (default 60); a case over it is killed and fails")(
+        "all-devices", po::bool_switch(&all_devices_),
+        "run the suite on every device of the backend in turn (reports FILE-devN.json, ...); "
+        "exit 0 only when every device is certified")(
+        "asan", po::bool_switch(&asan_),
+        "for a plugin built with AddressSanitizer: run again with its ASan runtime preloaded "
+        "(LD_PRELOAD; the line is printed); a memory error fails the case with ASan's report")(
+        "no-isolate", po::bool_switch(&no_isolate_),
+        "run every case in this process (for a debugger; a crash ends the run)")(
+        "cases",
+        po::value<std::vector<std::string>>(&case_libraries_)->composing()->value_name("FILE"),
+        "also run the cases of FILE, a library of cases of your own "
+        "(backplane_add_conformance_cases; repeatable)")(
+        "list", po::bool_switch(&list_), "list the cases, their categories and IDs; run nothing")(
+        "verbose,v", po::bool_switch(&verbose_), "show every case in the report, with its time");
     return own;
   }
 
   po::options_description hidden_options() override {
     po::options_description hidden;
-    hidden.add_options()
-        ("run-one", po::value<std::string>(&run_one_), "run one case (the child's side)")
-        ("result-fd", po::value<int>(&result_fd_), "where --run-one writes its result");
+    hidden.add_options()("run-one", po::value<std::string>(&run_one_),
+                         "run one case (the child's side)")(
+        "result-fd", po::value<int>(&result_fd_), "where --run-one writes its result");
     return hidden;
   }
 
@@ -174,8 +172,7 @@ class ConformanceCommand : public Command {
       path = std::filesystem::absolute(path, ec).string();  // for the cases' processes
       try {
         const std::size_t n = conformance::add_cases_from_library(suite, path);
-        if (run_one_.empty() && !list_)
-          std::cout << "cases of " << path << ": " << n << "\n";
+        if (run_one_.empty() && !list_) std::cout << "cases of " << path << ": " << n << "\n";
       } catch (const Error& e) {
         std::cerr << e.what() << "\n";
         return kExitUsage;
@@ -204,15 +201,16 @@ class ConformanceCommand : public Command {
     // A report that cannot be written is found now, not after the run.
     for (const std::string* path : {&json_path_, &junit_path_})
       if (!path->empty() && !can_write(*path)) {
-        std::cerr << "[conformance] cannot write the report to '" << *path << "': "
-                  << std::strerror(errno) << "\n";
+        std::cerr << "[conformance] cannot write the report to '" << *path
+                  << "': " << std::strerror(errno) << "\n";
         return kExitUsage;
       }
 
     BackendPair backends;
     if (int code = load_backends(flags.backend, compare_to_, backends); code != kExitOk)
       return code;
-    if (!all_devices_) return run_on(flags, backends, suite, selected.size(), json_path_, junit_path_);
+    if (!all_devices_)
+      return run_on(flags, backends, suite, selected.size(), json_path_, junit_path_);
     if (parse_device_spec(flags.backend).index) {
       std::cerr << "[conformance] --all-devices runs on every device of the backend; give "
                    "--backend without ':N'\n";
@@ -231,7 +229,8 @@ class ConformanceCommand : public Command {
       if (code != kExitOk && (worst == kExitOk || code < worst)) worst = code;
     }
     if (devices > 1)
-      std::cout << "\n" << backends.dut->name() << ": " << devices << " devices, "
+      std::cout << "\n"
+                << backends.dut->name() << ": " << devices << " devices, "
                 << (worst == kExitOk ? "every one passed" : "not every one passed") << "\n";
     return worst;
   }
@@ -243,8 +242,8 @@ class ConformanceCommand : public Command {
   int run_on(const BackendFlags& flags, const BackendPair& backends,
              const conformance::Suite& suite, std::size_t cases, const std::string& json_path,
              const std::string& junit_path) {
-    conformance::Context ctx(*backends.dut, backends.dut_device, *backends.ref,
-                             backends.ref_device, *seed_);
+    conformance::Context ctx(*backends.dut, backends.dut_device, *backends.ref, backends.ref_device,
+                             *seed_);
     std::cout << "conformance of " << to_string(backends.dut_device) << " against "
               << to_string(backends.ref_device) << ": " << cases << " cases, seed " << *seed_
               << " (replay with --seed " << *seed_ << ")" << std::endl;
@@ -271,9 +270,9 @@ class ConformanceCommand : public Command {
                               {conformance::wants_colour(STDOUT_FILENO), verbose_});
     // A subset of the suite (--filter) certifies nothing, and fails only by
     // its failures.
-    const int code = report.summary().failed != 0 ? kExitFailed
+    const int code = report.summary().failed != 0                          ? kExitFailed
                      : !filters_.empty() || report.certification.certified ? kExitOk
-                                                                            : kExitFailed;
+                                                                           : kExitFailed;
     try {
       if (!json_path.empty()) {
         conformance::write_json(json_path, report);
@@ -305,9 +304,10 @@ class ConformanceCommand : public Command {
   // passed their probe in this process before any case runs: a case's
   // process loads them directly.
   std::vector<std::string> child_command(const BackendFlags& flags) const {
-    std::vector<std::string> cmd = {"/proc/self/exe", "conformance", "--backend", flags.backend,
-                                    "--compare-to", compare_to_, "--seed", std::to_string(*seed_),
-                                    "--probe", "off"};
+    std::vector<std::string> cmd = {
+        "/proc/self/exe", "conformance", "--backend", flags.backend,
+        "--compare-to",   compare_to_,   "--seed",    std::to_string(*seed_),
+        "--probe",        "off"};
     for (const auto& p : flags.plugin_paths) cmd.insert(cmd.end(), {"--plugin-path", p});
     for (const auto& o : flags.options) cmd.insert(cmd.end(), {"--backend-option", o});
     for (const auto& c : case_libraries_) cmd.insert(cmd.end(), {"--cases", c});

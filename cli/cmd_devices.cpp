@@ -185,8 +185,6 @@ class DevicesCommand : public Command {
 
 }  // namespace
 
-std::unique_ptr<Command> make_devices_command() {
-  return std::make_unique<DevicesCommand>();
-}
+std::unique_ptr<Command> make_devices_command() { return std::make_unique<DevicesCommand>(); }
 
 }  // namespace bp::cli

@@ -91,13 +91,13 @@ extern "C" void on_fatal_signal(int sig) {
 
 // The crash note for case `k`: its number and the command that replays it.
 void note_case(uint64_t k, uint64_t seed, const std::string& replay_command) {
-  const int n = std::snprintf(g_crash_note, sizeof g_crash_note,
-                              " while running case %llu of seed %llu; replay it with:\n  %s --seed "
-                              "%llu --case %llu --verbose\n",
-                              static_cast<unsigned long long>(k),
-                              static_cast<unsigned long long>(seed), replay_command.c_str(),
-                              static_cast<unsigned long long>(seed),
-                              static_cast<unsigned long long>(k));
+  const int n =
+      std::snprintf(g_crash_note, sizeof g_crash_note,
+                    " while running case %llu of seed %llu; replay it with:\n  %s --seed "
+                    "%llu --case %llu --verbose\n",
+                    static_cast<unsigned long long>(k), static_cast<unsigned long long>(seed),
+                    replay_command.c_str(), static_cast<unsigned long long>(seed),
+                    static_cast<unsigned long long>(k));
   g_crash_note_len =
       n < 0 ? 0 : std::min<std::size_t>(static_cast<std::size_t>(n), sizeof g_crash_note - 1);
 }
@@ -124,10 +124,10 @@ class FuzzCommand : public Command {
     po::options_description own("Options");
     own.add_options()("target", po::value<std::string>(&target_)->value_name("ops|checkpoint"),
                       "what to fuzz: a backend's views, ops and gradients (ops, the default) "
-                      "or the checkpoint loader (checkpoint)")("seconds", po::value<double>()->value_name("N")->notifier([this](double s) {
-      seconds_ = s;
-    }),
-                      "stop after N seconds (default 60 unless --cases is given)")(
+                      "or the checkpoint loader (checkpoint)")(
+        "seconds",
+        po::value<double>()->value_name("N")->notifier([this](double s) { seconds_ = s; }),
+        "stop after N seconds (default 60 unless --cases is given)")(
         "cases",
         po::value<uint64_t>()->value_name("N")->notifier([this](uint64_t n) { cases_ = n; }),
         "stop after N cases (with --seconds, whichever comes first)")(
@@ -157,10 +157,9 @@ class FuzzCommand : public Command {
     if (target_ != "ops" && target_ != "checkpoint")
       return usage("--target takes ops or checkpoint, not '" + target_ + "'");
     if (target_ == "checkpoint")
-      for (const auto& [given, option] : {std::pair{!compare_to_.empty(), "--compare-to"},
-                                          std::pair{!skip_.empty(), "--skip"},
-                                          std::pair{poison_, "--poison"},
-                                          std::pair{asan_, "--asan"}})
+      for (const auto& [given, option] :
+           {std::pair{!compare_to_.empty(), "--compare-to"}, std::pair{!skip_.empty(), "--skip"},
+            std::pair{poison_, "--poison"}, std::pair{asan_, "--asan"}})
         if (given) return usage(std::string(option) + " applies to --target ops only");
     if (asan_)
       if (const auto code = restart_with_asan(
@@ -263,8 +262,6 @@ class FuzzCommand : public Command {
 
 }  // namespace
 
-std::unique_ptr<Command> make_fuzz_command() {
-  return std::make_unique<FuzzCommand>();
-}
+std::unique_ptr<Command> make_fuzz_command() { return std::make_unique<FuzzCommand>(); }
 
 }  // namespace bp::cli

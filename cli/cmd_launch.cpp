@@ -12,13 +12,13 @@
 // read the terminal would stop).
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -80,7 +80,8 @@ std::string describe_status(int status) {
   if (WIFSIGNALED(status)) {
     const int sig = WTERMSIG(status);
     const char* name = sigdescr_np(sig);
-    return "was killed by signal " + std::to_string(sig) + (name ? std::string(" (") + name + ")" : "");
+    return "was killed by signal " + std::to_string(sig) +
+           (name ? std::string(" (") + name + ")" : "");
   }
   return "ended with wait status " + std::to_string(status);
 }
@@ -95,7 +96,8 @@ struct Rank {
 constexpr double kMaxGrace = 1e6;  // seconds: about eleven days
 
 Clock::time_point after(double seconds) {
-  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  return Clock::now() +
+         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
 }
 
 // The signals passed on to the ranks: those of SIGINT, SIGTERM and SIGHUP
@@ -143,20 +145,23 @@ class LaunchCommand : public Command {
            "the cores.\n\n"
            "Examples:\n"
            "  backplane launch --nproc 2 -- ./my_training --epochs 3\n"
-           "  backplane launch --nproc 4 --nnodes 2 --node-rank 0 --master 10.0.0.1:29500 -- ./train\n"
+           "  backplane launch --nproc 4 --nnodes 2 --node-rank 0 --master 10.0.0.1:29500 -- "
+           "./train\n"
            "  backplane launch --nproc 2 -- sh -c 'echo rank $RANK of $WORLD_SIZE'\n";
   }
   po::options_description options() override {
     po::options_description own("Options");
-    own.add_options()
-        ("nproc", po::value(&nproc_), "processes (ranks) to start on this machine (required)")
-        ("nnodes", po::value(&nnodes_)->default_value(1), "machines taking part, each running a launcher")
-        ("node-rank", po::value(&node_rank_)->default_value(0), "this machine's index (0 .. nnodes - 1)")
-        ("master", po::value(&master_),
-         "ADDR:PORT where rank 0 listens (required with --nnodes above 1; by default 127.0.0.1 "
-         "and a free port)")
-        ("grace", po::value(&grace_)->default_value(10.0),
-         "seconds between SIGTERM and SIGKILL when ranks are stopped (0 to 1e6)");
+    own.add_options()("nproc", po::value(&nproc_),
+                      "processes (ranks) to start on this machine (required)")(
+        "nnodes", po::value(&nnodes_)->default_value(1),
+        "machines taking part, each running a launcher")("node-rank",
+                                                         po::value(&node_rank_)->default_value(0),
+                                                         "this machine's index (0 .. nnodes - 1)")(
+        "master", po::value(&master_),
+        "ADDR:PORT where rank 0 listens (required with --nnodes above 1; by default 127.0.0.1 "
+        "and a free port)")(
+        "grace", po::value(&grace_)->default_value(10.0),
+        "seconds between SIGTERM and SIGKILL when ranks are stopped (0 to 1e6)");
     return own;
   }
   po::options_description hidden_options() override {
@@ -177,35 +182,43 @@ class LaunchCommand : public Command {
 
  private:
   int check() {
-    if (nproc_ < 1) return usage_error_of("launch", "--nproc: the number of processes to start, at least 1");
-    if (nnodes_ < 1) return usage_error_of("launch", "--nnodes '" + std::to_string(nnodes_) + "': at least 1");
+    if (nproc_ < 1)
+      return usage_error_of("launch", "--nproc: the number of processes to start, at least 1");
+    if (nnodes_ < 1)
+      return usage_error_of("launch", "--nnodes '" + std::to_string(nnodes_) + "': at least 1");
     if (node_rank_ < 0 || node_rank_ >= nnodes_)
-      return usage_error_of("launch", "--node-rank '" + std::to_string(node_rank_) + "': between 0 and " +
-                                          std::to_string(nnodes_ - 1) + " for --nnodes " +
-                                          std::to_string(nnodes_));
+      return usage_error_of("launch", "--node-rank '" + std::to_string(node_rank_) +
+                                          "': between 0 and " + std::to_string(nnodes_ - 1) +
+                                          " for --nnodes " + std::to_string(nnodes_));
     if (!(grace_ >= 0 && grace_ <= kMaxGrace))
       return usage_error_of("launch", "--grace: seconds, from 0 to 1e6");
     if (program_.empty())
-      return usage_error_of("launch", "no program to start: put it after '--', e.g. "
-                                      "'backplane launch --nproc 2 -- ./train'");
+      return usage_error_of("launch",
+                            "no program to start: put it after '--', e.g. "
+                            "'backplane launch --nproc 2 -- ./train'");
     if (master_.empty()) {
       if (nnodes_ > 1)
-        return usage_error_of("launch", "--master ADDR:PORT is required with --nnodes above 1: every "
-                                        "machine must name the same rank 0");
+        return usage_error_of("launch",
+                              "--master ADDR:PORT is required with --nnodes above 1: every "
+                              "machine must name the same rank 0");
       const int port = free_port();
-      if (port < 0) return usage_error_of("launch", "found no free port on 127.0.0.1; give --master ADDR:PORT");
+      if (port < 0)
+        return usage_error_of("launch", "found no free port on 127.0.0.1; give --master ADDR:PORT");
       addr_ = "127.0.0.1";
       port_ = std::to_string(port);
     } else {
       const auto colon = master_.rfind(':');
       const std::string port = colon == std::string::npos ? "" : master_.substr(colon + 1);
-      const bool digits = !port.empty() && port.size() <= 5 &&
-                          std::all_of(port.begin(), port.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+      const bool digits =
+          !port.empty() && port.size() <= 5 &&
+          std::all_of(port.begin(), port.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
       const long p = digits ? std::stol(port) : -1;
       if (colon == 0 || colon == std::string::npos || p < 1 || p > 65535)
-        return usage_error_of("launch", "--master '" + master_ + "': ADDR:PORT, the port 1 to 65535");
+        return usage_error_of("launch",
+                              "--master '" + master_ + "': ADDR:PORT, the port 1 to 65535");
       addr_ = master_.substr(0, colon);
-      if (addr_.size() > 2 && addr_.front() == '[' && addr_.back() == ']') addr_ = addr_.substr(1, addr_.size() - 2);
+      if (addr_.size() > 2 && addr_.front() == '[' && addr_.back() == ']')
+        addr_ = addr_.substr(1, addr_.size() - 2);
       port_ = port;
     }
     return kExitOk;
@@ -224,8 +237,7 @@ class LaunchCommand : public Command {
         {"MASTER_PORT", port_}};
     const char* omp = std::getenv("OMP_NUM_THREADS");
     if (nproc_ > 1 && (omp == nullptr || *omp == '\0'))  // unset or empty
-      set.emplace_back("OMP_NUM_THREADS",
-                       std::to_string(threads_per_rank(usable_cores(), nproc_)));
+      set.emplace_back("OMP_NUM_THREADS", std::to_string(threads_per_rank(usable_cores(), nproc_)));
     std::vector<std::string> env;
     for (char** e = environ; *e; ++e) {
       const std::string entry(*e);
@@ -256,7 +268,8 @@ class LaunchCommand : public Command {
     posix_spawnattr_setsigmask(&attr, &none);
     posix_spawnattr_setsigdefault(&attr, &defaults);
     posix_spawnattr_setpgroup(&attr, 0);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setflags(
+        &attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
     posix_spawn_file_actions_t files;
     posix_spawn_file_actions_init(&files);
     posix_spawn_file_actions_addopen(&files, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
@@ -265,8 +278,8 @@ class LaunchCommand : public Command {
     posix_spawn_file_actions_destroy(&files);
     posix_spawnattr_destroy(&attr);
     if (err != 0) {
-      std::cerr << "[launch] could not start rank " << r.global << ": '" << program_[0] << "': " << std::strerror(err)
-                << "\n";
+      std::cerr << "[launch] could not start rank " << r.global << ": '" << program_[0]
+                << "': " << std::strerror(err) << "\n";
       return false;
     }
     r.pid = pid;
@@ -290,7 +303,8 @@ class LaunchCommand : public Command {
       if (got == 0) continue;
       r.running = false;  // ended, or (ECHILD) no longer ours to wait for
       r.status = got == r.pid ? status : 0;
-      if (got == r.pid && !stopping && !failure && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+      if (got == r.pid && !stopping && !failure &&
+          !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
         failure = &r;
         kill(-r.pid, SIGTERM);
       }
@@ -321,8 +335,9 @@ class LaunchCommand : public Command {
       }
     }
     if (not_started < 0)
-      std::cerr << "[launch] started ranks " << node_rank_ * nproc_ << ".." << node_rank_ * nproc_ + nproc_ - 1
-                << " of " << nnodes_ * nproc_ << " (MASTER_ADDR=" << addr_ << " MASTER_PORT=" << port_ << ")\n";
+      std::cerr << "[launch] started ranks " << node_rank_ * nproc_ << ".."
+                << node_rank_ * nproc_ + nproc_ - 1 << " of " << nnodes_ * nproc_
+                << " (MASTER_ADDR=" << addr_ << " MASTER_PORT=" << port_ << ")\n";
     Rank* failure = nullptr;
     int interrupted = 0;
     bool stopping = not_started >= 0;
@@ -348,15 +363,17 @@ class LaunchCommand : public Command {
       if (stopping && Clock::now() >= kill_at) {
         for (const Rank& r : ranks)
           if (r.running)
-            std::cerr << "[launch] rank " << r.global << " (pid " << r.pid << ") still running after --grace "
-                      << grace_ << " s; sending SIGKILL\n";
+            std::cerr << "[launch] rank " << r.global << " (pid " << r.pid
+                      << ") still running after --grace " << grace_ << " s; sending SIGKILL\n";
         signal_all(ranks, SIGKILL);
         kill_at = Clock::time_point::max();
       }
       timespec wait{0, 100'000'000};  // re-check the SIGKILL deadline ten times a second
       const int sig = sigtimedwait(&watched, nullptr, &wait);
       if (sig > 0 && sig != SIGCHLD) {
-        if (!interrupted) std::cerr << "[launch] SIG" << sigabbrev_np(sig) << " received; passing it on to the ranks\n";
+        if (!interrupted)
+          std::cerr << "[launch] SIG" << sigabbrev_np(sig)
+                    << " received; passing it on to the ranks\n";
         interrupted = sig;
         signal_all(ranks, sig);
         if (!stopping) {
@@ -371,7 +388,8 @@ class LaunchCommand : public Command {
       return kExitUsage;
     }
     if (failure) {
-      std::cerr << "[launch] failed: rank " << failure->global << " " << describe_status(failure->status) << "\n";
+      std::cerr << "[launch] failed: rank " << failure->global << " "
+                << describe_status(failure->status) << "\n";
       return kExitFailed;
     }
     if (interrupted) {

@@ -260,14 +260,15 @@ class NewPluginCommand : public Command {
     // would replace it when installed (and could not load beside it).
     for (const char* taken : {"cpu_onednn", "cuda", "sim", "opencl", "hostref"})
       if (plugin_name_ == taken)
-        return refuse("'" + plugin_name_ + "' is the name of a backend of Backplane; installing "
+        return refuse("'" + plugin_name_ +
+                      "' is the name of a backend of Backplane; installing "
                       "a plugin of that name would replace it: choose another name");
     for (const std::string& folder : PluginLoader::instance().search_dirs()) {
       const fs::path existing = fs::path(folder) / ("libbackplane_" + plugin_name_ + ".so");
       std::error_code exists_ec;
       if (fs::exists(existing, exists_ec))
-        return refuse("a plugin named '" + plugin_name_ + "' is already installed: " +
-                      existing.string() + "; choose another name");
+        return refuse("a plugin named '" + plugin_name_ +
+                      "' is already installed: " + existing.string() + "; choose another name");
     }
     const fs::path dir = fs::absolute(dir_.empty() ? plugin_name_ : dir_).lexically_normal();
     std::error_code ec;
@@ -319,8 +320,6 @@ class NewPluginCommand : public Command {
 
 }  // namespace
 
-std::unique_ptr<Command> make_new_plugin_command() {
-  return std::make_unique<NewPluginCommand>();
-}
+std::unique_ptr<Command> make_new_plugin_command() { return std::make_unique<NewPluginCommand>(); }
 
 }  // namespace bp::cli

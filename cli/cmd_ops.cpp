@@ -19,8 +19,8 @@ namespace bp::cli {
 namespace {
 
 const auto& kDTypes = kAllDTypes;
-constexpr const char* kShort[] = {"bool", "i32", "i64", "f32", "f64",
-                                  "f16",  "bf16", "i8", "u8",  "i16"};
+constexpr const char* kShort[] = {"bool", "i32",  "i64", "f32", "f64",
+                                  "f16",  "bf16", "i8",  "u8",  "i16"};
 static_assert(std::size(kShort) == std::size(kAllDTypes));
 
 bool has(const Backend& b, Op op, DType d) {
@@ -202,14 +202,11 @@ class OpsCommand : public Command {
     }
   }
 
-  bool primitive_only_ = false, composite_only_ = false, named_only_ = false,
-       only_backend_ = false;
+  bool primitive_only_ = false, composite_only_ = false, named_only_ = false, only_backend_ = false;
 };
 
 }  // namespace
 
-std::unique_ptr<Command> make_ops_command() {
-  return std::make_unique<OpsCommand>();
-}
+std::unique_ptr<Command> make_ops_command() { return std::make_unique<OpsCommand>(); }
 
 }  // namespace bp::cli

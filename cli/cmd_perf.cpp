@@ -89,9 +89,9 @@ std::string measure_line(const char* role, const Case& c, const Backend& b, Devi
   try {
     const Workload w = c.prepare(d, dtype);
     const Timing t = measure(d, w.run, o, sync_s);
-    os << role << "\tok\t" << t.seconds << "\t" << t.spread << "\t" << t.repetitions << "\t" << t.calls << "\t"
-       << w.bytes << "\t" << w.flops << "\t" << path_of(c, b, dtype) << "\t" << (t.device_clock ? "device" : "host")
-       << "\n";
+    os << role << "\tok\t" << t.seconds << "\t" << t.spread << "\t" << t.repetitions << "\t"
+       << t.calls << "\t" << w.bytes << "\t" << w.flops << "\t" << path_of(c, b, dtype) << "\t"
+       << (t.device_clock ? "device" : "host") << "\n";
   } catch (const std::exception& e) {
     os << role << "\terror\t" << one_line(e.what()) << "\n";
   }
@@ -120,40 +120,48 @@ class PerfCommand : public Command {
         "time each case at least S seconds per backend after its warm-up (default 0.2)")(
         "timeout", po::value<double>(&timeout_s_)->value_name("S"),
         "time limit of one case's process (default 120): past it the case is killed and "
-        "reported")(
-        "json", po::value<std::string>(&json_)->value_name("FILE"), "also write the report to FILE as JSON")(
-        "csv", po::value<std::string>(&csv_)->value_name("FILE"), "also write one row per case to FILE as CSV")(
+        "reported")("json", po::value<std::string>(&json_)->value_name("FILE"),
+                    "also write the report to FILE as JSON")(
+        "csv", po::value<std::string>(&csv_)->value_name("FILE"),
+        "also write one row per case to FILE as CSV")(
         "plot", po::value<std::string>(&plot_)->value_name("FILE.png"),
-        "also draw a roofline chart to FILE.png with gnuplot: each case's GFLOP/s against its flops "
+        "also draw a roofline chart to FILE.png with gnuplot: each case's GFLOP/s against its "
+        "flops "
         "per byte, under the measured ceilings")(
-        "list", po::bool_switch(&list_), "list the cases and whether the backend can run each; run nothing")(
-        "no-isolate", po::bool_switch(&no_isolate_), "run every case in this process (a crash ends the run)");
+        "list", po::bool_switch(&list_),
+        "list the cases and whether the backend can run each; run nothing")(
+        "no-isolate", po::bool_switch(&no_isolate_),
+        "run every case in this process (a crash ends the run)");
     return own;
   }
   po::options_description hidden_options() override {
     po::options_description h;
-    h.add_options()("run-case", po::value<std::string>(&run_case_))(
-        "result-fd", po::value<int>(&result_fd_));
+    h.add_options()("run-case", po::value<std::string>(&run_case_))("result-fd",
+                                                                    po::value<int>(&result_fd_));
     return h;
   }
 
   int run(const BackendFlags& flags) override {
     const auto dtype = parse_dtype(dtype_name_);
-    if (!dtype) return usage("--dtype '" + dtype_name_ + "' is not a dtype (float32, float64, int32, ...)");
+    if (!dtype)
+      return usage("--dtype '" + dtype_name_ + "' is not a dtype (float32, float64, int32, ...)");
     if (!(timing_.min_seconds > 0) || !std::isfinite(timing_.min_seconds))
       return usage("--min-time must be a positive number of seconds");
-    if (!(timeout_s_ > 0) || !std::isfinite(timeout_s_)) return usage("--timeout must be a positive number of seconds");
+    if (!(timeout_s_ > 0) || !std::isfinite(timeout_s_))
+      return usage("--timeout must be a positive number of seconds");
     // A case times both backends for at least --min-time each, after warm-ups.
     if (timeout_s_ < 4 * timing_.min_seconds)
       return usage("--timeout " + format_number(timeout_s_) + " leaves no room for --min-time " +
-                   format_number(timing_.min_seconds) + " on two backends: give a --timeout of at least " +
+                   format_number(timing_.min_seconds) +
+                   " on two backends: give a --timeout of at least " +
                    format_number(4 * timing_.min_seconds));
     // Output files are checked before the run, not after it.
     for (const std::string* f : {&json_, &csv_, &plot_})
       if (!f->empty() && !std::ofstream(*f, std::ios::app))
         return usage("cannot write the report to '" + *f + "'");
     if (!plot_.empty() && gnuplot_path().empty())
-      return usage("--plot needs gnuplot, which is not on PATH (Debian: apt-get install gnuplot-nox)");
+      return usage(
+          "--plot needs gnuplot, which is not on PATH (Debian: apt-get install gnuplot-nox)");
     timing_.max_seconds = std::max(3.0, timing_.min_seconds * 5);
     if (compare_to_.empty()) compare_to_ = reference_backend();
     dtype_ = *dtype;
@@ -162,7 +170,8 @@ class PerfCommand : public Command {
     // The backend under test compared with itself says nothing.
     if (compare_to_ == "none" || compare_to_ == dut->name() || compare_to_ == flags.backend)
       compare_to_ = "none";
-    else if (int code = load(compare_to_, "backend to compare with (--compare-to)", ref, ref_device_);
+    else if (int code =
+                 load(compare_to_, "backend to compare with (--compare-to)", ref, ref_device_);
              code != kExitOk)
       return code;
     if (!run_case_.empty()) return run_case();
@@ -179,7 +188,8 @@ class PerfCommand : public Command {
       }
       const std::vector<Op> missing = ops_without_a_case();
       if (missing.empty()) {
-        std::cout << "(the cases reach every primitive op of ABI " << BP_ABI_MAJOR << "." << BP_ABI_MINOR << ")\n";
+        std::cout << "(the cases reach every primitive op of ABI " << BP_ABI_MAJOR << "."
+                  << BP_ABI_MINOR << ")\n";
       } else {
         std::cout << "(no case reaches:";
         for (Op op : missing) std::cout << " " << op_name(op);
@@ -192,14 +202,15 @@ class PerfCommand : public Command {
     report.device = dut_device_;
     report.compare_to = ref ? ref->name() : "";
     report.dtype = *dtype;
-    std::cerr << "[perf] " << report.backend << (ref ? " against " + report.compare_to : std::string())
-              << ", " << bp::name(*dtype) << ", " << selected.size() << " cases, at least " << timing_.min_seconds
-              << " s each" << (no_isolate_ ? "" : ", each in a process of its own") << "\n";
+    std::cerr << "[perf] " << report.backend
+              << (ref ? " against " + report.compare_to : std::string()) << ", " << bp::name(*dtype)
+              << ", " << selected.size() << " cases, at least " << timing_.min_seconds << " s each"
+              << (no_isolate_ ? "" : ", each in a process of its own") << "\n";
     parse_setup(lines_of("@setup", flags), report);
     const bool tty = isatty(STDERR_FILENO);
     for (std::size_t i = 0; i < selected.size(); ++i) {
-      const std::string progress = "[perf] " + std::to_string(i + 1) + "/" + std::to_string(selected.size()) + " " +
-                                   selected[i]->name;
+      const std::string progress = "[perf] " + std::to_string(i + 1) + "/" +
+                                   std::to_string(selected.size()) + " " + selected[i]->name;
       if (tty)
         std::cerr << "\r\033[K" << progress << std::flush;
       else
@@ -253,7 +264,8 @@ class PerfCommand : public Command {
   // overhead).
   // Each side's line is given to `emit` as soon as it is measured, so that a
   // crash of the other side is blamed on the right backend.
-  std::string case_lines(const std::string& name, const std::function<void(const std::string&)>& emit = {}) {
+  std::string case_lines(const std::string& name,
+                         const std::function<void(const std::string&)>& emit = {}) {
     std::ostringstream os;
     os.precision(9);
     const double dut_sync = sync_seconds(dut_device_);
@@ -261,7 +273,8 @@ class PerfCommand : public Command {
       os << "sync\t" << dut_sync << "\n";
       try {
         const Ceilings c = measure_ceilings(dut_device_, dtype_, timing_, dut_sync);
-        os << "ceilings\t" << c.copy_gbs << "\t" << c.matmul_gflops << "\t" << c.matmul_shape << "\n";
+        os << "ceilings\t" << c.copy_gbs << "\t" << c.matmul_gflops << "\t" << c.matmul_shape
+           << "\n";
       } catch (const std::exception& e) {
         os << "dut\terror\t" << one_line(e.what()) << "\n";
       }
@@ -279,7 +292,8 @@ class PerfCommand : public Command {
         if (emit) emit(lines);
         if (ref_) {  // after the backend under test's line: a crash from here on is the other's
           const double ref_sync = sync_seconds(ref_device_);
-          const std::string ref_line = measure_line("ref", c, *ref_, ref_device_, dtype_, timing_, ref_sync);
+          const std::string ref_line =
+              measure_line("ref", c, *ref_, ref_device_, dtype_, timing_, ref_sync);
           if (emit) emit(ref_line);
           lines += ref_line;
         }
@@ -296,7 +310,8 @@ class PerfCommand : public Command {
     if (run_case_ == "@setup")
       (void)write_all(result_fd_, case_lines(run_case_));
     else
-      (void)case_lines(run_case_, [this](const std::string& line) { (void)write_all(result_fd_, line); });
+      (void)case_lines(run_case_,
+                       [this](const std::string& line) { (void)write_all(result_fd_, line); });
     std::cout.flush();
     _exit(0);  // unloading the plugins cannot change the outcome
   }
@@ -311,16 +326,17 @@ class PerfCommand : public Command {
         return "dut\terror\t" + one_line(e.what()) + "\n";
       }
     }
-    std::vector<std::string> cmd = {"/proc/self/exe", "perf", "--backend", flags.backend, "--compare-to",
-                                    compare_to_, "--dtype", dtype_name_, "--probe", "off"};
+    std::vector<std::string> cmd = {"/proc/self/exe", "perf",      "--backend", flags.backend,
+                                    "--compare-to",   compare_to_, "--dtype",   dtype_name_,
+                                    "--probe",        "off"};
     std::ostringstream t;
     t.precision(9);
     t << timing_.min_seconds;
     cmd.insert(cmd.end(), {"--min-time", t.str()});
     for (const auto& p : flags.plugin_paths) cmd.insert(cmd.end(), {"--plugin-path", p});
     for (const auto& o : flags.options) cmd.insert(cmd.end(), {"--backend-option", o});
-    cmd.insert(cmd.end(), {"--fallback", flags.fallback, "--reference", reference_backend(), "--result-fd", std::to_string(kResultFd),
-                           "--run-case", name});
+    cmd.insert(cmd.end(), {"--fallback", flags.fallback, "--reference", reference_backend(),
+                           "--result-fd", std::to_string(kResultFd), "--run-case", name});
     const ChildOutcome child = run_child(cmd, timeout_s_, kResultFd);
     std::string why;
     if (!child.started)
@@ -330,16 +346,20 @@ class PerfCommand : public Command {
     else if (child.signal != 0)
       why = "killed by " + signal_name(child.signal);
     else if (child.exit_status != 0 || child.report.empty())
-      why = "exited with status " + std::to_string(child.exit_status) + ": " + output_tail(child.output, 300);
+      why = "exited with status " + std::to_string(child.exit_status) + ": " +
+            output_tail(child.output, 300);
     if (why.empty()) return child.report;
     // The backend under test reports first: with its line there, the other one died.
     const bool dut_done = child.report.rfind("dut\t", 0) == 0;
     const bool ref_done = child.report.find("\nref\t") != std::string::npos;
-    if (dut_done && (ref_done || compare_to_ == "none")) return child.report;  // died after its report
+    if (dut_done && (ref_done || compare_to_ == "none"))
+      return child.report;  // died after its report
     return child.report + (dut_done ? "ref" : "dut") + "\tcrashed\t" + one_line(why) + "\n";
   }
 
-  Row run_one(const Case& c, const BackendFlags& flags) { return parse_row(c, lines_of(c.name, flags)); }
+  Row run_one(const Case& c, const BackendFlags& flags) {
+    return parse_row(c, lines_of(c.name, flags));
+  }
 
   std::string compare_to_, dtype_name_ = "float32", json_, csv_, plot_, run_case_;
   Backend *dut_ = nullptr, *ref_ = nullptr;

@@ -51,8 +51,8 @@ class Command {
 // where the usage is, on stderr; returns kExitUsage.
 inline int usage_error_of(const std::string& command, const std::string& message) {
   const std::string tag = "[" + command + "]";
-  std::cerr << (message.rfind(tag, 0) == 0 ? "" : tag + " ") << message << "\nRun 'backplane " << command
-            << " --help' for usage.\n";
+  std::cerr << (message.rfind(tag, 0) == 0 ? "" : tag + " ") << message << "\nRun 'backplane "
+            << command << " --help' for usage.\n";
   return kExitUsage;
 }
 

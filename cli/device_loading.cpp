@@ -11,9 +11,12 @@ namespace {
 
 int exit_code(conformance::LoadStatus s) {
   switch (s) {
-    case conformance::LoadStatus::Ok: return kExitOk;
-    case conformance::LoadStatus::NoDevice: return kExitNoDevice;
-    case conformance::LoadStatus::Unusable: break;
+    case conformance::LoadStatus::Ok:
+      return kExitOk;
+    case conformance::LoadStatus::NoDevice:
+      return kExitNoDevice;
+    case conformance::LoadStatus::Unusable:
+      break;
   }
   return kExitUsage;
 }

@@ -136,7 +136,8 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
 
 // "unrecognised option '--backed' (did you mean '--backend'?)": the closest
 // long option of `options` within two edits, or a longer one it begins.
-std::string unknown_option_message(const std::string& flag, const po::options_description& options) {
+std::string unknown_option_message(const std::string& flag,
+                                   const po::options_description& options) {
   const std::string name = flag.substr(flag.find_first_not_of('-'));
   std::string best;
   std::size_t best_distance = 3;
@@ -205,7 +206,8 @@ int run(int argc, char** argv) {
     // Only the command's own positionals; without any, a positional is an error.
     const po::positional_options_description positional = cmd->positional();
     // No abbreviations: "--verb" is not taken for "--verbose".
-    const int style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
+    const int style =
+        po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
     po::store(po::command_line_parser(args).options(all).positional(positional).style(style).run(),
               vm);
     po::notify(vm);
@@ -234,9 +236,7 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-std::unique_ptr<Command> make_version_command() {
-  return std::make_unique<VersionCommand>();
-}
+std::unique_ptr<Command> make_version_command() { return std::make_unique<VersionCommand>(); }
 
 }  // namespace bp::cli
 

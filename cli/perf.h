@@ -57,7 +57,7 @@ struct Timing {
   double seconds = 0;  // median time of one call
   double spread = 0;   // interquartile range of the repetitions / median
   int repetitions = 0;
-  int64_t calls = 0;  // calls per repetition
+  int64_t calls = 0;          // calls per repetition
   bool device_clock = false;  // timed by the device's clock (events), not the host's
 };
 
@@ -70,7 +70,8 @@ double sync_seconds(Device device);
 // device's clock between two events around the calls when the backend has
 // one (ABI 2.4's event_elapsed), else by the host's clock around the calls
 // and one synchronisation, less `sync_s` (the synchronisation's own cost).
-Timing measure(Device device, const std::function<void()>& run, const TimingOptions& o, double sync_s);
+Timing measure(Device device, const std::function<void()>& run, const TimingOptions& o,
+               double sync_s);
 
 // The device's own limits, measured now: the bandwidth of a device-to-device
 // copy of 64 MiB (bytes read + written per second) and the best GFLOP/s of

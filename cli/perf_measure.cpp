@@ -17,7 +17,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -71,7 +73,8 @@ double sync_seconds(Device device) {
   return median_of(t);
 }
 
-Timing measure(Device device, const std::function<void()>& run, const TimingOptions& o, double sync_s) {
+Timing measure(Device device, const std::function<void()>& run, const TimingOptions& o,
+               double sync_s) {
   Repeater repetition{device, run, sync_s};
   repetition(1);  // warm-up: allocations, primitive caches, first-call set-up
   // Calls per repetition: enough for a millisecond (or a tenth of the budget).
@@ -86,7 +89,8 @@ Timing measure(Device device, const std::function<void()>& run, const TimingOpti
   std::vector<double> per_call;
   const auto t0 = Clock::now();
   // At least 5 repetitions, or 3 when they are slow (past max_seconds).
-  while ((per_call.size() < 3 || ((per_call.size() < 5 || since(t0) < o.min_seconds) && since(t0) < o.max_seconds)) &&
+  while ((per_call.size() < 3 ||
+          ((per_call.size() < 5 || since(t0) < o.min_seconds) && since(t0) < o.max_seconds)) &&
          per_call.size() < 2000)
     per_call.push_back(repetition(n) / static_cast<double>(n));
   std::sort(per_call.begin(), per_call.end());
@@ -103,14 +107,20 @@ Ceilings measure_ceilings(Device device, DType dtype, const TimingOptions& o, do
   Ceilings c;
   {
     const int64_t n = (int64_t{64} << 20) / static_cast<int64_t>(itemsize(dtype));  // 64 MiB
-    Tensor src = full({n}, 1, TensorOptions(dtype).device(device)), dst = empty({n}, TensorOptions(dtype).device(device));
-    const Timing t = measure(device, [&] { dst.copy_(src); }, o, sync_s);
+    Tensor src = full({n}, 1, TensorOptions(dtype).device(device)),
+           dst = empty({n}, TensorOptions(dtype).device(device));
+    const Timing t = measure(
+        device, [&] { dst.copy_(src); }, o, sync_s);
     c.copy_gbs = 2.0 * n * static_cast<double>(itemsize(dtype)) / t.seconds / 1e9;
   }
-  if (!is_floating(dtype) || !KernelRegistry::instance().lookup(Op::Matmul, device.backend, dtype).fn) return c;
+  if (!is_floating(dtype) ||
+      !KernelRegistry::instance().lookup(Op::Matmul, device.backend, dtype).fn)
+    return c;
   for (int64_t s : {256, 512, 1024, 2048}) {
-    Tensor a = full({s, s}, 0.5, TensorOptions(dtype).device(device)), b = full({s, s}, 0.5, TensorOptions(dtype).device(device));
-    const Timing t = measure(device, [&] { (void)matmul(a, b); }, o, sync_s);
+    Tensor a = full({s, s}, 0.5, TensorOptions(dtype).device(device)),
+           b = full({s, s}, 0.5, TensorOptions(dtype).device(device));
+    const Timing t = measure(
+        device, [&] { (void)matmul(a, b); }, o, sync_s);
     const double gflops = 2.0 * s * s * s / t.seconds / 1e9;
     if (gflops > c.matmul_gflops) {
       c.matmul_gflops = gflops;
@@ -125,14 +135,23 @@ Overhead dispatch_overhead(Device device, const TimingOptions& o, double sync_s)
   Overhead r;
   for (Op op : {Op::Fill, Op::Mul})
     if (!KernelRegistry::instance().lookup(op, device.backend, DType::Float32).fn)
-      throw NotImplementedError("the backend has no float32 " + std::string(op_name(op)) + " kernel");
+      throw NotImplementedError("the backend has no float32 " + std::string(op_name(op)) +
+                                " kernel");
   const TensorOptions f32 = TensorOptions(DType::Float32).device(device);
   Tensor a = full({4}, 1.5, f32), b = full({4}, 2, f32), out = empty({4}, f32);
-  r.core_seconds = measure(device, [&] { (void)mul(a, b); }, o, sync_s).seconds;
+  r.core_seconds = measure(
+                       device, [&] { (void)mul(a, b); }, o, sync_s)
+                       .seconds;
   // 64 kernel calls per run: the descriptors are made once per run.
   constexpr int64_t kBatch = 64;
-  r.direct_seconds =
-      measure(device, [&] { debug::call_kernel_directly(Op::Mul, {a, b}, out, kBatch); }, o, sync_s).seconds / kBatch;
+  r.direct_seconds = measure(
+                         device,
+                         [&] {
+                           debug::call_kernel_directly(Op::Mul, {a, b}, out, kBatch);
+                         },
+                         o, sync_s)
+                         .seconds /
+                     kBatch;
   return r;
 }
 

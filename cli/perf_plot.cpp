@@ -70,28 +70,33 @@ bool write_plot(const Report& report, const std::string& png, std::string& error
   std::ostringstream s;
   s << "set terminal pngcairo size 1280,800 font ',10' noenhanced\n"
     << "set output " << quoted(png) << "\n"
-    << "set title " << quoted("backplane perf: " + report.backend + ":" + std::to_string(report.device.index) + " (" +
-                             std::string(name(report.dtype)) + "), each case against the ceilings measured in the same run")
+    << "set title "
+    << quoted("backplane perf: " + report.backend + ":" + std::to_string(report.device.index) +
+              " (" + std::string(name(report.dtype)) +
+              "), each case against the ceilings measured in the same run")
     << "\nset logscale xy\nset grid\nset key top left\n"
     << "set xlabel 'arithmetic intensity (flop per byte moved; nominal for elementwise ops)'\n"
     << "set ylabel 'GFLOP/s'\n"
     << "set xrange [" << lo / 2 << ":" << hi * 6 << "]\n"
     << "bw = " << bw << "\npeak = " << peak << "\n"
     << "roof(x) = (peak > 0 && bw * x > peak) ? peak : bw * x\n"
-    << "plot roof(x) title sprintf('roofline: copy %.1f GB/s" << (peak > 0 ? ", matmul %.0f GFLOP/s'" : "'")
-    << ", bw" << (peak > 0 ? ", peak" : "") << ") lw 2 lc rgb 'black'";
-  for (const auto& [kind, color] : {std::pair{"memory", "#1f77b4"}, std::pair{"compute", "#d62728"}}) {
+    << "plot roof(x) title sprintf('roofline: copy %.1f GB/s"
+    << (peak > 0 ? ", matmul %.0f GFLOP/s'" : "'") << ", bw" << (peak > 0 ? ", peak" : "")
+    << ") lw 2 lc rgb 'black'";
+  for (const auto& [kind, color] :
+       {std::pair{"memory", "#1f77b4"}, std::pair{"compute", "#d62728"}}) {
     const std::string file = quoted((dir / (std::string(kind) + ".dat")).string());
-    s << ", \\\n  " << file << " using 2:3 with points pt 7 ps 1.3 lc rgb '" << color << "' title '" << kind
-      << "-bound cases', \\\n  " << file << " using 2:3:1 with labels left offset 0.6,0.3 font ',7' tc rgb '"
-      << color << "' notitle";
+    s << ", \\\n  " << file << " using 2:3 with points pt 7 ps 1.3 lc rgb '" << color << "' title '"
+      << kind << "-bound cases', \\\n  " << file
+      << " using 2:3:1 with labels left offset 0.6,0.3 font ',7' tc rgb '" << color << "' notitle";
   }
   s << "\n";
   const std::filesystem::path script = dir / "roofline.gp";
   std::ofstream(script) << s.str();
   const ChildOutcome child = run_child({gnuplot, script.string()}, 60);
   std::error_code ec;
-  const bool made = child.started && child.exit_status == 0 && std::filesystem::file_size(png, ec) > 0 && !ec;
+  const bool made =
+      child.started && child.exit_status == 0 && std::filesystem::file_size(png, ec) > 0 && !ec;
   if (!made)
     error = "gnuplot could not draw " + png + ": " +
             (child.started ? output_tail(child.output, 500) : child.error);

@@ -100,7 +100,9 @@ std::vector<const Row*> ordered(const Report& report) {
   return rows;
 }
 
-std::string why_not(const Side& s) { return s.status + (s.message.empty() ? "" : ": " + s.message); }
+std::string why_not(const Side& s) {
+  return s.status + (s.message.empty() ? "" : ": " + s.message);
+}
 
 }  // namespace
 
@@ -153,29 +155,35 @@ void derive(Report& report) {
 
 void print_console(std::ostream& os, const Report& report) {
   const bool cmp = !report.compare_to.empty();
-  os << "perf of " << report.backend << ":" << report.device.index << " (" << name(report.dtype) << ")"
-     << (cmp ? ", against " + report.compare_to : std::string()) << "\n";
-  if (!report.setup_error.empty()) os << "  the device's limits could not be measured: " << report.setup_error << "\n";
+  os << "perf of " << report.backend << ":" << report.device.index << " (" << name(report.dtype)
+     << ")" << (cmp ? ", against " + report.compare_to : std::string()) << "\n";
+  if (!report.setup_error.empty())
+    os << "  the device's limits could not be measured: " << report.setup_error << "\n";
   os << "  ceilings: device-to-device copy " << fixed(report.ceilings.copy_gbs, 1) << " GB/s";
   if (report.ceilings.matmul_gflops > 0)
-    os << ", matmul " << fixed(report.ceilings.matmul_gflops, 1) << " GFLOP/s (" << report.ceilings.matmul_shape << ")";
+    os << ", matmul " << fixed(report.ceilings.matmul_gflops, 1) << " GFLOP/s ("
+       << report.ceilings.matmul_shape << ")";
   bool device_clock = false;
   for (const Row& r : report.rows) device_clock = device_clock || r.dut.device_clock;
-  os << "\n  timed by " << (device_clock ? "the device's clock between two events (ABI 2.4)" : "the host's clock")
+  os << "\n  timed by "
+     << (device_clock ? "the device's clock between two events (ABI 2.4)" : "the host's clock")
      << "; synchronising the idle device takes " << format_time(report.sync_seconds)
      << (device_clock ? "" : " (taken off every figure below)") << "\n";
   const Overhead& o = report.overhead;
-  if (!report.overhead_error.empty()) os << "  the framework's share was not measured: " << report.overhead_error << "\n";
+  if (!report.overhead_error.empty())
+    os << "  the framework's share was not measured: " << report.overhead_error << "\n";
   if (o.core_seconds > 0)
-    os << "  a 4-element mul: " << format_time(o.core_seconds) << " through the core, " << format_time(o.direct_seconds)
+    os << "  a 4-element mul: " << format_time(o.core_seconds) << " through the core, "
+       << format_time(o.direct_seconds)
        << " calling the kernel through the ABI alone: the framework's share is "
-       << fixed(100 * std::max(0.0, o.core_seconds - o.direct_seconds) / o.core_seconds, 0) << "%\n";
+       << fixed(100 * std::max(0.0, o.core_seconds - o.direct_seconds) / o.core_seconds, 0)
+       << "%\n";
   os << "\n";
   std::size_t w = 4;
   for (const Row& r : report.rows) w = std::max(w, r.c->name.size());
-  os << std::left << std::setw(static_cast<int>(w + 2)) << "case" << std::setw(11) << "path" << std::right
-     << std::setw(10) << "time" << std::setw(7) << "+-" << std::setw(18) << "throughput" << std::setw(10)
-     << "roofline";
+  os << std::left << std::setw(static_cast<int>(w + 2)) << "case" << std::setw(11) << "path"
+     << std::right << std::setw(10) << "time" << std::setw(7) << "+-" << std::setw(18)
+     << "throughput" << std::setw(10) << "roofline";
   if (cmp) os << std::setw(12) << "speed" << std::setw(12) << report.compare_to.substr(0, 11);
   os << "\n";
   std::vector<std::string> skipped;
@@ -184,15 +192,18 @@ void print_console(std::ostream& os, const Report& report) {
       skipped.push_back(r->c->name + ": " + why_not(r->dut));
       continue;
     }
-    os << std::left << std::setw(static_cast<int>(w + 2)) << r->c->name << std::setw(11) << r->dut.path << std::right
-       << std::setw(10) << format_time(r->dut.seconds) << std::setw(6) << fixed(100 * r->dut.spread, 0) << "%"
-       << std::setw(18) << throughput_text(*r) << std::setw(9) << (r->roofline >= 1 ? fixed(r->roofline, 0) : sig3(r->roofline)) << "%";
+    os << std::left << std::setw(static_cast<int>(w + 2)) << r->c->name << std::setw(11)
+       << r->dut.path << std::right << std::setw(10) << format_time(r->dut.seconds) << std::setw(6)
+       << fixed(100 * r->dut.spread, 0) << "%" << std::setw(18) << throughput_text(*r)
+       << std::setw(9) << (r->roofline >= 1 ? fixed(r->roofline, 0) : sig3(r->roofline)) << "%";
     if (cmp)
       os << std::setw(12) << (r->ratio > 0 ? sig3(r->ratio) + "x" : why_not(r->ref).substr(0, 11))
          << std::setw(12) << (r->ref.status == "ok" ? format_time(r->ref.seconds) : "");
     os << "\n";
   }
-  if (cmp) os << "(speed: " << report.compare_to << "'s time / " << report.backend << "'s; below 1, slower)\n";
+  if (cmp)
+    os << "(speed: " << report.compare_to << "'s time / " << report.backend
+       << "'s; below 1, slower)\n";
   if (!skipped.empty()) {
     os << "\nNot measured\n";
     for (const std::string& s : skipped) os << "  " << s << "\n";
@@ -211,26 +222,31 @@ std::string to_json(const Report& report) {
     o.precision(9);
     o << "{\"status\": " << json_quote(s.status);
     if (s.status == "ok")
-      o << ", \"seconds\": " << s.seconds << ", \"spread\": " << s.spread << ", \"repetitions\": " << s.repetitions
-        << ", \"calls_per_repetition\": " << s.calls << ", \"path\": " << json_quote(s.path)
+      o << ", \"seconds\": " << s.seconds << ", \"spread\": " << s.spread
+        << ", \"repetitions\": " << s.repetitions << ", \"calls_per_repetition\": " << s.calls
+        << ", \"path\": " << json_quote(s.path)
         << ", \"clock\": " << (s.device_clock ? "\"device\"" : "\"host\"");
     else
       o << ", \"message\": " << json_quote(s.message);
     return o.str() + "}";
   };
-  os << "{\n  \"backend\": " << json_quote(report.backend) << ",\n  \"device\": " << report.device.index
+  os << "{\n  \"backend\": " << json_quote(report.backend)
+     << ",\n  \"device\": " << report.device.index
      << ",\n  \"dtype\": " << json_quote(std::string(name(report.dtype))) << ",\n  \"compare_to\": "
-     << (report.compare_to.empty() ? "null" : json_quote(report.compare_to)) << ",\n  \"sync_seconds\": "
-     << report.sync_seconds << ",\n  \"ceilings\": {\"copy_gbs\": " << report.ceilings.copy_gbs
+     << (report.compare_to.empty() ? "null" : json_quote(report.compare_to))
+     << ",\n  \"sync_seconds\": " << report.sync_seconds
+     << ",\n  \"ceilings\": {\"copy_gbs\": " << report.ceilings.copy_gbs
      << ", \"matmul_gflops\": " << report.ceilings.matmul_gflops
-     << ", \"matmul_shape\": " << json_quote(report.ceilings.matmul_shape) << "},\n  \"dispatch\": {\"core_seconds\": "
-     << report.overhead.core_seconds << ", \"direct_seconds\": " << report.overhead.direct_seconds
-     << "},\n  \"cases\": [";
+     << ", \"matmul_shape\": " << json_quote(report.ceilings.matmul_shape)
+     << "},\n  \"dispatch\": {\"core_seconds\": " << report.overhead.core_seconds
+     << ", \"direct_seconds\": " << report.overhead.direct_seconds << "},\n  \"cases\": [";
   bool first = true;
   for (const Row* r : ordered(report)) {
-    os << (first ? "\n" : ",\n") << "    {\"name\": " << json_quote(r->c->name) << ", \"op\": " << json_quote(r->c->op)
+    os << (first ? "\n" : ",\n") << "    {\"name\": " << json_quote(r->c->name)
+       << ", \"op\": " << json_quote(r->c->op)
        << ", \"bound\": " << (r->c->bound == Bound::Compute ? "\"compute\"" : "\"memory\"")
-       << ", \"bytes\": " << r->dut.bytes << ", \"flops\": " << r->dut.flops << ", \"throughput\": " << r->throughput
+       << ", \"bytes\": " << r->dut.bytes << ", \"flops\": " << r->dut.flops
+       << ", \"throughput\": " << r->throughput
        << ", \"throughput_unit\": " << (r->c->bound == Bound::Compute ? "\"GFLOP/s\"" : "\"GB/s\"")
        << ", \"roofline_percent\": " << r->roofline << ", \"intensity\": " << r->intensity
        << ", \"ratio\": ";
@@ -239,7 +255,8 @@ std::string to_json(const Report& report) {
     else
       os << "null";
     os << ",\n     \"backend\": " << side(r->dut)
-       << ", \"compare_to\": " << (report.compare_to.empty() ? std::string("null") : side(r->ref)) << "}";
+       << ", \"compare_to\": " << (report.compare_to.empty() ? std::string("null") : side(r->ref))
+       << "}";
     first = false;
   }
   os << "\n  ]\n}\n";
@@ -249,13 +266,16 @@ std::string to_json(const Report& report) {
 std::string to_csv(const Report& report) {
   std::ostringstream os;
   os.precision(9);
-  os << "case,op,bound,status,seconds,spread,throughput,unit,roofline_percent,intensity,path,compare_status,"
+  os << "case,op,bound,status,seconds,spread,throughput,unit,roofline_percent,intensity,path,"
+        "compare_status,"
         "compare_seconds,ratio\n";
   for (const Row* r : ordered(report)) {
-    os << r->c->name << "," << r->c->op << "," << (r->c->bound == Bound::Compute ? "compute" : "memory") << ","
-       << r->dut.status << "," << r->dut.seconds << "," << r->dut.spread << "," << r->throughput << ","
-       << (r->c->bound == Bound::Compute ? "GFLOP/s" : "GB/s") << "," << r->roofline << "," << r->intensity << ","
-       << r->dut.path << "," << r->ref.status << "," << r->ref.seconds << ",";
+    os << r->c->name << "," << r->c->op << ","
+       << (r->c->bound == Bound::Compute ? "compute" : "memory") << "," << r->dut.status << ","
+       << r->dut.seconds << "," << r->dut.spread << "," << r->throughput << ","
+       << (r->c->bound == Bound::Compute ? "GFLOP/s" : "GB/s") << "," << r->roofline << ","
+       << r->intensity << "," << r->dut.path << "," << r->ref.status << "," << r->ref.seconds
+       << ",";
     if (r->ratio > 0) os << r->ratio;
     os << "\n";
   }

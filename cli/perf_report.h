@@ -12,12 +12,12 @@ namespace bp::cli::perf {
 
 // One backend's result of a case.
 struct Side {
-  std::string status;  // ok, unsupported, error, crashed, or "" (not run)
+  std::string status;   // ok, unsupported, error, crashed, or "" (not run)
   std::string message;  // why, when not ok
   double seconds = 0, spread = 0, bytes = 0, flops = 0;
   int repetitions = 0;
   long long calls = 0;
-  std::string path;  // "kernel", "composite" or "" (see perf::path_of)
+  std::string path;           // "kernel", "composite" or "" (see perf::path_of)
   bool device_clock = false;  // timed between two events by the device's clock
 };
 

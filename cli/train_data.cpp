@@ -35,7 +35,8 @@ bool is_gzip(const std::string& path) {
 // also when reading throws.
 std::string gunzip(const std::string& path) {
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) bad(path, std::string("cannot run gzip: ") + std::strerror(errno));
+  if (::pipe2(fds, O_CLOEXEC) != 0)
+    bad(path, std::string("cannot run gzip: ") + std::strerror(errno));
   struct Child {
     int fd;
     pid_t pid = -1;
@@ -51,8 +52,8 @@ std::string gunzip(const std::string& path) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, fds[1], 1);  // dup2 clears close-on-exec
-  char* const argv[] = {const_cast<char*>("gzip"), const_cast<char*>("-dc"), const_cast<char*>("--"),
-                        const_cast<char*>(path.c_str()), nullptr};
+  char* const argv[] = {const_cast<char*>("gzip"), const_cast<char*>("-dc"),
+                        const_cast<char*>("--"), const_cast<char*>(path.c_str()), nullptr};
   const int spawned = ::posix_spawnp(&child.pid, "gzip", &actions, nullptr, argv, environ);
   posix_spawn_file_actions_destroy(&actions);
   ::close(fds[1]);
@@ -75,10 +76,12 @@ std::string gunzip(const std::string& path) {
   while ((waited = ::waitpid(child.pid, &status, 0)) < 0 && errno == EINTR) {
   }
   child.pid = -1;
-  if (waited < 0) bad(path, std::string("cannot tell whether gzip succeeded: ") + std::strerror(errno));
+  if (waited < 0)
+    bad(path, std::string("cannot tell whether gzip succeeded: ") + std::strerror(errno));
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    bad(path, WIFEXITED(status) && WEXITSTATUS(status) == 127 ? "gzip, needed to read it, is not installed"
-                                                              : "gzip could not decompress it (corrupt or truncated)");
+    bad(path, WIFEXITED(status) && WEXITSTATUS(status) == 127
+                  ? "gzip, needed to read it, is not installed"
+                  : "gzip could not decompress it (corrupt or truncated)");
   return out;
 }
 
@@ -88,9 +91,11 @@ Dataset read_digits(const std::string& path) {
   std::ifstream probe(path);
   if (!probe)
     bad(path, std::string(std::strerror(errno)) +
-                  ". The digits come with Debian's python3-sklearn (apt-get install python3-sklearn puts them at " +
+                  ". The digits come with Debian's python3-sklearn (apt-get install "
+                  "python3-sklearn puts them at " +
                   kDigitsPath +
-                  "); or give a file with --data: rows of 64 pixels 0..16 and a label 0..9, comma-separated, "
+                  "); or give a file with --data: rows of 64 pixels 0..16 and a label 0..9, "
+                  "comma-separated, "
                   "gzip-compressed or not");
   std::string text;
   if (is_gzip(path)) {
@@ -122,10 +127,12 @@ Dataset read_digits(const std::string& path) {
       }
     }
     if (values.size() != 65)
-      bad(path, where + " has " + std::to_string(values.size()) + " values; a row is 64 pixels and a label");
+      bad(path, where + " has " + std::to_string(values.size()) +
+                    " values; a row is 64 pixels and a label");
     for (int i = 0; i < 64; ++i) {
       if (!(values[i] >= 0 && values[i] <= 16))
-        bad(path, where + ": pixel " + std::to_string(i) + " is " + std::to_string(values[i]) + ", outside 0..16");
+        bad(path, where + ": pixel " + std::to_string(i) + " is " + std::to_string(values[i]) +
+                      ", outside 0..16");
       d.pixels.push_back(static_cast<float>(values[i] / 16.0));
     }
     const double label = values[64];
@@ -133,7 +140,8 @@ Dataset read_digits(const std::string& path) {
       bad(path, where + ": the label is " + std::to_string(label) + ", not a digit 0..9");
     d.labels.push_back(static_cast<int64_t>(label));
   }
-  if (d.size() < 10) bad(path, "it holds " + std::to_string(d.size()) + " rows; at least 10 are needed");
+  if (d.size() < 10)
+    bad(path, "it holds " + std::to_string(d.size()) + " rows; at least 10 are needed");
   return d;
 }
 
@@ -152,13 +160,15 @@ std::vector<int64_t> epoch_order(int64_t n, uint64_t seed, int64_t epoch) {
 
 void split(const Dataset& all, double test_fraction, uint64_t seed, Dataset& train, Dataset& test) {
   const std::vector<int64_t> order = epoch_order(all.size(), seed, -1);
-  const auto held = static_cast<int64_t>(std::llround(static_cast<double>(all.size()) * test_fraction));
+  const auto held =
+      static_cast<int64_t>(std::llround(static_cast<double>(all.size()) * test_fraction));
   train = Dataset{};
   test = Dataset{};
   for (int64_t k = 0; k < all.size(); ++k) {
     Dataset& to = k < all.size() - held ? train : test;
     const int64_t i = order[k];
-    to.pixels.insert(to.pixels.end(), all.pixels.begin() + i * 64, all.pixels.begin() + (i + 1) * 64);
+    to.pixels.insert(to.pixels.end(), all.pixels.begin() + i * 64,
+                     all.pixels.begin() + (i + 1) * 64);
     to.labels.push_back(all.labels[i]);
   }
 }

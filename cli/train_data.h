@@ -12,10 +12,11 @@
 namespace bp::cli {
 
 // Where python3-sklearn puts the file.
-inline constexpr const char* kDigitsPath = "/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz";
+inline constexpr const char* kDigitsPath =
+    "/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz";
 
 struct Dataset {
-  std::vector<float> pixels;   // n x 64, scaled to 0..1
+  std::vector<float> pixels;    // n x 64, scaled to 0..1
   std::vector<int64_t> labels;  // n
   int64_t size() const { return static_cast<int64_t>(labels.size()); }
 };

@@ -44,10 +44,10 @@ std::string exact(double v) {
   return buf;
 }
 
-
 const std::vector<std::string>& TrainSettings::flags() {
-  static const std::vector<std::string> f = {"model", "optimizer", "dtype", "seed", "test-fraction",
-                                             "batch-size", "epochs", "schedule", "lr", "weight-decay"};
+  static const std::vector<std::string> f = {
+      "model",      "optimizer", "dtype",    "seed", "test-fraction",
+      "batch-size", "epochs",    "schedule", "lr",   "weight-decay"};
   return f;
 }
 
@@ -101,14 +101,16 @@ safetensors::Metadata TrainSettings::metadata() const {
   return m;
 }
 
-std::string resolve_settings(const std::map<std::string, std::string>& given, const safetensors::Metadata* saved,
-                             const std::string& saved_path, TrainSettings& out) {
+std::string resolve_settings(const std::map<std::string, std::string>& given,
+                             const safetensors::Metadata* saved, const std::string& saved_path,
+                             TrainSettings& out) {
   out = TrainSettings{};
   for (const std::string& flag : TrainSettings::flags()) {
     if (!saved) continue;
     const auto it = saved->find(key_of(flag));
     if (it == saved->end())
-      return "--resume: '" + saved_path + "' has no '" + key_of(flag) + "'; it was not written by backplane train";
+      return "--resume: '" + saved_path + "' has no '" + key_of(flag) +
+             "'; it was not written by backplane train";
     if (std::string why = out.set(flag, it->second); !why.empty())
       return "--resume: '" + saved_path + "' has a bad '" + key_of(flag) + "': " + why;
   }
@@ -120,8 +122,8 @@ std::string resolve_settings(const std::map<std::string, std::string>& given, co
     // --epochs may grow a resumed run (the run checks it against the
     // checkpoint's epoch); any other setting must be the checkpoint's.
     if (saved && flag != "epochs" && probe.get(flag) != out.get(flag))
-      return "--resume: '" + saved_path + "' was trained with --" + flag + " " + out.get(flag) + ", not " +
-             it->second + "; leave --" + flag + " out to go on with the checkpoint's";
+      return "--resume: '" + saved_path + "' was trained with --" + flag + " " + out.get(flag) +
+             ", not " + it->second + "; leave --" + flag + " out to go on with the checkpoint's";
     out = probe;
   }
   if (out.lr == 0) out.lr = out.optimizer == "sgd" ? 0.05 : out.model == "mlp" ? 1e-2 : 1e-3;

@@ -37,7 +37,8 @@ struct TrainSettings {
 // from the checkpoint's is refused, since the run would not go on from where
 // it stopped, except --epochs, which may extend the run. Returns why not, or
 // empty when `out` is complete.
-std::string resolve_settings(const std::map<std::string, std::string>& given, const safetensors::Metadata* saved,
-                             const std::string& saved_path, TrainSettings& out);
+std::string resolve_settings(const std::map<std::string, std::string>& given,
+                             const safetensors::Metadata* saved, const std::string& saved_path,
+                             TrainSettings& out);
 
 }  // namespace bp::cli

@@ -5,11 +5,11 @@
 #include <backplane/backplane.h>
 #include <gtest/gtest.h>
 
-#include "autograd_util.h"
-
 #include <cmath>
 #include <optional>
 #include <vector>
+
+#include "autograd_util.h"
 
 namespace {
 

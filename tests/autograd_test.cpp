@@ -8,13 +8,13 @@
 #include <backplane/debug.h>
 #include <gtest/gtest.h>
 
-#include "autograd_util.h"
-#include "test_util.h"
-
 #include <cmath>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "autograd_util.h"
+#include "test_util.h"
 
 namespace {
 
@@ -173,8 +173,9 @@ TEST(AutogradHooks, PostAccumulateHookSeesTheAccumulatedGrad) {
   (x * 3).sum().backward();
   EXPECT_EQ(seen, (std::vector<double>{2, 5}));
   Tensor y = x * 2;
-  EXPECT_NE(message_of<bp::AutogradError>([&] { y.register_post_accumulate_grad_hook([](const Tensor&) {}); })
-                .find("needs a leaf"),
+  EXPECT_NE(message_of<bp::AutogradError>([&] {
+              y.register_post_accumulate_grad_hook([](const Tensor&) {});
+            }).find("needs a leaf"),
             std::string::npos);
 }
 
@@ -222,8 +223,9 @@ TEST(AutogradHooks, QueuedCallbacksRunOnceTheWholePassHasFinished) {
   EXPECT_EQ(order[2], "callback");
   EXPECT_EQ(order[3], "queued by the callback");
   // Outside a backward pass there is nothing to queue on.
-  EXPECT_NE(message_of<bp::AutogradError>([] { bp::autograd::queue_callback([] {}); })
-                .find("no backward pass is running"),
+  EXPECT_NE(message_of<bp::AutogradError>([] {
+              bp::autograd::queue_callback([] {});
+            }).find("no backward pass is running"),
             std::string::npos);
 }
 

@@ -22,8 +22,6 @@ inline Tensor leaf(const Values& v, DType dtype = DType::Float32) {
 inline Tensor constant(const Values& v, std::vector<int64_t> shape) {
   return from_vector(v, IntArrayRef(shape), TensorOptions(DType::Float32));
 }
-inline Values values(const Tensor& t) {
-  return t.to_vector<double>();
-}
+inline Values values(const Tensor& t) { return t.to_vector<double>(); }
 
 }  // namespace bp::testing

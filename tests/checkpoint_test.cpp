@@ -17,7 +17,9 @@ namespace optim = bp::optim;
 using bp::testing::message_of;
 using bp::testing::TempDir;
 
-std::vector<float> values(const Tensor& t) { return t.to(bp::DType::Float32).contiguous().to_vector<float>(); }
+std::vector<float> values(const Tensor& t) {
+  return t.to(bp::DType::Float32).contiguous().to_vector<float>();
+}
 
 // Two Adam steps on a small regression, so the state has tensors and a step count.
 void two_steps(nn::Module& model, optim::Optimizer& opt) {
@@ -46,7 +48,8 @@ TEST(Checkpoint, RestoresModelAndOptimiserExactly) {
   EXPECT_EQ(c.optimizer->param_groups[0].params, (std::vector<int64_t>{0, 1}));
   EXPECT_DOUBLE_EQ(c.optimizer->param_groups[0].options.at("lr"), 0.1);
   EXPECT_EQ(c.optimizer->state.at(1).numbers.at("step"), 2.0);
-  EXPECT_EQ(values(c.optimizer->state.at(0).tensors.at("exp_avg")), values(opt_a.state(a.weight).tensors["exp_avg"]));
+  EXPECT_EQ(values(c.optimizer->state.at(0).tensors.at("exp_avg")),
+            values(opt_a.state(a.weight).tensors["exp_avg"]));
 
   bp::manual_seed(2);
   nn::Linear b(3, 2);
@@ -80,8 +83,9 @@ TEST(Checkpoint, AnotherOptimiserKindIsRefusedAndNothingChanges) {
   nn::Linear b(3, 2);
   const std::vector<float> before = values(b.weight);
   optim::SGD sgd(b.parameters(), {.lr = 0.1});
-  EXPECT_NE(message_of<bp::ValueError>([&] { nn::load_checkpoint(dir / "c.safetensors", b, &sgd); })
-                .find("holds the state of Adam, not of SGD"),
+  EXPECT_NE(message_of<bp::ValueError>([&] {
+              nn::load_checkpoint(dir / "c.safetensors", b, &sgd);
+            }).find("holds the state of Adam, not of SGD"),
             std::string::npos);
   EXPECT_EQ(values(b.weight), before);
 }
@@ -100,8 +104,9 @@ TEST(Checkpoint, ModuleRefusalPutsTheOptimiserBack) {
   two_steps(b, opt_b);
   const std::vector<float> weight = values(b.parameters()[0]);
   const std::vector<float> moment = values(opt_b.state(b.parameters()[0]).tensors["exp_avg"]);
-  EXPECT_NE(message_of<bp::ValueError>([&] { nn::load_checkpoint(dir / "c.safetensors", b, &opt_b); })
-                .find("0.weight"),
+  EXPECT_NE(message_of<bp::ValueError>([&] {
+              nn::load_checkpoint(dir / "c.safetensors", b, &opt_b);
+            }).find("0.weight"),
             std::string::npos);
   EXPECT_EQ(values(b.parameters()[0]), weight);
   EXPECT_EQ(values(opt_b.state(b.parameters()[0]).tensors["exp_avg"]), moment);
@@ -115,8 +120,9 @@ TEST(Checkpoint, FileWithoutOptimiserStateIsRefusedForAnOptimiser) {
   nn::save_checkpoint(dir / "c.safetensors", a);
   EXPECT_FALSE(nn::read_checkpoint(dir / "c.safetensors").optimizer.has_value());
   optim::SGD opt(a.parameters(), {.lr = 0.1});
-  EXPECT_NE(message_of<bp::ValueError>([&] { nn::load_checkpoint(dir / "c.safetensors", a, &opt); })
-                .find("holds no optimiser state"),
+  EXPECT_NE(message_of<bp::ValueError>([&] {
+              nn::load_checkpoint(dir / "c.safetensors", a, &opt);
+            }).find("holds no optimiser state"),
             std::string::npos);
   nn::load_checkpoint(dir / "c.safetensors", a);  // the module alone loads
 }
@@ -128,19 +134,28 @@ TEST(Checkpoint, MalformedOptimiserEntriesAreNamed) {
     bp::safetensors::save_file(none, dir / "bad.safetensors", meta);
     return message_of<bp::ValueError>([&] { nn::read_checkpoint(dir / "bad.safetensors"); });
   };
-  EXPECT_NE(error_of({{"optimizer", "SGD"}}).find("without 'optimizer.param_groups'"), std::string::npos);
-  EXPECT_NE(error_of({{"optimizer", "SGD"}, {"optimizer.param_groups", "2"}, {"optimizer.param_groups.0.params", ""}})
+  EXPECT_NE(error_of({{"optimizer", "SGD"}}).find("without 'optimizer.param_groups'"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"optimizer", "SGD"},
+                      {"optimizer.param_groups", "2"},
+                      {"optimizer.param_groups.0.params", ""}})
                 .find("'optimizer.param_groups' is 2 but groups 0..0 are described"),
             std::string::npos);
-  EXPECT_NE(error_of({{"optimizer", "SGD"}, {"optimizer.param_groups", "1"}, {"optimizer.param_groups.0.params", "0,x"}})
+  EXPECT_NE(error_of({{"optimizer", "SGD"},
+                      {"optimizer.param_groups", "1"},
+                      {"optimizer.param_groups.0.params", "0,x"}})
                 .find("'x' is not an index"),
             std::string::npos);
-  EXPECT_NE(error_of({{"optimizer", "SGD"}, {"optimizer.param_groups", "1"}, {"optimizer.param_groups.0.params", "0"},
+  EXPECT_NE(error_of({{"optimizer", "SGD"},
+                      {"optimizer.param_groups", "1"},
+                      {"optimizer.param_groups.0.params", "0"},
                       {"optimizer.param_groups.0.lr", "fast"}})
                 .find("'fast', not a number"),
             std::string::npos);
-  EXPECT_NE(error_of({{"optimizer.state.0.step", "1"}}).find("without the 'optimizer' name"), std::string::npos);
-  EXPECT_NE(error_of({{"optimizer.lr", "1"}}).find("unknown optimiser entry 'optimizer.lr'"), std::string::npos);
+  EXPECT_NE(error_of({{"optimizer.state.0.step", "1"}}).find("without the 'optimizer' name"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"optimizer.lr", "1"}}).find("unknown optimiser entry 'optimizer.lr'"),
+            std::string::npos);
 }
 
 // Numbers out of their range are refused naming the key and the value.
@@ -148,9 +163,11 @@ TEST(Checkpoint, OptimiserNumbersOutOfRangeAreNamed) {
   TempDir dir;
   const nn::NamedTensors none;
   const auto save = [&](const std::string& key, const std::string& value) {
-    bp::safetensors::Metadata meta = {{"optimizer", "Adam"}, {"optimizer.param_groups", "1"},
+    bp::safetensors::Metadata meta = {{"optimizer", "Adam"},
+                                      {"optimizer.param_groups", "1"},
                                       {"optimizer.param_groups.0.params", "0"},
-                                      {"optimizer.param_groups.0.lr", "0.001"}, {"optimizer.state.0.step", "3"}};
+                                      {"optimizer.param_groups.0.lr", "0.001"},
+                                      {"optimizer.state.0.step", "3"}};
     meta[key] = value;
     bp::safetensors::save_file(none, dir / "bad.safetensors", meta);
   };
@@ -162,14 +179,19 @@ TEST(Checkpoint, OptimiserNumbersOutOfRangeAreNamed) {
   EXPECT_NO_THROW(nn::read_checkpoint(dir / "bad.safetensors"));
   save("optimizer.param_groups.0.lr", "0");
   EXPECT_NO_THROW(nn::read_checkpoint(dir / "bad.safetensors")) << "a schedule may end at 0";
-  EXPECT_NE(error_of("optimizer.param_groups.0.lr", "inf").find("'optimizer.param_groups.0.lr' is 'inf', not a finite"),
+  EXPECT_NE(error_of("optimizer.param_groups.0.lr", "inf")
+                .find("'optimizer.param_groups.0.lr' is 'inf', not a finite"),
             std::string::npos);
-  EXPECT_NE(error_of("optimizer.param_groups.0.lr", "-0.5").find("'-0.5'; a learning rate is not negative"),
+  EXPECT_NE(error_of("optimizer.param_groups.0.lr", "-0.5")
+                .find("'-0.5'; a learning rate is not negative"),
             std::string::npos);
-  EXPECT_NE(error_of("optimizer.state.0.step", "-1").find("'optimizer.state.0.step' is '-1'; a step count"),
+  EXPECT_NE(error_of("optimizer.state.0.step", "-1")
+                .find("'optimizer.state.0.step' is '-1'; a step count"),
             std::string::npos);
-  EXPECT_NE(error_of("optimizer.state.0.step", "2.5").find("a step count is a whole number"), std::string::npos);
-  EXPECT_NE(error_of("optimizer.state.0.step", "nan").find("not a finite number"), std::string::npos);
+  EXPECT_NE(error_of("optimizer.state.0.step", "2.5").find("a step count is a whole number"),
+            std::string::npos);
+  EXPECT_NE(error_of("optimizer.state.0.step", "nan").find("not a finite number"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -4,14 +4,14 @@
 // entry's list exactly, on cpu_onednn and on sim. Where a backend fused the
 // composite into a named kernel (core::silu, core::layer_norm), the
 // primitives it reached must be among the entry's.
+#include "composite_ops.h"
+
 #include <backplane/backplane.h>
 #include <backplane/debug.h>
 #include <gtest/gtest.h>
 
 #include <set>
 #include <string>
-
-#include "composite_ops.h"
 
 namespace {
 
@@ -41,7 +41,8 @@ TEST_P(CompositeOps, EachEntryReachesTheKernelsItLists) {
     for (const bp::debug::ReachedKernel& k : entry.probe())
       (k.op.find("::") != std::string::npos ? named : primitives).insert(k.op);
     if (named.empty()) {
-      EXPECT_EQ(joined(primitives), joined(listed)) << "the table lists other kernels than the probe reached";
+      EXPECT_EQ(joined(primitives), joined(listed))
+          << "the table lists other kernels than the probe reached";
     } else {
       for (const auto& p : primitives)
         EXPECT_TRUE(listed.count(p)) << p << " reached beside " << joined(named) << ", not listed";

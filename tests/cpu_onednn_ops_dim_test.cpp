@@ -156,8 +156,9 @@ TEST(CpuOnednnDimOps, Argsort) {
             };
             std::vector<int64_t> order(static_cast<size_t>(n));
             std::iota(order.begin(), order.end(), 0);
-            std::stable_sort(order.begin(), order.end(),
-                             [&](int64_t a, int64_t b) { return before(in.get(at(a)), in.get(at(b))); });
+            std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+              return before(in.get(at(a)), in.get(at(b)));
+            });
             for (int64_t j = 0; j < n; ++j) want.set(at(j), double(order[size_t(j)]));
           });
           run(BP_OP_ARGSORT, d, {&in}, out, attrs_with({}, {c.dim, descending ? 1 : 0}));
@@ -170,7 +171,8 @@ TEST(CpuOnednnDimOps, Cumsum) {
   for (bp_dtype d : kAll)
     for (const DimCase& c : kDimCases)
       for (Layout li : kLayouts) {
-        SCOPED_TRACE(str("dtype ", d, " ", layout_name(li), " rank ", c.shape.size(), " dim ", c.dim));
+        SCOPED_TRACE(
+            str("dtype ", d, " ", layout_name(li), " rank ", c.shape.size(), " dim ", c.dim));
         const int64_t dim = wrap(c.dim, c.shape.size());
         const bool floating = d == BP_DTYPE_FLOAT32 || d == BP_DTYPE_FLOAT64;
         Buf in = make(d, c.shape, li, 1);
@@ -195,9 +197,7 @@ TEST(CpuOnednnDimOps, Cumsum) {
 }
 
 // A valid index value for position `k` along a dim of size n (with repeats).
-int64_t pick(uint64_t k, int64_t n) {
-  return int64_t(((k + 3) * 2654435761u) % uint64_t(n));
-}
+int64_t pick(uint64_t k, int64_t n) { return int64_t(((k + 3) * 2654435761u) % uint64_t(n)); }
 
 Buf make_index(const Shape& shape, Layout l, int64_t limit) {
   Buf b = make(BP_DTYPE_INT64, shape, l);

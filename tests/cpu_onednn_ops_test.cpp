@@ -18,9 +18,7 @@ const bp_dtype kNumeric[] = {BP_DTYPE_INT32, BP_DTYPE_INT64, BP_DTYPE_FLOAT32, B
 const bp_dtype kFloats[] = {BP_DTYPE_FLOAT32, BP_DTYPE_FLOAT64};
 
 // Rounds a reference value computed in double to what dtype `d` can hold.
-double as_dtype(bp_dtype d, double v) {
-  return d == BP_DTYPE_FLOAT32 ? double(float(v)) : v;
-}
+double as_dtype(bp_dtype d, double v) { return d == BP_DTYPE_FLOAT32 ? double(float(v)) : v; }
 
 // One unary op over every shape and layout, out of place and in place.
 void check_unary(bp_op op, const bp_dtype* dtypes, size_t n_dtypes, bool bool_out,

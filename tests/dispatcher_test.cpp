@@ -34,9 +34,7 @@ void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
   g_allocations.fetch_add(1, std::memory_order_relaxed);
   return std::malloc(n ? n : 1);
 }
-void* operator new[](std::size_t n, const std::nothrow_t& t) noexcept {
-  return operator new(n, t);
-}
+void* operator new[](std::size_t n, const std::nothrow_t& t) noexcept { return operator new(n, t); }
 // GCC pairs the replaced operator new with std::free and warns; they do
 // belong together here.
 #pragma GCC diagnostic push
@@ -181,8 +179,7 @@ TEST_F(KernelRegistryTest, MalformedRegistrationsAreRefused) {
       bp::ValueError);
   // Ids are slot + kMaxBackends * generation and fit a Device's int16.
   EXPECT_THROW(registry.add(-1, registration(Op::Add, 1, &probe), "t"), bp::ValueError);
-  EXPECT_THROW(registry.add(INT16_MAX + 1, registration(Op::Add, 1, &probe), "t"),
-               bp::ValueError);
+  EXPECT_THROW(registry.add(INT16_MAX + 1, registration(Op::Add, 1, &probe), "t"), bp::ValueError);
 }
 
 // --- call_kernel ------------------------------------------------------------

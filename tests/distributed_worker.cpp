@@ -15,7 +15,6 @@
 #include <backplane/nn/parallel.h>
 #include <backplane/optim/optimizer.h>
 #include <backplane/options.h>
-
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -39,13 +38,13 @@ int g_rank = -1;
 int g_failures = 0;
 std::string g_dist = "gloo";  // the process group's backend (--dist)
 
-#define CHECK(cond, ...)                                                                   \
-  do {                                                                                     \
-    if (!(cond)) {                                                                         \
-      std::cerr << "rank " << g_rank << ": FAILED " << #cond << " at line " << __LINE__ \
-                << ": " << bp::detail::concat(__VA_ARGS__) << std::endl;                  \
-      ++g_failures;                                                                        \
-    }                                                                                      \
+#define CHECK(cond, ...)                                                                        \
+  do {                                                                                          \
+    if (!(cond)) {                                                                              \
+      std::cerr << "rank " << g_rank << ": FAILED " << #cond << " at line " << __LINE__ << ": " \
+                << bp::detail::concat(__VA_ARGS__) << std::endl;                                \
+      ++g_failures;                                                                             \
+    }                                                                                           \
   } while (0)
 
 // The message of the error `f` raises (empty when it raises none).
@@ -151,7 +150,9 @@ void check_all_reduce(int n) {
 
 void check_other_collectives(int n) {
   for (DType dt : group_dtypes()) {
-    const auto base = [&](int r, int64_t i) { return dt == DType::Bool ? (r + i) % 2 : r * 10 + i; };
+    const auto base = [&](int r, int64_t i) {
+      return dt == DType::Bool ? (r + i) % 2 : r * 10 + i;
+    };
     // broadcast from every root
     for (int root = 0; root < n; ++root) {
       std::vector<double> v(5);
@@ -271,8 +272,10 @@ int mismatch(int n) {
   // A different element count on rank 1, a different call on rank 2.
   Tensor t = bp::ones({g_rank == 1 ? 4 : 8});
   std::string e = error_of<dist::DistributedError>([&] {
-    if (g_rank == 2) dist::broadcast(t, 0);
-    else dist::all_reduce(t);
+    if (g_rank == 2)
+      dist::broadcast(t, 0);
+    else
+      dist::all_reduce(t);
   });
   std::cout << "rank " << g_rank << ": " << e << std::endl;
   CHECK(contains(e, "the ranks' calls differ"), e);
@@ -285,30 +288,40 @@ int mismatch(int n) {
   CHECK(values_of(ok)[0] == n, "all_reduce after a mismatch");
   // A call refused by one rank's own checks: the others hear why.
   Tensor ints = bp::ones({2}, bp::TensorOptions(DType::Int32));
-  e = error_of([&] { dist::all_reduce(ints, g_rank == 1 ? dist::ReduceOp::Avg : dist::ReduceOp::Sum); });
+  e = error_of(
+      [&] { dist::all_reduce(ints, g_rank == 1 ? dist::ReduceOp::Avg : dist::ReduceOp::Sum); });
   std::cout << "rank " << g_rank << ": " << e << std::endl;
-  if (g_rank == 1) CHECK(contains(e, "avg needs a floating dtype"), e);
-  else CHECK(contains(e, "refused by the rank's own checks") && contains(e, "avg needs"), e);
+  if (g_rank == 1)
+    CHECK(contains(e, "avg needs a floating dtype"), e);
+  else
+    CHECK(contains(e, "refused by the rank's own checks") && contains(e, "avg needs"), e);
   // A send and a receive that differ: both sides say so.
   if (g_rank < 2) {
     Tensor s = bp::ones({g_rank == 0 ? 4 : 5});
     e = error_of<dist::DistributedError>([&] {
-      if (g_rank == 0) dist::send(s, 1);
-      else dist::recv(s, 0);
+      if (g_rank == 0)
+        dist::send(s, 1);
+      else
+        dist::recv(s, 0);
     });
     std::cout << "rank " << g_rank << ": " << e << std::endl;
     CHECK(contains(e, "a send and its receive differ") && contains(e, "send to rank 1 of 4") &&
-              contains(e, "recv from rank 0 of 5"), e);
+              contains(e, "recv from rank 0 of 5"),
+          e);
   }
   // A receive refused by its own rank's checks: the sender hears why.
   if (g_rank < 2) {
     e = error_of([&] {
-      if (g_rank == 0) dist::send(bp::ones({2}), 1);
-      else dist::recv(Tensor(), 0);
+      if (g_rank == 0)
+        dist::send(bp::ones({2}), 1);
+      else
+        dist::recv(Tensor(), 0);
     });
     std::cout << "rank " << g_rank << ": " << e << std::endl;
-    if (g_rank == 0) CHECK(contains(e, "rank 1 called recv #1, refused by the rank's own checks"), e);
-    else CHECK(contains(e, "undefined tensor"), e);
+    if (g_rank == 0)
+      CHECK(contains(e, "rank 1 called recv #1, refused by the rank's own checks"), e);
+    else
+      CHECK(contains(e, "undefined tensor"), e);
   }
   Tensor last = bp::ones({2});
   dist::all_reduce(last);
@@ -348,7 +361,6 @@ int killed(int) {
   return 0;
 }
 
-
 // DistributedDataParallel: n ranks on shares of each batch end with the
 // parameters of one process on the whole batch (computed here too, on a
 // replica), also with gradient accumulation under no_sync, with one bucket
@@ -371,7 +383,8 @@ class Tripwire : public bp::nn::Module {
   Tripwire() : Module("Tripwire") {}
   Tensor forward(const Tensor& x) override {
     if (g_tripwire_armed && x.requires_grad())
-      const_cast<Tensor&>(x).register_hook([](const Tensor&) -> Tensor { throw std::runtime_error("tripwire"); });
+      const_cast<Tensor&>(x).register_hook(
+          [](const Tensor&) -> Tensor { throw std::runtime_error("tripwire"); });
     return x;
   }
 };
@@ -388,7 +401,7 @@ std::shared_ptr<bp::nn::Module> small_model() {
 }
 
 void ddp_case(int n, double bucket_mb, bool accumulate, int failing_step = -1) {
-  const int64_t batch = 24;  // divisible by 2, 3 and 4
+  const int64_t batch = 24;       // divisible by 2, 3 and 4
   bp::manual_seed(100 + g_rank);  // replicas start different: DDP copies rank 0's
   auto model = small_model();
   bp::nn::DDPOptions o;
@@ -438,9 +451,10 @@ void ddp_case(int n, double bucket_mb, bool accumulate, int failing_step = -1) {
   }
   const double diff = max_difference(*model, *reference);
   std::cout << "rank " << g_rank << ": ddp with " << ddp->bucket_sizes().size() << " buckets"
-            << (accumulate ? " and no_sync" : "") << (failing_step >= 0 ? " and a failed backward" : "") << ": max difference from one process "
-            << diff << ", buckets started during backward " << ddp->buckets_started_early()
-            << std::endl;
+            << (accumulate ? " and no_sync" : "")
+            << (failing_step >= 0 ? " and a failed backward" : "")
+            << ": max difference from one process " << diff << ", buckets started during backward "
+            << ddp->buckets_started_early() << std::endl;
   CHECK(diff < 1e-5, "DDP differs from one process by ", diff);
   if (ddp->bucket_sizes().size() > 1)
     CHECK(ddp->buckets_started_early() > 1, "no bucket started before backward ended");
@@ -467,16 +481,19 @@ void ddp_unused(bool find_unused) {
   Tensor x = bp::randn({4, 4});
   d.forward(x).sum().backward();
   const Tensor g = m->unused->weight.grad();
-  if (find_unused) CHECK(!g.defined(), "an unused parameter got a gradient with find_unused_parameters");
-  else CHECK(g.defined() && values_of(g.flatten())[0] == 0, "an unused parameter's gradient is not zeros");
+  if (find_unused)
+    CHECK(!g.defined(), "an unused parameter got a gradient with find_unused_parameters");
+  else
+    CHECK(g.defined() && values_of(g.flatten())[0] == 0,
+          "an unused parameter's gradient is not zeros");
   CHECK(m->used->weight.grad().defined(), "a used parameter has no gradient");
 }
 
 int ddp(int n) {
-  ddp_case(n, 25, false);       // one bucket
-  ddp_case(n, 0.001, false);    // a bucket per parameter or so
-  ddp_case(n, 0.001, true);     // accumulation
-  ddp_case(n, 0.001, false, 1); // a backward that raises half-way
+  ddp_case(n, 25, false);        // one bucket
+  ddp_case(n, 0.001, false);     // a bucket per parameter or so
+  ddp_case(n, 0.001, true);      // accumulation
+  ddp_case(n, 0.001, false, 1);  // a backward that raises half-way
   ddp_unused(true);
   ddp_unused(false);
   // Replicas that differ are refused on every rank, naming both.
@@ -534,12 +551,14 @@ int init_errors() {
   } catch (const dist::DistributedError& err) {
     nccl = err.what();
     CHECK(contains(nccl, "the nccl backend") &&
-              (contains(nccl, "needs a CUDA device") || contains(nccl, "was not found")), nccl);
+              (contains(nccl, "needs a CUDA device") || contains(nccl, "was not found")),
+          nccl);
   }
   std::cout << "nccl: " << nccl << std::endl;
   std::filesystem::remove_all(dir);
   std::cout << "init errors: unknown method, rank out of range, RANK unset, unknown backend, "
-               "uninitialised group; a world of one" << std::endl;
+               "uninitialised group; a world of one"
+            << std::endl;
   return 0;
 }
 
@@ -602,9 +621,12 @@ int main(int argc, char** argv) {
   int spawn_n = 0;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--spawn" && i + 1 < argc) spawn_n = std::atoi(argv[++i]);
-    else if (a == "--dist" && i + 1 < argc) g_dist = argv[++i];
-    else scenario = a;
+    if (a == "--spawn" && i + 1 < argc)
+      spawn_n = std::atoi(argv[++i]);
+    else if (a == "--dist" && i + 1 < argc)
+      g_dist = argv[++i];
+    else
+      scenario = a;
   }
   if (scenario.empty()) {
     std::cerr << "usage: distributed_worker [--spawn N] [--dist gloo|nccl] "
@@ -615,7 +637,10 @@ int main(int argc, char** argv) {
     // The children get the same arguments but --spawn.
     std::vector<char*> child;
     for (std::size_t i = 0; i < all.size(); ++i) {
-      if (std::string(all[i]) == "--spawn") { ++i; continue; }
+      if (std::string(all[i]) == "--spawn") {
+        ++i;
+        continue;
+      }
       child.push_back(all[i]);
     }
     child.push_back(nullptr);
@@ -633,11 +658,16 @@ int main(int argc, char** argv) {
       dist::init_process_group(o);
       g_rank = dist::get_rank();
       const int n = dist::get_world_size();
-      if (scenario == "collectives") collectives(n);
-      else if (scenario == "mismatch") mismatch(n);
-      else if (scenario == "late") late(n);
-      else if (scenario == "killed") killed(n);
-      else if (scenario == "ddp") ddp(n);
+      if (scenario == "collectives")
+        collectives(n);
+      else if (scenario == "mismatch")
+        mismatch(n);
+      else if (scenario == "late")
+        late(n);
+      else if (scenario == "killed")
+        killed(n);
+      else if (scenario == "ddp")
+        ddp(n);
       else {
         std::cerr << "unknown scenario " << scenario << "\n";
         return 2;
@@ -648,7 +678,9 @@ int main(int argc, char** argv) {
     std::cerr << "rank " << g_rank << ": unexpected error: " << e.what() << std::endl;
     return 1;
   }
-  if (g_failures) std::cerr << "rank " << g_rank << ": " << g_failures << " checks failed\n";
-  else std::cout << "rank " << g_rank << ": " << scenario << ": all checks passed" << std::endl;
+  if (g_failures)
+    std::cerr << "rank " << g_rank << ": " << g_failures << " checks failed\n";
+  else
+    std::cout << "rank " << g_rank << ": " << scenario << ": all checks passed" << std::endl;
   return g_failures ? 1 : 0;
 }

@@ -26,13 +26,9 @@ namespace {
 const std::string kFakes = BACKPLANE_TEST_PLUGIN_DIR;
 const std::string kPlugins = BACKPLANE_PLUGIN_DIR;
 
-std::string fake(const std::string& name) {
-  return kFakes + "/libbackplane_" + name + ".so";
-}
+std::string fake(const std::string& name) { return kFakes + "/libbackplane_" + name + ".so"; }
 
-bp::PluginLoader& loader() {
-  return bp::PluginLoader::instance();
-}
+bp::PluginLoader& loader() { return bp::PluginLoader::instance(); }
 
 bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
@@ -52,9 +48,7 @@ std::string refusal(const std::string& spec) {
   return {};
 }
 
-bp::Device device_of(const bp::Backend& b) {
-  return {static_cast<int16_t>(b.id()), 0};
-}
+bp::Device device_of(const bp::Backend& b) { return {static_cast<int16_t>(b.id()), 0}; }
 
 // True when the running process has `path` mapped (its code is loaded).
 bool is_mapped(const std::string& path) {
@@ -264,8 +258,9 @@ TEST(Loader, ThrowingKernelBecomesATypedErrorAndTheProcessGoesOn) {
     (void)(x / y);
     FAIL() << "the div kernel throws";
   } catch (const bp::Error& e) {
-    EXPECT_TRUE(contains(e.what(), "[div] backend 'throwing': a C++ exception that is not a "
-                                   "std::exception escaped the plugin"))
+    EXPECT_TRUE(contains(e.what(),
+                         "[div] backend 'throwing': a C++ exception that is not a "
+                         "std::exception escaped the plugin"))
         << e.what();
   }
   EXPECT_EQ((x - y).to_vector<float>(), (std::vector<float>{3, 3}));
@@ -319,8 +314,10 @@ std::array<long, 4> two_devices_counts() {
   }
   auto fn = reinterpret_cast<void (*)(long*)>(::dlsym(h, "two_devices_copy_counts"));
   std::array<long, 4> c{};
-  if (fn != nullptr) fn(c.data());
-  else ADD_FAILURE() << "two_devices_copy_counts is not exported";
+  if (fn != nullptr)
+    fn(c.data());
+  else
+    ADD_FAILURE() << "two_devices_copy_counts is not exported";
   ::dlclose(h);
   return c;
 }
@@ -331,7 +328,8 @@ TEST(Loader, CopiesBetweenDevicesOfOnePluginStayInThePlugin) {
   const bp::Device d0{static_cast<int16_t>(b.id()), 0}, d1{static_cast<int16_t>(b.id()), 1};
   std::vector<int32_t> v(1000);
   std::iota(v.begin(), v.end(), 0);
-  const bp::Tensor a = bp::from_vector(v, {10, 100}, bp::TensorOptions(bp::DType::Int32).device(d0));
+  const bp::Tensor a =
+      bp::from_vector(v, {10, 100}, bp::TensorOptions(bp::DType::Int32).device(d0));
   const std::array<long, 4> before = two_devices_counts();
   // A transposed source and a dtype change: the bytes move once, device to
   // device, and the conversion runs on the destination.
@@ -521,8 +519,7 @@ TEST(Loader, TensorKeepsItsLibraryAliveAfterUnload) {
   EXPECT_EQ(t.to_vector<float>(), (std::vector<float>{1.5f, -2.0f}));
   EXPECT_NE(bp::KernelRegistry::instance().lookup(bp::Op::Add, id, bp::DType::Float32).fn, nullptr);
   EXPECT_EQ((t + t).to_vector<float>(), (std::vector<float>{3.0f, -4.0f}));
-  EXPECT_EQ(t.to(bp::device("cpu_onednn")).to_vector<float>(),
-            (std::vector<float>{1.5f, -2.0f}));
+  EXPECT_EQ(t.to(bp::device("cpu_onednn")).to_vector<float>(), (std::vector<float>{1.5f, -2.0f}));
   // Loading it again gives a second, independent instance with a new id.
   bp::Backend& again = loader().load(fake("keepalive"));
   EXPECT_NE(again.id(), id);

@@ -8,14 +8,14 @@
 #include <backplane/nn.h>
 #include <gtest/gtest.h>
 
-#include "test_util.h"
-
 #include <algorithm>
 #include <cmath>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "test_util.h"
 
 namespace {
 
@@ -37,7 +37,8 @@ struct Net : nn::Module {
     w = register_parameter("w", bp::zeros({2}));
     running = register_buffer("running", bp::ones({2}));
     fc = register_module("fc", std::make_shared<nn::Linear>(2, 3));
-    block = register_module("block", std::make_shared<nn::Sequential>(nn::Linear(3, 3), nn::ReLU()));
+    block =
+        register_module("block", std::make_shared<nn::Sequential>(nn::Linear(3, 3), nn::ReLU()));
   }
   Tensor forward(const Tensor& x) override { return (*block)((*fc)(x * w)); }
   Tensor w, running;
@@ -47,7 +48,8 @@ struct Net : nn::Module {
 
 TEST(Module, NamesNestInRegistrationOrder) {
   auto net = std::make_shared<Net>();
-  EXPECT_EQ(joined(net->named_parameters().keys()), "w,fc.weight,fc.bias,block.0.weight,block.0.bias");
+  EXPECT_EQ(joined(net->named_parameters().keys()),
+            "w,fc.weight,fc.bias,block.0.weight,block.0.bias");
   EXPECT_EQ(joined(net->named_parameters(/*recurse=*/false).keys()), "w");
   EXPECT_EQ(joined(net->named_buffers().keys()), "running");
   EXPECT_EQ(joined(net->state_dict().keys()),
@@ -81,7 +83,9 @@ TEST(Module, ApplyVisitsChildrenFirst) {
 TEST(Module, ForwardOfAModuleWithoutOneNamesIt) {
   nn::ModuleList list(nn::Linear(2, 2), nn::ReLU());
   EXPECT_EQ(list.size(), 2u);
-  EXPECT_NE(message_of<bp::NotImplementedError>([&] { list(bp::zeros({2})); }).find("[ModuleList] this module has no"),
+  EXPECT_NE(message_of<bp::NotImplementedError>([&] {
+              list(bp::zeros({2}));
+            }).find("[ModuleList] this module has no"),
             std::string::npos);
   EXPECT_NE(message_of<bp::IndexError>([&] { list[2]; }).find("out of range"), std::string::npos);
 }
@@ -96,7 +100,8 @@ TEST(Module, ToConvertsGradientsAndKeepsIdentity) {
   EXPECT_EQ(w.grad().dtype(), DType::Float64);
   // d(sum(x W^T + b))/dW = ones, converted with the parameter.
   EXPECT_EQ(w.grad().to_vector<double>(), std::vector<double>(6, 1.0));
-  EXPECT_NE(message_of<bp::TypeError>([&] { fc.to(DType::Int32); }).find("floating dtypes only"), std::string::npos);
+  EXPECT_NE(message_of<bp::TypeError>([&] { fc.to(DType::Int32); }).find("floating dtypes only"),
+            std::string::npos);
 }
 
 TEST(Module, ContainersTakeModulesByMove) {
@@ -131,7 +136,9 @@ TEST(Module, PrintsFloatsAndSizesAsPython) {
 TEST(Module, SetDataRefusesATensorThatRequiresGrad) {
   Tensor t = bp::zeros({2});
   Tensor src = bp::ones({3}).requires_grad_();
-  EXPECT_NE(message_of<bp::AutogradError>([&] { nn::set_data(t, src); }).find("must not require grad"), std::string::npos);
+  EXPECT_NE(
+      message_of<bp::AutogradError>([&] { nn::set_data(t, src); }).find("must not require grad"),
+      std::string::npos);
   nn::set_data(t, src.detach());
   EXPECT_EQ(t.to_vector<float>(), std::vector<float>({1, 1, 1}));
 }
@@ -155,7 +162,8 @@ TEST(Init, KaimingUniformBoundsAndSpread) {
   nn::Linear again(256, 512);
   EXPECT_TRUE(bp::equal(fc.weight, again.weight));
   EXPECT_DOUBLE_EQ(nn::init::calculate_gain("leaky_relu", std::sqrt(5.0)), std::sqrt(1.0 / 3.0));
-  EXPECT_EQ(nn::init::calculate_fan_in_and_fan_out(bp::zeros({8, 3, 5, 5})), std::make_pair(int64_t{75}, int64_t{200}));
+  EXPECT_EQ(nn::init::calculate_fan_in_and_fan_out(bp::zeros({8, 3, 5, 5})),
+            std::make_pair(int64_t{75}, int64_t{200}));
 }
 
 TEST(Layers, DropoutFollowsTheMode) {
@@ -171,7 +179,8 @@ TEST(Layers, DropoutFollowsTheMode) {
   EXPECT_LT(kept, 600);
   drop.eval();
   EXPECT_TRUE(bp::equal(drop(x), x));
-  EXPECT_NE(message_of<bp::ValueError>([] { nn::Dropout(1.5); }).find("between 0 and 1"), std::string::npos);
+  EXPECT_NE(message_of<bp::ValueError>([] { nn::Dropout(1.5); }).find("between 0 and 1"),
+            std::string::npos);
 }
 
 TEST(Layers, BatchNormCumulativeAverageWithoutMomentum) {
@@ -186,7 +195,9 @@ TEST(Layers, BatchNormCumulativeAverageWithoutMomentum) {
   bn.eval();
   // Eval: (x - 2) / sqrt(0 + 1e-5).
   EXPECT_NEAR(bn(bp::full({1, 1, 1, 1}, 2.5)).item<float>(), 0.5 / std::sqrt(1e-5), 1e-1);
-  EXPECT_NE(message_of<bp::ValueError>([&] { bn(bp::zeros({2, 1, 3})); }).find("expected 4D input (got 3D input)"),
+  EXPECT_NE(message_of<bp::ValueError>([&] {
+              bn(bp::zeros({2, 1, 3}));
+            }).find("expected 4D input (got 3D input)"),
             std::string::npos);
 }
 
@@ -197,13 +208,17 @@ TEST(Layers, EmbeddingPaddingRowIsZeroAndGetsNoGradient) {
   const Tensor idx = bp::tensor({int64_t{3}, int64_t{1}, int64_t{3}});
   emb(idx).sum().backward();
   EXPECT_EQ(emb.weight.grad().to_vector<float>(), std::vector<float>({0, 0, 1, 1, 0, 0, 0, 0}));
-  EXPECT_NE(message_of<bp::ValueError>([] { nn::Embedding(4, 2, 4); }).find("padding_idx must be within"),
-            std::string::npos);
+  EXPECT_NE(
+      message_of<bp::ValueError>([] { nn::Embedding(4, 2, 4); }).find("padding_idx must be within"),
+      std::string::npos);
 }
 
 TEST(Layers, LinearChecksItsInput) {
   nn::Linear fc(4, 3);
-  EXPECT_NE(message_of<bp::ValueError>([&] { fc(bp::zeros({2, 5})); }).find("in_features = 4"), std::string::npos);
+  EXPECT_NE(message_of<bp::ValueError>([&] {
+              fc(bp::zeros({2, 5}));
+            }).find("in_features = 4"),
+            std::string::npos);
   EXPECT_EQ(fc(bp::zeros({7, 2, 4})).sizes().size(), 3u);  // leading dims broadcast
 }
 
@@ -234,7 +249,9 @@ TEST(Optim, AmsgradTurnedOnLateIsRefusedBeforeAnyChange) {
   adam.step();
   adam.param_groups()[0]["amsgrad"] = 1;
   const Tensor a_before = a.detach().clone();
-  EXPECT_NE(message_of<bp::ValueError>([&] { adam.step(); }).find("amsgrad was turned on after the first step"),
+  EXPECT_NE(message_of<bp::ValueError>([&] {
+              adam.step();
+            }).find("amsgrad was turned on after the first step"),
             std::string::npos);
   EXPECT_TRUE(bp::equal(a, a_before));
   EXPECT_EQ(adam.state(a).numbers.at("step"), 1.0);
@@ -242,8 +259,9 @@ TEST(Optim, AmsgradTurnedOnLateIsRefusedBeforeAnyChange) {
 
 TEST(Optim, UnknownGroupOptionIsRefused) {
   Tensor a = bp::zeros({1}).requires_grad_();
-  EXPECT_NE(message_of<bp::ValueError>([&] { optim::SGD({optim::ParamGroup{{a}, {{"betas", 1.0}}}}, {}); })
-                .find("unknown option 'betas'"),
+  EXPECT_NE(message_of<bp::ValueError>([&] {
+              optim::SGD({optim::ParamGroup{{a}, {{"betas", 1.0}}}}, {});
+            }).find("unknown option 'betas'"),
             std::string::npos);
 }
 
@@ -260,13 +278,16 @@ TEST(Clip, ByValueAndNothingToClip) {
   EXPECT_FLOAT_EQ(nn::utils::clip_grad_norm_({r}, 10.0).item<float>(), 5.0f);
   EXPECT_EQ(r.grad().to_vector<float>(), std::vector<float>({3, 4}));
   r.set_grad(bp::tensor({NAN, 4.f}));
-  EXPECT_NE(message_of<bp::ValueError>([&] { nn::utils::clip_grad_norm_({r}, 1.0, 2.0, true); }).find("non-finite"),
+  EXPECT_NE(message_of<bp::ValueError>([&] {
+              nn::utils::clip_grad_norm_({r}, 1.0, 2.0, true);
+            }).find("non-finite"),
             std::string::npos);
 }
 
 bool reached(const bp::debug::KernelRecording& rec, const std::string& op) {
   const auto k = rec.kernels();
-  return std::any_of(k.begin(), k.end(), [&](const bp::debug::ReachedKernel& r) { return r.op == op; });
+  return std::any_of(k.begin(), k.end(),
+                     [&](const bp::debug::ReachedKernel& r) { return r.op == op; });
 }
 
 // cpu_onednn has fused updates: steps on a dense parameter reach them (the
@@ -276,7 +297,8 @@ bool reached(const bp::debug::KernelRecording& rec, const std::string& op) {
 TEST(Optim, FusedUpdatesRunWhereTheBackendHasThem) {
   bp::manual_seed(4);
   const Tensor init = bp::randn({16, 8}), grad = bp::randn({16, 8});
-  ASSERT_TRUE(bp::has_override("core::adam_step", grad) && bp::has_override("core::sgd_step", grad));
+  ASSERT_TRUE(bp::has_override("core::adam_step", grad) &&
+              bp::has_override("core::sgd_step", grad));
   for (bool adam : {false, true}) {
     const char* op = adam ? "core::adam_step" : "core::sgd_step";
     auto make = [&](const std::vector<Tensor>& ps) -> std::unique_ptr<optim::Optimizer> {
@@ -284,7 +306,8 @@ TEST(Optim, FusedUpdatesRunWhereTheBackendHasThem) {
       return std::make_unique<optim::SGD>(ps, optim::SGDOptions{.lr = 0.1, .momentum = 0.9});
     };
     Tensor dense = init.clone().requires_grad_();
-    Tensor transposed = init.t().contiguous().t().detach().requires_grad_();  // same values, other strides
+    Tensor transposed =
+        init.t().contiguous().t().detach().requires_grad_();  // same values, other strides
     auto a = make({dense});
     auto b = make({transposed});
     for (int step = 0; step < 2; ++step) {
@@ -309,7 +332,8 @@ TEST(Optim, FusedUpdatesRunWhereTheBackendHasThem) {
 TEST(Training, MlpLearns) {
   bp::manual_seed(0);
   const Tensor x = bp::rand({256, 2}) * 2.0 - 1.0;
-  const Tensor y = bp::ne(bp::gt(x.select(1, 0), 0.0), bp::gt(x.select(1, 1), 0.0)).to(DType::Int64);
+  const Tensor y =
+      bp::ne(bp::gt(x.select(1, 0), 0.0), bp::gt(x.select(1, 1), 0.0)).to(DType::Int64);
   nn::Sequential model(nn::Linear(2, 32), nn::ReLU(), nn::Linear(32, 2));
   optim::Adam opt(model.parameters(), {.lr = 0.05});
   optim::CosineAnnealingLR sched(opt, 200);

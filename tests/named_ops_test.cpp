@@ -4,10 +4,10 @@
 #include <backplane/backplane.h>
 #include <gtest/gtest.h>
 
-#include "test_util.h"
-
 #include <string>
 #include <vector>
+
+#include "test_util.h"
 
 namespace {
 
@@ -28,8 +28,10 @@ bool contains(const std::string& s, const std::string& part) {
 using bp::testing::message_of;
 
 TEST(NamedOps, CallRunsTheKernelWithItsAttributes) {
-  const bp::Tensor x = bp::from_vector(std::vector<float>{1, 2, 3}, {3}, on_vendor(bp::DType::Float32));
-  const bp::Tensor y = bp::from_vector(std::vector<float>{10, 20, 30}, {3}, on_vendor(bp::DType::Float32));
+  const bp::Tensor x =
+      bp::from_vector(std::vector<float>{1, 2, 3}, {3}, on_vendor(bp::DType::Float32));
+  const bp::Tensor y =
+      bp::from_vector(std::vector<float>{10, 20, 30}, {3}, on_vendor(bp::DType::Float32));
   const std::vector<bp::Tensor> out = bp::call_op("fake::axpby", {x, y}, {2.0, 0.5});
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].device(), x.device());
@@ -82,7 +84,8 @@ TEST(NamedOps, CallOutWritesInPlaceAndBumpsTheVersion) {
 }
 
 TEST(NamedOps, CallsThatDoNotMatchTheSchemaAreRefusedNamingIt) {
-  const bp::Tensor x = bp::from_vector(std::vector<float>{1, 2}, {2}, on_vendor(bp::DType::Float32));
+  const bp::Tensor x =
+      bp::from_vector(std::vector<float>{1, 2}, {2}, on_vendor(bp::DType::Float32));
   std::string m = message_of<bp::ValueError>([&] { bp::call_op("fake::axpby", {x}, {1.0, 2.0}); });
   EXPECT_TRUE(contains(m, "[fake::axpby] expects 2 tensor(s), got 1")) << m;
   EXPECT_TRUE(contains(m, "(schema: (Tensor x, Tensor y, float a, float b) -> Tensor)")) << m;
@@ -95,21 +98,26 @@ TEST(NamedOps, CallsThatDoNotMatchTheSchemaAreRefusedNamingIt) {
   m = message_of<bp::ValueError>([&] { bp::call_op_out("fake::split_sign", {x}, {x}, {true}); });
   EXPECT_TRUE(contains(m, "writes 2 output(s), got 1")) << m;
   // An output that partly overlaps an input (IP-6).
-  const bp::Tensor z = bp::from_vector(std::vector<int64_t>{1, 2, 3}, {3}, on_vendor(bp::DType::Int64));
-  m = message_of<bp::ValueError>(
-      [&] { bp::call_op_out("fake::shift", {z.narrow(0, 0, 2)}, {z.narrow(0, 1, 2)}, {int64_t{1}}); });
+  const bp::Tensor z =
+      bp::from_vector(std::vector<int64_t>{1, 2, 3}, {3}, on_vendor(bp::DType::Int64));
+  m = message_of<bp::ValueError>([&] {
+    bp::call_op_out("fake::shift", {z.narrow(0, 0, 2)}, {z.narrow(0, 1, 2)}, {int64_t{1}});
+  });
   EXPECT_TRUE(contains(m, "fake::shift")) << m;
   EXPECT_EQ(z.to_vector<int64_t>(), (std::vector<int64_t>{1, 2, 3}));
   // The kernel's own checks still run: shapes the schema cannot state.
-  const bp::Tensor y = bp::from_vector(std::vector<float>{1, 2, 3}, {3}, on_vendor(bp::DType::Float32));
+  const bp::Tensor y =
+      bp::from_vector(std::vector<float>{1, 2, 3}, {3}, on_vendor(bp::DType::Float32));
   m = message_of<bp::ValueError>([&] { bp::call_op("fake::axpby", {x, y}, {1.0, 1.0}); });
   EXPECT_TRUE(contains(m, "[fake::axpby] backend 'vendor_ops'")) << m;
 }
 
 TEST(NamedOps, DtypeOutsideTheRegistrationIsNotImplemented) {
-  const bp::Tensor x = bp::from_vector(std::vector<int32_t>{1, 2}, {2}, on_vendor(bp::DType::Int32));
-  const std::string m =
-      message_of<bp::NotImplementedError>([&] { bp::call_op("fake::axpby", {x, x}, {1.0, 1.0}); });
+  const bp::Tensor x =
+      bp::from_vector(std::vector<int32_t>{1, 2}, {2}, on_vendor(bp::DType::Int32));
+  const std::string m = message_of<bp::NotImplementedError>([&] {
+    bp::call_op("fake::axpby", {x, x}, {1.0, 1.0});
+  });
   EXPECT_TRUE(contains(m, "not implemented for dtype int32 on backend 'vendor_ops'")) << m;
   EXPECT_TRUE(contains(m, "it takes float32, float64")) << m;
 }
@@ -117,8 +125,9 @@ TEST(NamedOps, DtypeOutsideTheRegistrationIsNotImplemented) {
 TEST(NamedOps, ABackendWithoutTheOpNamesTheOnesThatHaveIt) {
   vendor();
   const bp::Tensor x = bp::ones({2});  // the default backend
-  std::string m =
-      message_of<bp::NotImplementedError>([&] { bp::call_op("fake::axpby", {x, x}, {1.0, 1.0}); });
+  std::string m = message_of<bp::NotImplementedError>([&] {
+    bp::call_op("fake::axpby", {x, x}, {1.0, 1.0});
+  });
   EXPECT_TRUE(contains(m, "is not a named op of backend 'cpu_onednn'")) << m;
   EXPECT_TRUE(contains(m, "backends that have it: vendor_ops")) << m;
   m = message_of<bp::NotImplementedError>([&] { bp::call_op("fake::nothing", {x}); });
@@ -126,9 +135,12 @@ TEST(NamedOps, ABackendWithoutTheOpNamesTheOnesThatHaveIt) {
 }
 
 TEST(NamedOps, MixedDevicesAndGradientsAreRefused) {
-  const bp::Tensor x = bp::from_vector(std::vector<float>{1, 2}, {2}, on_vendor(bp::DType::Float32));
+  const bp::Tensor x =
+      bp::from_vector(std::vector<float>{1, 2}, {2}, on_vendor(bp::DType::Float32));
   const bp::Tensor cpu = bp::ones({2});
-  std::string m = message_of<bp::ValueError>([&] { bp::call_op("fake::axpby", {x, cpu}, {1.0, 1.0}); });
+  std::string m = message_of<bp::ValueError>([&] {
+    bp::call_op("fake::axpby", {x, cpu}, {1.0, 1.0});
+  });
   EXPECT_TRUE(contains(m, "fake::axpby")) << m;
   EXPECT_TRUE(contains(m, "cpu_onednn:0")) << m;
   bp::Tensor w = bp::from_vector(std::vector<float>{1, 2}, {2}, on_vendor(bp::DType::Float32));
@@ -182,7 +194,8 @@ TEST(NamedOps, UnloadingTheBackendTakesItsOpsAway) {
 TEST(NamedOps, AnOverrideRunsOnlyWhenNoGradientIsRecorded) {
   // vendor_ops overrides silu with x + 1000 and has no sigmoid: the
   // composite cannot run there, which shows which path a call took.
-  const bp::Tensor x = bp::from_vector(std::vector<float>{1, 2}, {2}, on_vendor(bp::DType::Float32));
+  const bp::Tensor x =
+      bp::from_vector(std::vector<float>{1, 2}, {2}, on_vendor(bp::DType::Float32));
   EXPECT_TRUE(bp::has_override("core::silu", x));
   EXPECT_FALSE(bp::has_override("core::silu", x.to(bp::DType::Float64)));
   EXPECT_EQ(bp::silu(x).to_vector<float>(), (std::vector<float>{1001, 1002}));

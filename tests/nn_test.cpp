@@ -22,7 +22,8 @@ using bp::Tensor;
 
 bool reached(const bp::debug::KernelRecording& rec, const std::string& op) {
   const auto k = rec.kernels();
-  return std::any_of(k.begin(), k.end(), [&](const bp::debug::ReachedKernel& r) { return r.op == op; });
+  return std::any_of(k.begin(), k.end(),
+                     [&](const bp::debug::ReachedKernel& r) { return r.op == op; });
 }
 
 Tensor iota(std::vector<int64_t> shape, DType dt = DType::Float32) {
@@ -98,8 +99,11 @@ TEST(ConvTranspose2d, ModuleShapesAndRepr) {
   EXPECT_LE(m.weight.abs().max().item<double>(), bound);
   EXPECT_LE(m.bias.abs().max().item<double>(), bound);
   // (5 - 1) * 2 - 2 * 1 + 3 + 1 = 10 per spatial dim.
-  EXPECT_EQ(bp::DimVector(m.forward(bp::ones({1, 4, 5, 5})).sizes()), bp::DimVector({1, 6, 10, 10}));
-  EXPECT_EQ(m.extra_repr(), "4, 6, kernel_size=(3, 3), stride=(2, 2), padding=(1, 1), output_padding=(1, 1), groups=2");
+  EXPECT_EQ(bp::DimVector(m.forward(bp::ones({1, 4, 5, 5})).sizes()),
+            bp::DimVector({1, 6, 10, 10}));
+  EXPECT_EQ(
+      m.extra_repr(),
+      "4, 6, kernel_size=(3, 3), stride=(2, 2), padding=(1, 1), output_padding=(1, 1), groups=2");
 }
 
 TEST(LayerNorm, LargeFloat32RunsOnednnWithoutGrad) {
@@ -171,7 +175,8 @@ TEST(Losses, CrossEntropyOfUniformLogitsIsLogC) {
   // Ignoring one target averages over the other two: still log 4; ignoring
   // every target leaves nothing to average: 0/0, NaN (as PyTorch).
   EXPECT_NEAR(bp::cross_entropy(logits, target, Tensor(), 3).item<double>(), std::log(4.0), 1e-6);
-  EXPECT_TRUE(std::isnan(bp::cross_entropy(logits, bp::tensor({3, 3, 3}), Tensor(), 3).item<double>()));
+  EXPECT_TRUE(
+      std::isnan(bp::cross_entropy(logits, bp::tensor({3, 3, 3}), Tensor(), 3).item<double>()));
   EXPECT_NEAR(bp::mse_loss(bp::ones({2, 2}), bp::zeros({2, 2})).item<double>(), 1.0, 0);
 }
 
@@ -214,7 +219,8 @@ TEST_P(HostAllocator, FreedBlocksAreReusedAndCountedOnce) {
   for (int i = 0; i < 3; ++i) {
     const Tensor t = bp::empty({n});
     const bp_memory_stats s = *b.memory_stats(d.index);
-    EXPECT_EQ(s.num_system_allocs, s0.num_system_allocs) << "pass " << i << " did not reuse the cached block";
+    EXPECT_EQ(s.num_system_allocs, s0.num_system_allocs)
+        << "pass " << i << " did not reuse the cached block";
     EXPECT_EQ(s.reserved_bytes, s0.reserved_bytes + (n * 4 <= 256 ? 16 : 0))
         << "pass " << i << " counted the reused block again";
     EXPECT_EQ(s.allocated_bytes, s0.allocated_bytes + static_cast<uint64_t>(n) * 4);
@@ -267,9 +273,13 @@ INSTANTIATE_TEST_SUITE_P(Sizes, HostAllocator,
 // softmax and log_softmax have no implicit-dim form (docs/nn.md): a call
 // without a dim does not compile; with a dtype, a non-floating one is refused.
 template <typename T>
-concept SoftmaxWithoutDim = requires(T t) { bp::softmax(t); };
+concept SoftmaxWithoutDim = requires(T t) {
+  bp::softmax(t);
+};
 template <typename T>
-concept LogSoftmaxWithoutDim = requires(T t) { bp::log_softmax(t); };
+concept LogSoftmaxWithoutDim = requires(T t) {
+  bp::log_softmax(t);
+};
 static_assert(!SoftmaxWithoutDim<bp::Tensor> && !LogSoftmaxWithoutDim<bp::Tensor>);
 
 TEST(Softmax, DtypeMustBeFloating) {

@@ -125,9 +125,10 @@ TEST(OpenclPrograms, NoFileWhenTheCacheIsOff) {
 }
 
 TEST(OpenclPrograms, TheSourceDeclaresEveryRole) {
-  const std::string src =
-      program_source(device(0), ProgramSpec{"sum", {{"T", BP_DTYPE_FLOAT16}, {"O", BP_DTYPE_FLOAT16},
-                                                    {"A", BP_DTYPE_FLOAT32}}, {}});
+  const std::string src = program_source(
+      device(0),
+      ProgramSpec{
+          "sum", {{"T", BP_DTYPE_FLOAT16}, {"O", BP_DTYPE_FLOAT16}, {"A", BP_DTYPE_FLOAT32}}, {}});
   EXPECT_NE(src.find("#define T_LOAD(p) vload_half"), std::string::npos);
   EXPECT_NE(src.find("#define O_STORE(p, v) vstore_half_rte"), std::string::npos);
   EXPECT_NE(src.find("#define A_C float"), std::string::npos);

@@ -23,8 +23,10 @@ std::set<int64_t> positions(const Dims& size, const Dims& stride, int64_t offset
     for (std::size_t d = 0; d < size.size(); ++d) p += idx[d] * stride[d];
     out.insert(p);
     for (std::size_t d = size.size(); d-- > 0;)
-      if (++idx[d] < size[d]) break;
-      else idx[d] = 0;
+      if (++idx[d] < size[d])
+        break;
+      else
+        idx[d] = 0;
   }
   return out;
 }
@@ -81,9 +83,11 @@ TEST(Overlap, AgreesWithBruteForceOnRandomLayouts) {
       out_stride[d] = 1 + static_cast<int64_t>(rng() % 12);
       in_stride[d] = rng() % 2 ? out_stride[d] : 1 + static_cast<int64_t>(rng() % 12);
     }
-    const int64_t out_off = static_cast<int64_t>(rng() % 40), in_off = static_cast<int64_t>(rng() % 40);
+    const int64_t out_off = static_cast<int64_t>(rng() % 40),
+                  in_off = static_cast<int64_t>(rng() % 40);
     const std::set<int64_t> o = positions(size, out_stride, out_off);
-    if (static_cast<int64_t>(o.size()) != bp::Tensor(base).as_strided(size, out_stride, out_off).numel())
+    if (static_cast<int64_t>(o.size()) !=
+        bp::Tensor(base).as_strided(size, out_stride, out_off).numel())
       continue;  // an output with repeated elements: the other check's business
     const std::set<int64_t> i = positions(size, in_stride, in_off);
     // The same elements in the same order (a stride of a dim of size 1

@@ -75,12 +75,8 @@ inline const char* layout_name(Layout l) {
 }
 
 inline const size_t kDtypeBytes[] = {1, 4, 8, 4, 8};
-inline size_t dtype_bytes(bp_dtype d) {
-  return kDtypeBytes[d];
-}
-inline bool is_float(bp_dtype d) {
-  return d == BP_DTYPE_FLOAT32 || d == BP_DTYPE_FLOAT64;
-}
+inline size_t dtype_bytes(bp_dtype d) { return kDtypeBytes[d]; }
+inline bool is_float(bp_dtype d) { return d == BP_DTYPE_FLOAT32 || d == BP_DTYPE_FLOAT64; }
 
 inline void for_each_index(const Shape& shape, const std::function<void(const Shape&)>& f) {
   for (int64_t s : shape)
@@ -228,9 +224,7 @@ inline bp_attrs attrs_with(std::vector<bp_scalar> scalars, std::vector<int64_t> 
   for (size_t i = 0; i < ints.size(); ++i) a.ints[i] = ints[i];
   return a;
 }
-inline bp_scalar fscalar(double v) {
-  return bp_scalar{BP_DTYPE_FLOAT64, 0, {v}};
-}
+inline bp_scalar fscalar(double v) { return bp_scalar{BP_DTYPE_FLOAT64, 0, {v}}; }
 inline bp_scalar iscalar(int64_t v) {
   bp_scalar s{BP_DTYPE_INT64, 0, {}};
   s.value.i = v;

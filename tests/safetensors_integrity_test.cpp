@@ -26,7 +26,9 @@ using bp::Tensor;
 namespace st = bp::safetensors;
 using bp::testing::TempDir;
 
-std::string message_of(const std::function<void()>& f) { return bp::testing::message_of<bp::ValueError>(f); }
+std::string message_of(const std::function<void()>& f) {
+  return bp::testing::message_of<bp::ValueError>(f);
+}
 
 std::vector<std::byte> as_bytes(const std::string& s) {
   std::vector<std::byte> out(s.size());
@@ -35,8 +37,9 @@ std::vector<std::byte> as_bytes(const std::string& s) {
 }
 
 void write(const std::string& path, const std::vector<std::byte>& bytes) {
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
-                                              static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()),
+             static_cast<std::streamsize>(bytes.size()));
 }
 
 // A small file with two dtypes and metadata, as Backplane writes it.
@@ -59,7 +62,8 @@ TEST(SafetensorsIntegrity, SumsAreWrittenAndVerified) {
   const std::vector<std::byte> good = good_file();
   const st::Header h = st::parse_header(good);
   EXPECT_TRUE(h.checksummed);
-  EXPECT_EQ(h.metadata, (st::Metadata{{"train.lr", "0.001"}})) << "the sums are not the caller's metadata";
+  EXPECT_EQ(h.metadata, (st::Metadata{{"train.lr", "0.001"}}))
+      << "the sums are not the caller's metadata";
   const std::string text(reinterpret_cast<const char*>(good.data()) + 8, h.data_start - 8);
   for (const char* key : {"\"backplane.crc32c.header\":\"", "\"backplane.crc32c.tensor.w\":\"",
                           "\"backplane.crc32c.tensor.n\":\"", "\"backplane.crc32c.tensor.b\":\""})
@@ -71,10 +75,12 @@ TEST(SafetensorsIntegrity, SumsAreWrittenAndVerified) {
   std::memcpy(raw.data(), n.to_vector<int64_t>().data(), 16);
   char want[9];
   std::snprintf(want, sizeof want, "%08x", st::crc32c(raw));
-  EXPECT_NE(text.find(std::string("\"backplane.crc32c.tensor.n\":\"") + want + "\""), std::string::npos);
+  EXPECT_NE(text.find(std::string("\"backplane.crc32c.tensor.n\":\"") + want + "\""),
+            std::string::npos);
   // The caller may not write the sums' keys.
-  EXPECT_NE(message_of([] { st::serialize({}, {{"backplane.crc32c.header", "0"}}); })
-                .find("metadata key 'backplane.crc32c.header' is kept for the sums"),
+  EXPECT_NE(message_of([] {
+              st::serialize({}, {{"backplane.crc32c.header", "0"}});
+            }).find("metadata key 'backplane.crc32c.header' is kept for the sums"),
             std::string::npos);
 }
 
@@ -89,7 +95,8 @@ TEST(SafetensorsIntegrity, EveryFlippedBitIsRefused) {
       const std::string m = message_of([&] { st::deserialize(bad); });
       refused += m != "(no ValueError)";
       // A flip in the data names the tensor and both sums.
-      if (i >= data_start && m.find("has CRC32C ") != std::string::npos && m.find(" was stored") != std::string::npos)
+      if (i >= data_start && m.find("has CRC32C ") != std::string::npos &&
+          m.find(" was stored") != std::string::npos)
         ++named;
     }
   EXPECT_EQ(refused, static_cast<int>(good.size() * 8));
@@ -97,7 +104,8 @@ TEST(SafetensorsIntegrity, EveryFlippedBitIsRefused) {
   // Which tensor: a flip in w's first byte.
   std::vector<std::byte> bad = good;
   bad[data_start + 16] ^= std::byte{1};  // w follows the 16 bytes of n (widest first)
-  EXPECT_NE(message_of([&] { st::deserialize(bad); }).find("tensor 'w' has CRC32C"), std::string::npos);
+  EXPECT_NE(message_of([&] { st::deserialize(bad); }).find("tensor 'w' has CRC32C"),
+            std::string::npos);
 }
 
 TEST(SafetensorsIntegrity, AnEditedHeaderIsRefused) {
@@ -110,7 +118,8 @@ TEST(SafetensorsIntegrity, AnEditedHeaderIsRefused) {
   EXPECT_NE(m.find("the header's CRC32C is "), std::string::npos) << m;
   EXPECT_NE(m.find("is damaged"), std::string::npos) << m;
   // A removed tensor sum, and an added one for no tensor, are refused too.
-  std::string none = std::string(reinterpret_cast<const char*>(good_file().data()), good_file().size());
+  std::string none =
+      std::string(reinterpret_cast<const char*>(good_file().data()), good_file().size());
   const std::size_t k = none.find("backplane.crc32c.tensor.w");
   none.replace(k, 25, "backplane.crc32c.tensor.q");
   EXPECT_NE(message_of([&] { st::deserialize(as_bytes(none)); }).find("CRC32C"), std::string::npos);
@@ -118,7 +127,8 @@ TEST(SafetensorsIntegrity, AnEditedHeaderIsRefused) {
 
 TEST(SafetensorsIntegrity, FilesWithoutSumsNeedTheOptOutAndAreNamedOnce) {
   TempDir dir;
-  const std::string header = R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"y":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})";
+  const std::string header =
+      R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"y":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})";
   std::vector<std::byte> bytes(8 + header.size() + 8);
   const uint64_t n = header.size();
   std::memcpy(bytes.data(), &n, 8);
@@ -139,7 +149,9 @@ TEST(SafetensorsIntegrity, FilesWithoutSumsNeedTheOptOutAndAreNamedOnce) {
   // The opt-out does not turn off the sums a file has.
   std::vector<std::byte> bad = good_file();
   bad.back() ^= std::byte{4};
-  EXPECT_NE(message_of([&] { st::deserialize(bad, std::nullopt, "x", st::Checksums::Optional); }).find("has CRC32C"),
+  EXPECT_NE(message_of([&] {
+              st::deserialize(bad, std::nullopt, "x", st::Checksums::Optional);
+            }).find("has CRC32C"),
             std::string::npos);
 }
 
@@ -149,10 +161,14 @@ TEST(SafetensorsIntegrity, SpecialFilesAreRefusedAtOnce) {
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   // Nothing writes to the FIFO: a load that opened it for reading would wait for ever.
   EXPECT_NE(message_of([&] { st::load_file(fifo); }).find("not a regular file"), std::string::npos);
-  EXPECT_NE(message_of([&] { st::read_header(fifo); }).find("not a regular file"), std::string::npos);
-  EXPECT_NE(message_of([&] { bp::nn::read_checkpoint(fifo); }).find("not a regular file"), std::string::npos);
-  EXPECT_NE(message_of([&] { st::load_file("/dev/zero"); }).find("not a regular file"), std::string::npos);
-  EXPECT_NE(message_of([&] { st::load_file(dir / ""); }).find("not a regular file"), std::string::npos);
+  EXPECT_NE(message_of([&] { st::read_header(fifo); }).find("not a regular file"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] { bp::nn::read_checkpoint(fifo); }).find("not a regular file"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] { st::load_file("/dev/zero"); }).find("not a regular file"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] { st::load_file(dir / ""); }).find("not a regular file"),
+            std::string::npos);
 }
 
 // A header listing many empty tensors is parsed in linear time: 200,000
@@ -160,14 +176,16 @@ TEST(SafetensorsIntegrity, SpecialFilesAreRefusedAtOnce) {
 TEST(SafetensorsIntegrity, ManyEntriesLoadOrAreRefused) {
   std::string header = "{";
   for (int i = 0; i < 200000; ++i)
-    header += "\"t" + std::to_string(i) + "\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]},";
+    header +=
+        "\"t" + std::to_string(i) + "\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]},";
   header.back() = '}';
   std::vector<std::byte> bytes(8 + header.size());
   const uint64_t n = header.size();
   std::memcpy(bytes.data(), &n, 8);
   std::memcpy(bytes.data() + 8, header.data(), header.size());
   EXPECT_EQ(st::deserialize(bytes, std::nullopt, "many", st::Checksums::Optional).size(), 200000u);
-  EXPECT_NE(message_of([&] { st::deserialize(bytes); }).find("carries no CRC32C checksums"), std::string::npos);
+  EXPECT_NE(message_of([&] { st::deserialize(bytes); }).find("carries no CRC32C checksums"),
+            std::string::npos);
 }
 
 // Mutations of a valid file (bit flips, bytes set, cuts, insertions, deleted
@@ -184,7 +202,8 @@ TEST(SafetensorsIntegrity, FuzzedFilesEndInAValueError) {
   const fz::CheckpointSummary s = fz::run_checkpoint(o, out, progress);
   EXPECT_EQ(s.cases, 3000u);
   EXPECT_GT(s.cases - s.unchanged, 2900u);
-  EXPECT_EQ(s.refused, s.cases - s.unchanged) << "a changed file loaded with its sums required\n" << out.str();
+  EXPECT_EQ(s.refused, s.cases - s.unchanged) << "a changed file loaded with its sums required\n"
+                                              << out.str();
   EXPECT_EQ(s.failed, 0u) << out.str();
 }
 
@@ -195,7 +214,8 @@ TEST(SafetensorsIntegrity, FuzzCasesReplay) {
   const std::vector<std::byte> good = fz::checkpoint_fuzz_base();
   EXPECT_EQ(fz::mutate_checkpoint(good, 7, 41), fz::mutate_checkpoint(good, 7, 41));
   int differ = 0;
-  for (uint64_t k = 0; k < 20; ++k) differ += fz::mutate_checkpoint(good, 7, k) != fz::mutate_checkpoint(good, 8, k);
+  for (uint64_t k = 0; k < 20; ++k)
+    differ += fz::mutate_checkpoint(good, 7, k) != fz::mutate_checkpoint(good, 8, k);
   EXPECT_GE(differ, 15);
 }
 

@@ -6,8 +6,6 @@
 #include <backplane/safetensors.h>
 #include <gtest/gtest.h>
 
-#include "test_util.h"
-
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "test_util.h"
+
 namespace {
 
 using bp::DType;
@@ -26,7 +26,9 @@ namespace st = bp::safetensors;
 namespace fs = std::filesystem;
 
 // The message of the ValueError f throws (a test failure when it throws none).
-std::string message_of(const std::function<void()>& f) { return bp::testing::message_of<bp::ValueError>(f); }
+std::string message_of(const std::function<void()>& f) {
+  return bp::testing::message_of<bp::ValueError>(f);
+}
 
 using TempDir = bp::testing::TempDir;
 
@@ -43,7 +45,8 @@ std::vector<std::byte> file_bytes(const std::string& header, const std::vector<u
 
 // Hand-made files carry no sums: their structure is what is checked here.
 std::string error_of(const std::vector<std::byte>& bytes) {
-  return message_of([&] { st::deserialize(bytes, std::nullopt, "safetensors data", st::Checksums::Optional); });
+  return message_of(
+      [&] { st::deserialize(bytes, std::nullopt, "safetensors data", st::Checksums::Optional); });
 }
 
 // Reads a hand-made file (no sums).
@@ -52,9 +55,11 @@ bp::nn::NamedTensors read_unverified(const std::vector<std::byte>& bytes) {
 }
 
 TEST(Safetensors, ReadsAFileWrittenByPython) {
-  const std::string path = std::string(BACKPLANE_SOURCE_DIR) + "/tests/fixtures/reference.safetensors";
+  const std::string path =
+      std::string(BACKPLANE_SOURCE_DIR) + "/tests/fixtures/reference.safetensors";
   // Python writes no sums: refused by default, read with the opt-out.
-  EXPECT_NE(message_of([&] { st::load_file(path); }).find("carries no CRC32C checksums"), std::string::npos);
+  EXPECT_NE(message_of([&] { st::load_file(path); }).find("carries no CRC32C checksums"),
+            std::string::npos);
   const bp::nn::NamedTensors t = st::load_file(path, std::nullopt, st::Checksums::Optional);
   ASSERT_EQ(t.size(), 12u);
   EXPECT_EQ(t["f32"].dtype(), DType::Float32);
@@ -86,7 +91,8 @@ TEST(Safetensors, ReadsAFileWrittenByPython) {
 TEST(Safetensors, RoundTripKeepsDtypeShapeAndValues) {
   TempDir dir;
   bp::nn::NamedTensors in;
-  in.insert("a", bp::arange(12, DType::Float32).view({3, 4}).t());  // not contiguous: saved row-major
+  in.insert("a",
+            bp::arange(12, DType::Float32).view({3, 4}).t());  // not contiguous: saved row-major
   in.insert("b", bp::tensor({true, false, true}));
   in.insert("c", bp::tensor({int64_t{-3}, int64_t{1} << 50}));
   in.insert("d", bp::tensor({1.5, -2.25}).to(DType::BFloat16));
@@ -128,24 +134,30 @@ TEST(Safetensors, MalformedFilesAreRefusedWithTheReason) {
   const std::vector<uint8_t> eight(8, 0);
   EXPECT_NO_THROW(read_unverified(file_bytes(ok, eight)));
   EXPECT_NE(error_of(std::vector<std::byte>(5)).find("fewer than the 8"), std::string::npos);
-  EXPECT_NE(error_of(file_bytes(ok, eight, uint64_t{1} << 40)).find("more than the limit"), std::string::npos);
+  EXPECT_NE(error_of(file_bytes(ok, eight, uint64_t{1} << 40)).find("more than the limit"),
+            std::string::npos);
   EXPECT_NE(error_of(file_bytes(ok, eight, ok.size() + 9)).find("truncated"), std::string::npos);
-  EXPECT_NE(error_of(file_bytes(ok, {0, 0, 0})).find("not within the data part of 3 bytes"), std::string::npos);
-  EXPECT_NE(error_of(file_bytes(ok, std::vector<uint8_t>(12, 0))).find("cover 8"), std::string::npos);
+  EXPECT_NE(error_of(file_bytes(ok, {0, 0, 0})).find("not within the data part of 3 bytes"),
+            std::string::npos);
+  EXPECT_NE(error_of(file_bytes(ok, std::vector<uint8_t>(12, 0))).find("cover 8"),
+            std::string::npos);
   EXPECT_NE(error_of(file_bytes("[1,2]")).find("must begin with '{'"), std::string::npos);
   EXPECT_NE(error_of(file_bytes("{\"x\":")).find("not valid JSON"), std::string::npos);
-  EXPECT_NE(error_of(file_bytes(R"({"x":{"dtype":"U16","shape":[1],"data_offsets":[0,2]}})", {0, 0}))
-                .find("dtype U16, which Backplane does not have"),
-            std::string::npos);
-  EXPECT_NE(error_of(file_bytes(R"({"x":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", {0, 0, 0, 0}))
+  EXPECT_NE(
+      error_of(file_bytes(R"({"x":{"dtype":"U16","shape":[1],"data_offsets":[0,2]}})", {0, 0}))
+          .find("dtype U16, which Backplane does not have"),
+      std::string::npos);
+  EXPECT_NE(error_of(file_bytes(R"({"x":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})",
+                                {0, 0, 0, 0}))
                 .find("not a size >= 0"),
             std::string::npos);
   EXPECT_NE(error_of(file_bytes(R"({"x":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", eight))
                 .find("needs 12 bytes, data_offsets give 8"),
             std::string::npos);
-  EXPECT_NE(error_of(file_bytes(R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,16]}})", eight))
-                .find("not within the data part"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(file_bytes(R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,16]}})", eight))
+          .find("not within the data part"),
+      std::string::npos);
   EXPECT_NE(error_of(file_bytes(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", eight))
                 .find("bytes 0 to 4 of the data belong to no tensor"),
             std::string::npos);
@@ -159,16 +171,21 @@ TEST(Safetensors, MalformedFilesAreRefusedWithTheReason) {
                                 eight))
                 .find("names 'x' twice"),
             std::string::npos);
-  EXPECT_NE(error_of(file_bytes(R"({"__metadata__":{"n":1}})")).find("is not a string"), std::string::npos);
-  EXPECT_NE(error_of(file_bytes(R"({"x":{"dtype":"F32","shape":[2]}})", eight)).find("no \"data_offsets\""),
+  EXPECT_NE(error_of(file_bytes(R"({"__metadata__":{"n":1}})")).find("is not a string"),
             std::string::npos);
-  EXPECT_NE(error_of(file_bytes(R"({"x":{"dtype":"BOOL","shape":[2],"data_offsets":[0,2]}})", {1, 2}))
-                .find("other than 0 and 1"),
+  EXPECT_NE(error_of(file_bytes(R"({"x":{"dtype":"F32","shape":[2]}})", eight))
+                .find("no \"data_offsets\""),
             std::string::npos);
-  EXPECT_NE(error_of(file_bytes(R"({"x":{"dtype":"F32","shape":[1,1,1,1,1,1,1,1,1],"data_offsets":[0,4]}})",
-                                {0, 0, 0, 0}))
-                .find("9 dims; Backplane tensors have at most 8"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(file_bytes(R"({"x":{"dtype":"BOOL","shape":[2],"data_offsets":[0,2]}})", {1, 2}))
+          .find("other than 0 and 1"),
+      std::string::npos);
+  EXPECT_NE(
+      error_of(
+          file_bytes(R"({"x":{"dtype":"F32","shape":[1,1,1,1,1,1,1,1,1],"data_offsets":[0,4]}})",
+                     {0, 0, 0, 0}))
+          .find("9 dims; Backplane tensors have at most 8"),
+      std::string::npos);
   // Trailing spaces in the header are allowed (Python pads with them).
   EXPECT_NO_THROW(read_unverified(file_bytes(ok + "   ", eight)));
 }
@@ -178,7 +195,8 @@ TEST(Safetensors, EveryCutOfAGoodFileIsRefused) {
   in.insert("w", bp::ones({4, 4}));
   const std::vector<std::byte> good = st::serialize(in);
   for (std::size_t cut = 0; cut < good.size(); ++cut) {
-    const std::vector<std::byte> part(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(cut));
+    const std::vector<std::byte> part(good.begin(),
+                                      good.begin() + static_cast<std::ptrdiff_t>(cut));
     EXPECT_NE(error_of(part), "(no ValueError)") << "cut at " << cut;
   }
 }
@@ -196,19 +214,26 @@ TEST(Safetensors, SavingIsAtomicAndRefusesSharedMemory) {
   EXPECT_NE(message_of([&] { st::save_file(shared, path); }).find("'a' and 'b' share memory"),
             std::string::npos);
   EXPECT_TRUE(bp::equal(st::load_file(path)["w"], bp::ones({2}))) << "the earlier file is intact";
-  EXPECT_EQ(std::distance(fs::directory_iterator(fs::path(path).parent_path()), fs::directory_iterator()), 1)
+  EXPECT_EQ(
+      std::distance(fs::directory_iterator(fs::path(path).parent_path()), fs::directory_iterator()),
+      1)
       << "no temporary file is left behind";
-  EXPECT_NE(message_of([&] { st::save_file(first, dir / "no/such/dir/m.safetensors"); })
-                .find("cannot create a file beside it"),
+  EXPECT_NE(message_of([&] {
+              st::save_file(first, dir / "no/such/dir/m.safetensors");
+            }).find("cannot create a file beside it"),
             std::string::npos);
   EXPECT_NE(message_of([&] { st::load_file(dir / "missing.safetensors"); }).find("cannot open it"),
             std::string::npos);
   // A write that fails at the rename (the target is a directory) removes its temporary file.
   fs::create_directory(dir / "taken");
-  EXPECT_NE(message_of([&] { st::save_file(first, dir / "taken"); }).find("cannot write it"), std::string::npos);
-  EXPECT_EQ(std::distance(fs::directory_iterator(fs::path(path).parent_path()), fs::directory_iterator()), 2)
+  EXPECT_NE(message_of([&] { st::save_file(first, dir / "taken"); }).find("cannot write it"),
+            std::string::npos);
+  EXPECT_EQ(
+      std::distance(fs::directory_iterator(fs::path(path).parent_path()), fs::directory_iterator()),
+      2)
       << "only model.safetensors and the directory";
-  EXPECT_NE(message_of([&] { st::load_file(dir / "taken"); }).find("not a regular file"), std::string::npos);
+  EXPECT_NE(message_of([&] { st::load_file(dir / "taken"); }).find("not a regular file"),
+            std::string::npos);
 }
 
 TEST(Safetensors, ModuleSaveAndLoad) {
@@ -217,12 +242,15 @@ TEST(Safetensors, ModuleSaveAndLoad) {
   bp::nn::save(a, dir / "a.safetensors");
   bp::nn::Sequential b(bp::nn::Linear(3, 4), bp::nn::BatchNorm2d(4));
   bp::nn::load(b, dir / "a.safetensors");
-  for (const auto& [name, t] : a.state_dict()) EXPECT_TRUE(bp::equal(t, b.state_dict()[name])) << name;
+  for (const auto& [name, t] : a.state_dict())
+    EXPECT_TRUE(bp::equal(t, b.state_dict()[name])) << name;
   // Into a module whose last layer differs: refused, and the first layer,
   // which matches, is not loaded either.
   bp::nn::Sequential c(bp::nn::Linear(3, 4), bp::nn::BatchNorm2d(5));
   const Tensor before = c.state_dict()["0.weight"].clone();
-  EXPECT_NE(message_of([&] { bp::nn::load(c, dir / "a.safetensors"); }).find("size mismatch for 1.weight"),
+  EXPECT_NE(message_of([&] {
+              bp::nn::load(c, dir / "a.safetensors");
+            }).find("size mismatch for 1.weight"),
             std::string::npos);
   EXPECT_TRUE(bp::equal(c.state_dict()["0.weight"], before));
   EXPECT_FALSE(bp::equal(c.state_dict()["0.weight"], a.state_dict()["0.weight"]));
@@ -242,18 +270,19 @@ TEST(Safetensors, PythonReadsOurFile) {
   in.insert("h", bp::tensor({1.5, 2.0}).to(DType::Float16));
   st::save_file(in, dir / "ours.safetensors", {{"by", "backplane"}});
   const std::string script = dir / "check.py";
-  std::ofstream(script) << "import sys, numpy as np\n"
-                           "from safetensors import safe_open\n"
-                           "with safe_open(sys.argv[1], 'np') as f:\n"
-                           "    m = f.metadata()\n"
-                           "    assert m.pop('by') == 'backplane', m\n"
-                           "    assert sorted(m) == ['backplane.crc32c.header', 'backplane.crc32c.tensor.h',\n"
-                           "                         'backplane.crc32c.tensor.n', 'backplane.crc32c.tensor.x'], m\n"
-                           "    x, n, h = f.get_tensor('x'), f.get_tensor('n'), f.get_tensor('h')\n"
-                           "assert x.dtype == np.float32 and x.shape == (2, 3), x\n"
-                           "assert (x.reshape(-1) == np.arange(6) * 0.5).all(), x\n"
-                           "assert n.dtype == np.int64 and list(n) == [-7, 9], n\n"
-                           "assert h.dtype == np.float16 and list(h) == [1.5, 2.0], h\n";
+  std::ofstream(script)
+      << "import sys, numpy as np\n"
+         "from safetensors import safe_open\n"
+         "with safe_open(sys.argv[1], 'np') as f:\n"
+         "    m = f.metadata()\n"
+         "    assert m.pop('by') == 'backplane', m\n"
+         "    assert sorted(m) == ['backplane.crc32c.header', 'backplane.crc32c.tensor.h',\n"
+         "                         'backplane.crc32c.tensor.n', 'backplane.crc32c.tensor.x'], m\n"
+         "    x, n, h = f.get_tensor('x'), f.get_tensor('n'), f.get_tensor('h')\n"
+         "assert x.dtype == np.float32 and x.shape == (2, 3), x\n"
+         "assert (x.reshape(-1) == np.arange(6) * 0.5).all(), x\n"
+         "assert n.dtype == np.int64 and list(n) == [-7, 9], n\n"
+         "assert h.dtype == np.float16 and list(h) == [1.5, 2.0], h\n";
   EXPECT_EQ(std::system((python + " " + script + " " + (dir / "ours.safetensors")).c_str()), 0);
 }
 

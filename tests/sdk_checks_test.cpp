@@ -1,13 +1,13 @@
 // The SDK's argument checks (backplane/sdk/checks.hpp), element loops
-// (backplane/sdk/loops.hpp) and scalar-operand thunk (plugin.hpp), called directly on hand-made descriptors: what
-// each check accepts, what it derives, and the words it refuses a call with.
+// (backplane/sdk/loops.hpp) and scalar-operand thunk (plugin.hpp), called directly on hand-made
+// descriptors: what each check accepts, what it derives, and the words it refuses a call with.
 #include <backplane/dispatcher.h>
+#include <gtest/gtest.h>
+
 #include <backplane/sdk/checks.hpp>
 #include <backplane/sdk/loops.hpp>
 #include <backplane/sdk/nn_checks.hpp>
 #include <backplane/sdk/plugin.hpp>
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -110,7 +110,8 @@ TEST(SdkChecks, ErrorsNameTheCurrentOp) {
     }
     EXPECT_EQ(refusal([] { BP_SDK_REQUIRE(false, "x"); }), "[allocate] x");
     try {
-      BP_SDK_UNSUPPORTED("not for " << "bool");
+      BP_SDK_UNSUPPORTED("not for "
+                         << "bool");
       ADD_FAILURE() << "BP_SDK_UNSUPPORTED did not throw";
     } catch (const Unsupported& e) {
       EXPECT_STREQ(e.what(), "[allocate] not for bool");
@@ -147,13 +148,21 @@ TEST(SdkChecks, ElementwiseNamesTheOpAndWhatDiffers) {
       ints(BP_DTYPE_INT32, {2, 3}), out(BP_DTYPE_FLOAT32, {2, 3});
   EXPECT_EQ(refusal([&] { check::elementwise(Call(BP_OP_ADD, {&a}, {&out}).kc(), 2, false); }),
             "[add] expected 2 input(s) and 1 output(s), got 1 and 1");
-  EXPECT_EQ(refusal([&] { check::elementwise(Call(BP_OP_ADD, {&a, &row}, {&out}).kc(), 2, false); }),
+  EXPECT_EQ(refusal([&] {
+              check::elementwise(Call(BP_OP_ADD, {&a, &row}, {&out}).kc(), 2, false);
+            }),
             "[add] input 1 has rank 1, the output 2");
-  EXPECT_EQ(refusal([&] { check::elementwise(Call(BP_OP_SUB, {&wide, &a}, {&out}).kc(), 2, false); }),
+  EXPECT_EQ(refusal([&] {
+              check::elementwise(Call(BP_OP_SUB, {&wide, &a}, {&out}).kc(), 2, false);
+            }),
             "[sub] input 0 has size 4 in dim 1, the output 3");
-  EXPECT_EQ(refusal([&] { check::elementwise(Call(BP_OP_MUL, {&a, &ints}, {&out}).kc(), 2, false); }),
+  EXPECT_EQ(refusal([&] {
+              check::elementwise(Call(BP_OP_MUL, {&a, &ints}, {&out}).kc(), 2, false);
+            }),
             "[mul] input 1 is int32, expected float32");
-  EXPECT_EQ(refusal([&] { check::elementwise(Call(BP_OP_LT, {&a, &a}, {&out}).kc(), 2, true); }),
+  EXPECT_EQ(refusal([&] {
+              check::elementwise(Call(BP_OP_LT, {&a, &a}, {&out}).kc(), 2, true);
+            }),
             "[lt] the output must be bool, got float32");
 }
 
@@ -180,7 +189,8 @@ TEST(SdkChecks, ReduceRequiresThePromotedOutputDtypeAndAnInputForMaxAndMin) {
   Desc bad(BP_DTYPE_INT64, {2, 2});
   EXPECT_EQ(refusal([&] { check::reduce(Call(BP_OP_SUM, {&in}, {&bad}).kc()); }),
             "[sum] output dim 1 must be 3 or 1, got 2");
-  Desc empty(BP_DTYPE_FLOAT32, {0, 3}), one(BP_DTYPE_FLOAT32, {1, 1}), sum_out(BP_DTYPE_FLOAT32, {1, 1});
+  Desc empty(BP_DTYPE_FLOAT32, {0, 3}), one(BP_DTYPE_FLOAT32, {1, 1}),
+      sum_out(BP_DTYPE_FLOAT32, {1, 1});
   check::reduce(Call(BP_OP_SUM, {&empty}, {&sum_out}).kc());  // the empty sum is 0
   EXPECT_EQ(refusal([&] { check::reduce(Call(BP_OP_MIN, {&empty}, {&one}).kc()); }),
             "[min] cannot reduce an empty tensor");
@@ -208,11 +218,15 @@ TEST(SdkChecks, ArgsortAndCumsumReturnTheDimAndNameWrongOutputs) {
   EXPECT_EQ(check::argsort(Call(BP_OP_ARGSORT, {&in}, {&idx}, {0}).kc(), &descending), 0);
   EXPECT_FALSE(descending);  // ints[1] absent: ascending
   Desc f32(BP_DTYPE_FLOAT32, {2, 3}), small(BP_DTYPE_INT64, {2, 2});
-  EXPECT_EQ(refusal([&] { check::argsort(Call(BP_OP_ARGSORT, {&in}, {&f32}, {0}).kc(), &descending); }),
-            "[argsort] the output must be int64, got float32");
-  EXPECT_EQ(refusal([&] { check::argsort(Call(BP_OP_ARGSORT, {&in}, {&small}, {0}).kc(), &descending); }),
-            "[argsort] the input has size 3 in dim 1, the output 2");
-  EXPECT_EQ(refusal([&] { check::argsort(Call(BP_OP_ARGSORT, {&in}, {&idx}, {0, 2}).kc(), &descending); }),
+  EXPECT_EQ(
+      refusal([&] { check::argsort(Call(BP_OP_ARGSORT, {&in}, {&f32}, {0}).kc(), &descending); }),
+      "[argsort] the output must be int64, got float32");
+  EXPECT_EQ(
+      refusal([&] { check::argsort(Call(BP_OP_ARGSORT, {&in}, {&small}, {0}).kc(), &descending); }),
+      "[argsort] the input has size 3 in dim 1, the output 2");
+  EXPECT_EQ(refusal([&] {
+              check::argsort(Call(BP_OP_ARGSORT, {&in}, {&idx}, {0, 2}).kc(), &descending);
+            }),
             "[argsort] ints[1] (descending) must be 0 or 1, got 2");
   Desc ints(BP_DTYPE_INT32, {2, 3}), i64(BP_DTYPE_INT64, {2, 3});
   EXPECT_EQ(check::cumsum(Call(BP_OP_CUMSUM, {&ints}, {&i64}, {1}).kc()), 1);
@@ -224,13 +238,18 @@ TEST(SdkChecks, ArgsortAndCumsumReturnTheDimAndNameWrongOutputs) {
 }
 
 TEST(SdkChecks, MatmulReturnsTheBatchAndNamesShapesThatDoNotChain) {
-  Desc a(BP_DTYPE_FLOAT32, {4, 2, 3}), b(BP_DTYPE_FLOAT32, {4, 3, 5}), out(BP_DTYPE_FLOAT32, {4, 2, 5});
+  Desc a(BP_DTYPE_FLOAT32, {4, 2, 3}), b(BP_DTYPE_FLOAT32, {4, 3, 5}),
+      out(BP_DTYPE_FLOAT32, {4, 2, 5});
   EXPECT_EQ(check::matmul(Call(BP_OP_MATMUL, {&a, &b}, {&out}).kc()), 4);
   Desc b2(BP_DTYPE_FLOAT32, {4, 2, 5});
-  EXPECT_EQ(refusal([&] { check::matmul(Call(BP_OP_MATMUL, {&a, &b2}, {&out}).kc()); }),
+  EXPECT_EQ(refusal([&] {
+              check::matmul(Call(BP_OP_MATMUL, {&a, &b2}, {&out}).kc());
+            }),
             "[matmul] shapes do not chain: [2, 3] @ [2, 5] -> [2, 5]");
   Desc bd(BP_DTYPE_FLOAT64, {4, 3, 5});
-  EXPECT_EQ(refusal([&] { check::matmul(Call(BP_OP_MATMUL, {&a, &bd}, {&out}).kc()); }),
+  EXPECT_EQ(refusal([&] {
+              check::matmul(Call(BP_OP_MATMUL, {&a, &bd}, {&out}).kc());
+            }),
             "[matmul] operands must share one dtype, got float32, float64 -> float32");
 }
 
@@ -238,10 +257,14 @@ TEST(SdkChecks, IndexOpsCheckTheIndexDtypeAndShapes) {
   Desc self(BP_DTYPE_FLOAT32, {3, 4}), idx(BP_DTYPE_INT64, {2, 4}), out(BP_DTYPE_FLOAT32, {2, 4});
   EXPECT_EQ(check::gather(Call(BP_OP_GATHER, {&self, &idx}, {&out}, {0}).kc()), 0);
   Desc idx32(BP_DTYPE_INT32, {2, 4});
-  EXPECT_EQ(refusal([&] { check::gather(Call(BP_OP_GATHER, {&self, &idx32}, {&out}, {0}).kc()); }),
+  EXPECT_EQ(refusal([&] {
+              check::gather(Call(BP_OP_GATHER, {&self, &idx32}, {&out}, {0}).kc());
+            }),
             "[gather] the index must be int64, got int32");
   Desc big(BP_DTYPE_INT64, {2, 5}), bout(BP_DTYPE_FLOAT32, {2, 5});
-  EXPECT_EQ(refusal([&] { check::gather(Call(BP_OP_GATHER, {&self, &big}, {&bout}, {0}).kc()); }),
+  EXPECT_EQ(refusal([&] {
+              check::gather(Call(BP_OP_GATHER, {&self, &big}, {&bout}, {0}).kc());
+            }),
             "[gather] the index has size 5 in dim 1, more than the input's 4");
 
   Desc flat(BP_DTYPE_INT64, {5}), sel(BP_DTYPE_FLOAT32, {3, 5});
@@ -257,7 +280,8 @@ TEST(SdkChecks, IndexOpsCheckTheIndexDtypeAndShapes) {
   EXPECT_EQ(s.dim, 0);
   EXPECT_EQ(s.reduction, 1);
   // A reduction it does not know is declined, not refused: the fallback may run it.
-  EXPECT_THROW(check::scatter(Call(BP_OP_SCATTER, {&idx, &src}, {&self}, {0, 2}).kc()), Unsupported);
+  EXPECT_THROW(check::scatter(Call(BP_OP_SCATTER, {&idx, &src}, {&self}, {0, 2}).kc()),
+               Unsupported);
 }
 
 TEST(SdkChecks, IndexRangeNamesTheFirstIndexOutside) {
@@ -280,7 +304,9 @@ TEST(SdkChecks, RandomAndFillReadTheirAttributes) {
   EXPECT_EQ(r.distribution, 1);
   EXPECT_EQ(r.seed, 42u);
   EXPECT_EQ(r.offset, 7u);
-  EXPECT_EQ(refusal([&] { check::random(Call(BP_OP_RANDOM, {}, {&out}, {2, 0, 0}).kc()); }),
+  EXPECT_EQ(refusal([&] {
+              check::random(Call(BP_OP_RANDOM, {}, {&out}, {2, 0, 0}).kc());
+            }),
             "[random] unknown distribution 2 (0 uniform, 1 normal)");
   EXPECT_EQ(refusal([&] { check::fill(Call(BP_OP_FILL, {}, {&out}).kc()); }),
             "[fill] the value (scalars[0]) is missing");
@@ -310,7 +336,9 @@ TEST(SdkChecks, WhereWantsABoolConditionAndReturnsTheValuesDtype) {
   Desc cond(BP_DTYPE_BOOL, {3}), mask(BP_DTYPE_INT32, {3}), a(BP_DTYPE_FLOAT64, {3}),
       b(BP_DTYPE_FLOAT64, {3}), out(BP_DTYPE_FLOAT64, {3});
   EXPECT_EQ(check::where(Call(BP_OP_WHERE, {&cond, &a, &b}, {&out}).kc()), BP_DTYPE_FLOAT64);
-  EXPECT_EQ(refusal([&] { check::where(Call(BP_OP_WHERE, {&mask, &a, &b}, {&out}).kc()); }),
+  EXPECT_EQ(refusal([&] {
+              check::where(Call(BP_OP_WHERE, {&mask, &a, &b}, {&out}).kc());
+            }),
             "[where] the condition must be bool, got int32");
 }
 
@@ -342,7 +370,8 @@ TEST(SdkChecks, Pool2dDerivesCeilModeAndRefusesAnOutputOfNeitherMode) {
       ceil_out(BP_DTYPE_FLOAT32, {2, 3, 4, 4}), odd(BP_DTYPE_FLOAT32, {2, 3, 5, 5}),
       idx(BP_DTYPE_INT64, {2, 3, 4, 4}), idx32(BP_DTYPE_INT32, {2, 3, 4, 4});
   const std::vector<int64_t> avg = {2, 2, 2, 2, 0, 0, 1}, max = {2, 2, 2, 2, 0, 0, 1, 1};
-  const check::Pool2dArgs f = check::pool2d(Call(BP_OP_COUNT, {&x}, {&floor_out}, avg).kc(), "core::avg_pool2d");
+  const check::Pool2dArgs f =
+      check::pool2d(Call(BP_OP_COUNT, {&x}, {&floor_out}, avg).kc(), "core::avg_pool2d");
   EXPECT_FALSE(f.ceil_mode);
   EXPECT_TRUE(f.count_include_pad);
   EXPECT_EQ(f.out_h, 3);
@@ -351,15 +380,22 @@ TEST(SdkChecks, Pool2dDerivesCeilModeAndRefusesAnOutputOfNeitherMode) {
   EXPECT_TRUE(m.ceil_mode);
   EXPECT_EQ(m.in_w, 7);
   // The backward call's input is the output gradient, its output the input's.
-  EXPECT_EQ(check::pool2d(Call(BP_OP_COUNT, {&floor_out}, {&x}, avg).kc(), "core::avg_pool2d_backward").in_h, 7);
-  EXPECT_EQ(refusal([&] { check::pool2d(Call(BP_OP_COUNT, {&x}, {&odd}, avg).kc(), "core::avg_pool2d"); }),
-            "[core::avg_pool2d] an output plane of 5x5 fits neither floor (3x3) nor ceil mode (4x4)");
+  EXPECT_EQ(
+      check::pool2d(Call(BP_OP_COUNT, {&floor_out}, {&x}, avg).kc(), "core::avg_pool2d_backward")
+          .in_h,
+      7);
+  EXPECT_EQ(
+      refusal(
+          [&] { check::pool2d(Call(BP_OP_COUNT, {&x}, {&odd}, avg).kc(), "core::avg_pool2d"); }),
+      "[core::avg_pool2d] an output plane of 5x5 fits neither floor (3x3) nor ceil mode (4x4)");
+  EXPECT_EQ(
+      refusal([&] {
+        check::pool2d(Call(BP_OP_COUNT, {&x}, {&ceil_out, &idx32}, max).kc(), "core::max_pool2d");
+      }),
+      "[core::max_pool2d] the indices must be int64");
   EXPECT_EQ(refusal([&] {
-              check::pool2d(Call(BP_OP_COUNT, {&x}, {&ceil_out, &idx32}, max).kc(), "core::max_pool2d");
-            }),
-            "[core::max_pool2d] the indices must be int64");
-  EXPECT_EQ(refusal([&] {
-              check::pool2d(Call(BP_OP_COUNT, {&x}, {&floor_out}, {2, 2, 2, 2, 2, 0, 1}).kc(), "core::avg_pool2d");
+              check::pool2d(Call(BP_OP_COUNT, {&x}, {&floor_out}, {2, 2, 2, 2, 2, 0, 1}).kc(),
+                            "core::avg_pool2d");
             }),
             "[core::avg_pool2d] padding must be between 0 and half the kernel");
 }
@@ -387,9 +423,9 @@ TEST(SdkChecks, AvgPoolDivisorCountsAsPyTorch) {
 TEST(SdkChecks, BatchNormReturnsTheShapeAndRefusesAWrongChannelCount) {
   Desc x(BP_DTYPE_FLOAT32, {4, 3, 5, 2}), c3(BP_DTYPE_FLOAT32, {3}), c2(BP_DTYPE_FLOAT32, {2}),
       out(BP_DTYPE_FLOAT32, {4, 3, 5, 2}), one(BP_DTYPE_FLOAT32, {1});
-  const check::BatchNormArgs a =
-      check::batch_norm(Call(BP_OP_COUNT, {&x, &c3, &c3}, {&out, &c3, &c3}, {}, {fscalar(1e-5)}).kc(),
-                        "core::batch_norm");
+  const check::BatchNormArgs a = check::batch_norm(
+      Call(BP_OP_COUNT, {&x, &c3, &c3}, {&out, &c3, &c3}, {}, {fscalar(1e-5)}).kc(),
+      "core::batch_norm");
   EXPECT_EQ(a.n, 4);
   EXPECT_EQ(a.c, 3);
   EXPECT_EQ(a.spatial, 10);
@@ -400,16 +436,18 @@ TEST(SdkChecks, BatchNormReturnsTheShapeAndRefusesAWrongChannelCount) {
       "core::batch_norm_backward");
   EXPECT_EQ(b.output_mask, 6);
   EXPECT_EQ(refusal([&] {
-              check::batch_norm(Call(BP_OP_COUNT, {&x, &c2, &c3}, {&out, &c3, &c3}, {}, {fscalar(0)}).kc(),
-                                "core::batch_norm");
+              check::batch_norm(
+                  Call(BP_OP_COUNT, {&x, &c2, &c3}, {&out, &c3, &c3}, {}, {fscalar(0)}).kc(),
+                  "core::batch_norm");
             }),
             "[core::batch_norm] weight must have shape [3]");
-  EXPECT_EQ(refusal([&] {
-              check::batch_norm(
-                  Call(BP_OP_COUNT, {&out, &x, &c3, &c3, &c3}, {&one, &c3, &c3}, {7}, {fscalar(0)}).kc(),
-                  "core::batch_norm_backward");
-            }),
-            "[core::batch_norm_backward] grad_x must have x's shape");
+  EXPECT_EQ(
+      refusal([&] {
+        check::batch_norm(
+            Call(BP_OP_COUNT, {&out, &x, &c3, &c3, &c3}, {&one, &c3, &c3}, {7}, {fscalar(0)}).kc(),
+            "core::batch_norm_backward");
+      }),
+      "[core::batch_norm_backward] grad_x must have x's shape");
 }
 
 TEST(SdkLoops, Map2RunsInPlaceOverATransposedOperand) {

@@ -2,9 +2,9 @@
 // the cases every backend must get right and a hand-written loop gets wrong.
 // Expected values are PyTorch 1.13's (integer tensors wrap, NaN propagates
 // through maximum/max, argmax takes the first NaN), worked out by hand.
-#include <backplane/sdk/elementwise.hpp>
 #include <gtest/gtest.h>
 
+#include <backplane/sdk/elementwise.hpp>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -18,7 +18,8 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 TEST(SdkElementwise, IntegerArithmeticWrapsInsteadOfOverflowing) {
-  const int32_t max = std::numeric_limits<int32_t>::max(), min = std::numeric_limits<int32_t>::min();
+  const int32_t max = std::numeric_limits<int32_t>::max(),
+                min = std::numeric_limits<int32_t>::min();
   EXPECT_EQ(fn::add<int32_t>(max, 1, 1), min);
   EXPECT_EQ(fn::add<int32_t>(1, max, 2), -1);  // 1 + 2 * (2^31 - 1) = 2^32 - 1
   EXPECT_EQ(fn::sub<int32_t>(min, 1, 1), max);

@@ -5,18 +5,16 @@
 #include <backplane/shape.h>
 #include <gtest/gtest.h>
 
-#include "test_util.h"
-
 #include <string>
 #include <vector>
+
+#include "test_util.h"
 
 namespace {
 
 using Dims = std::vector<int64_t>;
 
-Dims to_dims(const bp::DimVector& v) {
-  return Dims(v.begin(), v.end());
-}
+Dims to_dims(const bp::DimVector& v) { return Dims(v.begin(), v.end()); }
 
 using bp::testing::message_of;
 

@@ -49,35 +49,44 @@ TEST(SparseCoo, MetadataOfAConstructedTensor) {
   EXPECT_FALSE(s.is_coalesced());
   EXPECT_EQ(s._indices().to_vector<int64_t>(), (I{1, 0, 1, 0, 2, 0}));
   EXPECT_THROW(s.values(), bp::ValueError);
-  EXPECT_NE(message_of([&] { s.indices(); }).find("please call .coalesce() first"), std::string::npos);
+  EXPECT_NE(message_of([&] { s.indices(); }).find("please call .coalesce() first"),
+            std::string::npos);
 }
 
 TEST(SparseCoo, SizeInferredFromTheLargestIndex) {
   const SparseTensor s = bp::sparse_coo_tensor(bp::tensor({{0, 1}}), bp::tensor({1.f, 2.f}));
   EXPECT_EQ(std::vector<int64_t>(s.sizes().begin(), s.sizes().end()), (I{2}));
   // Hybrid: values [2, 2] give a dense dim of 2.
-  const SparseTensor h = bp::sparse_coo_tensor(bp::tensor({{0, 1}}), bp::tensor({{1.f, 2.f}, {3.f, 4.f}}));
+  const SparseTensor h =
+      bp::sparse_coo_tensor(bp::tensor({{0, 1}}), bp::tensor({{1.f, 2.f}, {3.f, 4.f}}));
   EXPECT_EQ(h.dense_dim(), 1);
   EXPECT_EQ(std::vector<int64_t>(h.sizes().begin(), h.sizes().end()), (I{2, 2}));
 }
 
 TEST(SparseCoo, BadIndicesAreRefusedWithPyTorchsMessages) {
   const Tensor v = bp::tensor({1.f, 2.f});
-  EXPECT_NE(message_of([&] { bp::sparse_coo_tensor(bp::tensor({{0, 5}}), v, {3}); })
-                .find("size is inconsistent with indices: for dim 0, size is 3 but found index 5"),
+  EXPECT_NE(message_of([&] {
+              bp::sparse_coo_tensor(bp::tensor({{0, 5}}), v, {3});
+            }).find("size is inconsistent with indices: for dim 0, size is 3 but found index 5"),
             std::string::npos);
   EXPECT_THROW(bp::sparse_coo_tensor(bp::tensor({{0, -1}}), v, {3}), bp::IndexError);
-  EXPECT_NE(message_of([&] { bp::sparse_coo_tensor(bp::tensor({{0, -1}}), v, {3}); })
-                .find("found negative index -1 for dim 0"),
+  EXPECT_NE(message_of([&] {
+              bp::sparse_coo_tensor(bp::tensor({{0, -1}}), v, {3});
+            }).find("found negative index -1 for dim 0"),
             std::string::npos);
-  EXPECT_NE(message_of([&] { bp::sparse_coo_tensor(bp::tensor({{0, 1}}), bp::tensor({1.f, 2.f, 3.f}), {3}); })
-                .find("indices and values must have same nnz, but got nnz from indices: 2, nnz from values: 3"),
+  EXPECT_NE(message_of([&] {
+              bp::sparse_coo_tensor(bp::tensor({{0, 1}}), bp::tensor({1.f, 2.f, 3.f}), {3});
+            })
+                .find("indices and values must have same nnz, but got nnz from indices: 2, nnz "
+                      "from values: 3"),
             std::string::npos);
-  EXPECT_NE(message_of([&] { bp::sparse_coo_tensor(bp::tensor({0, 1}), v, {3}); })
-                .find("indices must be sparse_dim x nnz, but got: [2]"),
+  EXPECT_NE(message_of([&] {
+              bp::sparse_coo_tensor(bp::tensor({0, 1}), v, {3});
+            }).find("indices must be sparse_dim x nnz, but got: [2]"),
             std::string::npos);
-  EXPECT_NE(message_of([&] { bp::sparse_coo_tensor(bp::tensor({{0, 1}}), v, {3, 3}); })
-                .find("number of dimensions must be sparse_dim (1) + dense_dim (0), but got 2"),
+  EXPECT_NE(message_of([&] {
+              bp::sparse_coo_tensor(bp::tensor({{0, 1}}), v, {3, 3});
+            }).find("number of dimensions must be sparse_dim (1) + dense_dim (0), but got 2"),
             std::string::npos);
   // Floating indices are refused (PyTorch would truncate them); int32 ones are converted.
   EXPECT_THROW(bp::sparse_coo_tensor(bp::tensor({{0.f, 1.f}}), v, {3}), bp::TypeError);
@@ -99,7 +108,8 @@ TEST(SparseCoo, CoalesceSortsAndSumsDuplicates) {
 
 TEST(SparseCoo, ToDenseSumsDuplicates) {
   EXPECT_EQ(example().to_dense().to_vector<double>(), (V{0, 0, 2, 4, 0, 0}));
-  const SparseTensor h = bp::sparse_coo_tensor(bp::tensor({{0, 1}}), bp::tensor({{1.f, 2.f}, {3.f, 4.f}}), {3, 2});
+  const SparseTensor h =
+      bp::sparse_coo_tensor(bp::tensor({{0, 1}}), bp::tensor({{1.f, 2.f}, {3.f, 4.f}}), {3, 2});
   EXPECT_EQ(h.to_dense().to_vector<double>(), (V{1, 2, 3, 4, 0, 0}));
 }
 
@@ -127,14 +137,15 @@ TEST(SparseCoo, PrintsAsPyTorch) {
             "tensor(indices=tensor([], size=(2, 0)),\n"
             "       values=tensor([], size=(0,)),\n"
             "       size=(2, 3), nnz=0, layout=torch.sparse_coo)");
-  const SparseTensor h = bp::sparse_coo_tensor(bp::tensor({{0, 1}}), bp::tensor({{1.f, 2.f}, {3.f, 4.f}}), {3, 2});
+  const SparseTensor h =
+      bp::sparse_coo_tensor(bp::tensor({{0, 1}}), bp::tensor({{1.f, 2.f}, {3.f, 4.f}}), {3, 2});
   EXPECT_EQ(h.to_string(),
             "tensor(indices=tensor([[0, 1]]),\n"
             "       values=tensor([[1., 2.],\n"
             "                      [3., 4.]]),\n"
             "       size=(3, 2), nnz=2, layout=torch.sparse_coo)");
-  const SparseTensor d = bp::sparse_coo_tensor(bp::tensor({{0, 1, 0}}), bp::tensor({1.f, 2.f, 3.f}), {2},
-                                               DType::Float64);
+  const SparseTensor d = bp::sparse_coo_tensor(bp::tensor({{0, 1, 0}}), bp::tensor({1.f, 2.f, 3.f}),
+                                               {2}, DType::Float64);
   EXPECT_EQ(d.to_string(),
             "tensor(indices=tensor([[0, 1, 0]]),\n"
             "       values=tensor([1., 2., 3.]),\n"
@@ -177,8 +188,9 @@ TEST(SparseCoo, AddSparseAndDense) {
   EXPECT_EQ(d.to_vector<double>(), (V{1, 1, 5, 9, 1, 1}));
   EXPECT_GT(d.version(), before);
   const SparseTensor other = bp::sparse_coo_tensor(idx2({{0}, {0}}), bp::tensor({1.f}), {3, 3});
-  EXPECT_NE(message_of([&] { s.add(other); })
-                .find("expected sizes of 'self' and 'other' to match, but [2, 3] != [3, 3]"),
+  EXPECT_NE(message_of([&] {
+              s.add(other);
+            }).find("expected sizes of 'self' and 'other' to match, but [2, 3] != [3, 3]"),
             std::string::npos);
 }
 
@@ -202,7 +214,8 @@ TEST(SparseCoo, ScalarOpsTransposeAndSums) {
   EXPECT_EQ(bp::sparse::sum(s, {0, 1}).dense().item<double>(), 6);
   // Hybrid rows (0: [1, 2], 1: [3, 4]) in a 3x2: over the sparse dim the
   // result is dense [4, 6]; over the dense dim it is sparse [3, 7].
-  const SparseTensor h = bp::sparse_coo_tensor(bp::tensor({{0, 1}}), bp::tensor({{1.f, 2.f}, {3.f, 4.f}}), {3, 2});
+  const SparseTensor h =
+      bp::sparse_coo_tensor(bp::tensor({{0, 1}}), bp::tensor({{1.f, 2.f}, {3.f, 4.f}}), {3, 2});
   EXPECT_EQ(bp::sparse::sum(h, {0}).dense().to_vector<double>(), (V{4, 6}));
   EXPECT_EQ(bp::sparse::sum(h, {1}).sparse().values().to_vector<double>(), (V{3, 7}));
 }
@@ -213,13 +226,16 @@ TEST(SparseCoo, MmAndAddmm) {
   EXPECT_EQ(bp::mm(example(), d).to_vector<double>(), (V{16, 18, 20, 22, 0, 4, 8, 12}));
   EXPECT_EQ(bp::addmm(bp::ones({2, 4}), example(), d, 0.5, 2).to_vector<double>(),
             (V{32.5, 36.5, 40.5, 44.5, 0.5, 8.5, 16.5, 24.5}));
-  EXPECT_NE(message_of([&] { bp::mm(example(), bp::ones({4, 2})); }).find("cannot be multiplied (3 != 4)"),
+  EXPECT_NE(message_of([&] {
+              bp::mm(example(), bp::ones({4, 2}));
+            }).find("cannot be multiplied (3 != 4)"),
             std::string::npos);
 }
 
 bool reached(const bp::debug::KernelRecording& rec, const std::string& op) {
   const auto k = rec.kernels();
-  return std::any_of(k.begin(), k.end(), [&](const bp::debug::ReachedKernel& r) { return r.op == op; });
+  return std::any_of(k.begin(), k.end(),
+                     [&](const bp::debug::ReachedKernel& r) { return r.op == op; });
 }
 
 TEST(SparseCoo, MmRunsTheBackendsKernelWithoutGradAndMatchesTheComposite) {
@@ -242,7 +258,8 @@ TEST(SparseCoo, MmRunsTheBackendsKernelWithoutGradAndMatchesTheComposite) {
     composite = bp::mm(s, d);
     EXPECT_TRUE(reached(rec, "index_select"));
   }
-  const auto x = native.to_vector<double>(), y = composite.to_vector<double>(), z = bp::matmul(a, d).to_vector<double>();
+  const auto x = native.to_vector<double>(), y = composite.to_vector<double>(),
+             z = bp::matmul(a, d).to_vector<double>();
   ASSERT_EQ(x.size(), y.size());
   for (std::size_t i = 0; i < x.size(); ++i) {
     EXPECT_NEAR(x[i], y[i], 1e-4) << "at " << i;

@@ -5,27 +5,23 @@
 #include <backplane/backplane.h>
 #include <gtest/gtest.h>
 
-#include "test_util.h"
-
 #include <cmath>
 #include <string>
 #include <vector>
+
+#include "test_util.h"
 
 namespace {
 
 using bp::DType;
 using Dims = std::vector<int64_t>;
 
-Dims dims(bp::IntArrayRef v) {
-  return Dims(v.begin(), v.end());
-}
+Dims dims(bp::IntArrayRef v) { return Dims(v.begin(), v.end()); }
 
 using bp::testing::message_of;
 
 // x[i][j][k] = 12 i + 4 j + k, shape [2, 3, 4], as int64.
-bp::Tensor iota_234() {
-  return bp::arange(24).view({2, 3, 4});
-}
+bp::Tensor iota_234() { return bp::arange(24).view({2, 3, 4}); }
 
 // --- handles and version counters -------------------------------------------
 
@@ -431,8 +427,7 @@ TEST(TensorValues, ReluKeepsNaNOnLargeDenseTensors) {
 TEST(TensorFactories, OptionsWithoutDtypeKeepTheInferredOne) {
   bp::Tensor t = bp::zeros({2}, bp::DType::Int32);
   EXPECT_EQ(bp::zeros_like(t, bp::TensorOptions().device(t.device())).dtype(), bp::DType::Int32);
-  EXPECT_EQ(bp::arange(0, 3, 1, bp::TensorOptions().device(t.device())).dtype(),
-            bp::DType::Int64);
+  EXPECT_EQ(bp::arange(0, 3, 1, bp::TensorOptions().device(t.device())).dtype(), bp::DType::Int64);
   EXPECT_EQ(bp::full({2}, 1.5).version(), 0u);  // a new tensor starts at version 0
 }
 

@@ -77,7 +77,7 @@ TEST_P(Threads, OneGraphPerThreadOverSharedLeaves) {
     for (int r = 0; r < kRounds; ++r) {
       Tensor total = bp::zeros({}, options());
       for (const Tensor& x : leaves) {
-        Tensor y = x * 2;         // dy/dx = 2
+        Tensor y = x * 2;           // dy/dx = 2
         y.narrow(0, 0, 2).mul_(3);  // first half: 6
         y.retain_grad();
         total = total + y.sum();
@@ -87,7 +87,8 @@ TEST_P(Threads, OneGraphPerThreadOverSharedLeaves) {
   });
   const double n = kThreads * kRounds;
   for (int i = 0; i < kLeaves; ++i)
-    ASSERT_EQ(leaves[i].grad().to_vector<double>(), (std::vector<double>{6 * n, 6 * n, 2 * n, 2 * n}))
+    ASSERT_EQ(leaves[i].grad().to_vector<double>(),
+              (std::vector<double>{6 * n, 6 * n, 2 * n, 2 * n}))
         << "leaf " << i;
   EXPECT_EQ(hook_calls.load(), kThreads * kRounds);
 }

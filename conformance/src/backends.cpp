@@ -66,11 +66,12 @@ LoadStatus load_pair(const std::string& backend, const std::string& compare_to, 
   // has nothing to be compared with, is run that way.
   const std::string reference = reference_backend();
   std::error_code ec;
-  const bool is_reference = out.dut->name() == reference ||
-                            std::filesystem::equivalent(out.dut->path(), reference, ec);
+  const bool is_reference =
+      out.dut->name() == reference || std::filesystem::equivalent(out.dut->path(), reference, ec);
   if (out.dut == out.ref && !is_reference) {
     why = "[conformance] --compare-to names the backend under test itself (" + out.dut->name() +
-          ", " + out.dut->path() + "): its op cases would compare it with itself and pass "
+          ", " + out.dut->path() +
+          "): its op cases would compare it with itself and pass "
           "whatever it computes; compare with the reference backend (the default) or another "
           "backend";
     return LoadStatus::Unusable;

@@ -5,19 +5,18 @@
 #include <sys/utsname.h>
 
 #include <ctime>
-#include <thread>
-
 #include <iomanip>
 #include <iterator>
 #include <ostream>
+#include <thread>
 
 namespace bp::conformance {
 
 namespace {
 
 const auto& kDTypes = kAllDTypes;
-constexpr const char* kShortNames[] = {"bool", "i32", "i64", "f32", "f64",
-                                       "f16",  "bf16", "i8", "u8",  "i16"};
+constexpr const char* kShortNames[] = {"bool", "i32",  "i64", "f32", "f64",
+                                       "f16",  "bf16", "i8",  "u8",  "i16"};
 static_assert(std::size(kShortNames) == std::size(kAllDTypes));
 
 bool has(const Backend& b, Op op, DType d) {
@@ -98,10 +97,10 @@ void describe_backends(Report& report, const Context& ctx) {
 
 void print_capability_matrix(std::ostream& os, const Backend& backend) {
   std::size_t width = 4;
-  for (int op = 0; op < kNumOps; ++op)
-    width = std::max(width, op_name(static_cast<Op>(op)).size());
+  for (int op = 0; op < kNumOps; ++op) width = std::max(width, op_name(static_cast<Op>(op)).size());
   os << "    " << std::left << std::setw(static_cast<int>(width) + 2) << "op";
-  for (int d = 0; d < kNumDTypes; ++d) os << std::setw(d + 1 < kNumDTypes ? 5 : 0) << kShortNames[d];
+  for (int d = 0; d < kNumDTypes; ++d)
+    os << std::setw(d + 1 < kNumDTypes ? 5 : 0) << kShortNames[d];
   os << "\n";
   int kernels = 0, emulations = 0;
   for (int op = 0; op < kNumOps; ++op) {
@@ -116,8 +115,7 @@ void print_capability_matrix(std::ostream& os, const Backend& backend) {
     os << "\n";
   }
   os << "    " << kernels << " kernels (op x dtype) of " << kNumOps * kNumDTypes;
-  if (emulations > 0)
-    os << "; " << emulations << " of them (e) compute in a wider dtype and round";
+  if (emulations > 0) os << "; " << emulations << " of them (e) compute in a wider dtype and round";
   os << "\n";
 }
 

@@ -68,9 +68,7 @@ inline void expect_close(const Tensor& t, const std::vector<double>& expected, d
 // The reference backend's device (--reference, BACKPLANE_REFERENCE, else
 // cpu_onednn), which the DV and CR-6 cases compare with or move tensors to.
 // It is the device under test when that backend is the one being tested.
-inline Device reference_device() {
-  return device(reference_backend());
-}
+inline Device reference_device() { return device(reference_backend()); }
 
 // A device other than the one under test, or a skip: the two-device rules
 // cannot be checked with a single backend.

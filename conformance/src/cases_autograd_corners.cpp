@@ -133,10 +133,10 @@ void kinks_and_poles(const Context& ctx) {
               "i.relu[-1,0,1]");
   expect_same(grad_of(ctx, {-1, 0, 1}, [](const Tensor& t) { return t.abs(); }), V{-1, 0, 1},
               "i.abs[-1,0,1]");
-  expect_same(grad_of(ctx, {0, 1, 4}, [](const Tensor& t) { return t.sqrt(); }),
-              V{kInf, 0.5, 0.25}, "i.sqrt[0,1,4]");
-  expect_same(grad_of(ctx, {0, 1, 2}, [](const Tensor& t) { return t.clamp(0, 2); }),
-              V{1, 1, 1}, "i.clamp(0,2)[0,1,2]");
+  expect_same(grad_of(ctx, {0, 1, 4}, [](const Tensor& t) { return t.sqrt(); }), V{kInf, 0.5, 0.25},
+              "i.sqrt[0,1,4]");
+  expect_same(grad_of(ctx, {0, 1, 2}, [](const Tensor& t) { return t.clamp(0, 2); }), V{1, 1, 1},
+              "i.clamp(0,2)[0,1,2]");
   expect_same(grad_of(ctx, {-1, 3}, [](const Tensor& t) { return t.clamp(0, 2); }), V{0, 0},
               "i.clamp(0,2)[-1,3]");
 }
@@ -217,8 +217,7 @@ void add_autograd_corner_cases(Suite& suite) {
   add("retain_grad_through_inplace", {"AG-4", "AG-9"}, retain_grad_through_inplace);
   // 80000 backward passes on two threads: unguarded, since a guard read per
   // free would make it a test of the device's synchronisation latency.
-  Case threads{"autograd.threads_share_leaves", {"AG-15"}, kAutogradCategory,
-               threads_share_leaves};
+  Case threads{"autograd.threads_share_leaves", {"AG-15"}, kAutogradCategory, threads_share_leaves};
   threads.unguarded = true;
   suite.add(std::move(threads));
 }

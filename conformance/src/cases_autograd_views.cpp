@@ -28,40 +28,44 @@ void overlapping_view_chains(const Context& ctx) {
   // a, b, c: a view of an expanded or unfolded source is not multiplied by
   // the number of times the source repeats an element.
   BP_EXPECT_EQ(grad_of(ctx, ones_vec(3),
-                       [](const Tensor& x) { return x.expand({2, 3}).select(0, 0); }),
+                       [](const Tensor& x) {
+                         return x.expand({2, 3}).select(0, 0);
+                       }),
                (V{1, 1, 1}));
   BP_EXPECT_EQ(grad_of(ctx, ones_vec(2),
                        [](const Tensor& x) {
                          return x.unsqueeze(0).expand({4, 2}).narrow(0, 0, 1);
                        }),
                (V{1, 1}));
-  BP_EXPECT_EQ(grad_of(ctx, ones_vec(5),
-                       [](const Tensor& x) { return x.unfold(0, 3, 1).select(0, 0); }),
-               (V{1, 1, 1, 0, 0}));
+  BP_EXPECT_EQ(
+      grad_of(ctx, ones_vec(5), [](const Tensor& x) { return x.unfold(0, 3, 1).select(0, 0); }),
+      (V{1, 1, 1, 0, 0}));
   const V iota5{0, 1, 2, 3, 4};
   // c2.unfold_slice, c2.unfold_diagonal, c2.unfold_unfold
-  BP_EXPECT_EQ(grad_of(ctx, iota5,
-                       [](const Tensor& x) { return x.unfold(0, 3, 1).slice(0, 1, None); }),
-               (V{0, 1, 2, 2, 1}));
-  BP_EXPECT_EQ(grad_of(ctx, iota5,
-                       [](const Tensor& x) { return x.unfold(0, 3, 1).diagonal(); }),
+  BP_EXPECT_EQ(
+      grad_of(ctx, iota5, [](const Tensor& x) { return x.unfold(0, 3, 1).slice(0, 1, None); }),
+      (V{0, 1, 2, 2, 1}));
+  BP_EXPECT_EQ(grad_of(ctx, iota5, [](const Tensor& x) { return x.unfold(0, 3, 1).diagonal(); }),
                (V{1, 0, 1, 0, 1}));
-  BP_EXPECT_EQ(grad_of(ctx, iota5,
-                       [](const Tensor& x) { return x.unfold(0, 3, 1).unfold(0, 2, 1); }),
-               (V{1, 3, 4, 3, 1}));
+  BP_EXPECT_EQ(
+      grad_of(ctx, iota5, [](const Tensor& x) { return x.unfold(0, 3, 1).unfold(0, 2, 1); }),
+      (V{1, 3, 4, 3, 1}));
   // c2.expand_t_select: every element once through an expanded transpose.
   BP_EXPECT_EQ(grad_of(ctx, iota5,
-                       [](const Tensor& x) { return x.expand({3, 5}).t().select(1, 2); }),
+                       [](const Tensor& x) {
+                         return x.expand({3, 5}).t().select(1, 2);
+                       }),
                (V{1, 1, 1, 1, 1}));
   // c2.unfold_transpose_diagonal_offset1
-  BP_EXPECT_EQ(grad_of(ctx, iota5,
-                       [](const Tensor& x) {
-                         return x.unfold(0, 3, 1).transpose(0, 1).diagonal(1);
-                       }),
-               (V{0, 1, 0, 1, 0}));
+  BP_EXPECT_EQ(
+      grad_of(ctx, iota5,
+              [](const Tensor& x) { return x.unfold(0, 3, 1).transpose(0, 1).diagonal(1); }),
+      (V{0, 1, 0, 1, 0}));
   // c2.as_strided_overlap_of_x: as_strided counts storage positions.
   BP_EXPECT_EQ(grad_of(ctx, iota5,
-                       [](const Tensor& x) { return x.as_strided({3, 3}, {1, 1}); }),
+                       [](const Tensor& x) {
+                         return x.as_strided({3, 3}, {1, 1});
+                       }),
                (V{1, 2, 3, 2, 1}));
   // c2.as_strided_on_expand_2x2_s11_o0: as_strided on an expanded source
   // addresses the source's storage (x's five elements).

@@ -118,7 +118,8 @@ void overrides_match_composite(const Context& ctx) {
       for (double& e : v) e = rng.uniform(-4, 4);
       return from_vector(v, IntArrayRef(shape), ctx.options(DType::Float64)).to(d);
     };
-    const double rtol = d == DType::Float32 ? 1e-5 : 1e-12, atol = d == DType::Float32 ? 1e-5 : 1e-12;
+    const double rtol = d == DType::Float32 ? 1e-5 : 1e-12,
+                 atol = d == DType::Float32 ? 1e-5 : 1e-12;
     auto agree = [&](const char* what, const std::function<Tensor()>& f) {
       Tensor fused, composite;
       {
@@ -138,7 +139,8 @@ void overrides_match_composite(const Context& ctx) {
       for (auto shape : {std::vector<int64_t>{7}, {33, 65}, {2, 3, 5}}) {
         const Tensor x = random(shape);
         agree("silu", [&] { return silu(x); });
-        if (x.dim() >= 2) agree("silu of a transposed view", [&] { return silu(x.transpose(0, 1)); });
+        if (x.dim() >= 2)
+          agree("silu of a transposed view", [&] { return silu(x.transpose(0, 1)); });
       }
       const Tensor big = random({300, 300});  // past the fast paths' thresholds
       agree("silu of a large tensor", [&] { return silu(big); });
@@ -149,10 +151,12 @@ void overrides_match_composite(const Context& ctx) {
         for (auto shape : {std::vector<int64_t>{7}, {33, 65}}) {
           const Tensor x = random(shape);
           agree(approx ? "gelu (tanh)" : "gelu", [&] { return gelu(x, approx); });
-          if (x.dim() >= 2) agree("gelu of a transposed view", [&] { return gelu(x.transpose(0, 1), approx); });
+          if (x.dim() >= 2)
+            agree("gelu of a transposed view", [&] { return gelu(x.transpose(0, 1), approx); });
         }
         const Tensor big = random({300, 300});  // past the fast paths' thresholds
-        agree(approx ? "gelu (tanh) of a large tensor" : "gelu of a large tensor", [&] { return gelu(big, approx); });
+        agree(approx ? "gelu (tanh) of a large tensor" : "gelu of a large tensor",
+              [&] { return gelu(big, approx); });
         agree("gelu of an offset view", [&] { return gelu(big.narrow(0, 7, 100), approx); });
       }
     }
@@ -163,11 +167,13 @@ void overrides_match_composite(const Context& ctx) {
         const Tensor w = random({n}), b = random({n});
         agree("layer_norm", [&] { return layer_norm(x, {n}, w, b); });
         // A layout the kernel may decline (then the composite runs): the values are the same.
-        agree("layer_norm of a transposed input",
-              [&] { return layer_norm(x.transpose(0, -1).contiguous().transpose(0, -1), {n}, w, b); });
+        agree("layer_norm of a transposed input", [&] {
+          return layer_norm(x.transpose(0, -1).contiguous().transpose(0, -1), {n}, w, b);
+        });
       }
       {
-        const Tensor big = random({256, 256}), w = random({256}), b = random({256});  // past fast-path thresholds
+        const Tensor big = random({256, 256}), w = random({256}),
+                     b = random({256});  // past fast-path thresholds
         agree("layer_norm of a large tensor", [&] { return layer_norm(big, {256}, w, b); });
       }
       const Tensor x = random({2, 3, 5});
@@ -184,13 +190,14 @@ void overrides_match_composite(const Context& ctx) {
           idx[static_cast<std::size_t>(j)] = static_cast<int64_t>(rng.uniform(0, 30));
           idx[static_cast<std::size_t>(nnz + j)] = static_cast<int64_t>(rng.uniform(0, 29));
         }
-        const SparseTensor s =
-            sparse_coo_tensor(from_vector(idx, {2, nnz}, ctx.options(DType::Int64)), random({nnz}), {37, 29});
+        const SparseTensor s = sparse_coo_tensor(
+            from_vector(idx, {2, nnz}, ctx.options(DType::Int64)), random({nnz}), {37, 29});
         const Tensor dense = random({29, m});
         agree("sparse_mm", [&] { return mm(s, dense); });
         agree("sparse_mm of a transposed dense", [&] { return mm(s, dense.t().contiguous().t()); });
       }
-      const SparseTensor none = sparse_coo_tensor(zeros({2, 0}, ctx.options(DType::Int64)), random({0}), {5, 4});
+      const SparseTensor none =
+          sparse_coo_tensor(zeros({2, 0}, ctx.options(DType::Int64)), random({0}), {5, 4});
       agree("sparse_mm with no stored element", [&] { return mm(none, random({4, 3})); });
     }
   }

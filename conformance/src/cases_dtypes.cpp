@@ -33,9 +33,9 @@ void narrow_promotion_and_wrap(const Context& ctx) {
   BP_EXPECT_EQ((h + 2.5).dtype(), DType::Float16, "float16 + 2.5");
   BP_EXPECT_EQ((h + from_vector(std::vector<double>{1}, {1}, ctx.options(DType::BFloat16))).dtype(),
                DType::Float32, "float16 + bfloat16");
-  BP_EXPECT_VALUES(from_vector(std::vector<double>{1000.7, -3.9}, {2}, ctx.options())
-                       .to(DType::Int8),
-                   {-24, -3});
+  BP_EXPECT_VALUES(
+      from_vector(std::vector<double>{1000.7, -3.9}, {2}, ctx.options()).to(DType::Int8),
+      {-24, -3});
 }
 
 // float16 and bfloat16 round to nearest even once, keep subnormals and
@@ -45,9 +45,9 @@ void sixteen_bit_rounding(const Context& ctx) {
   const Tensor f32 = from_vector(std::vector<double>{1.00048828125, 65520.0, -3.0e-8}, {3},
                                  ctx.options(DType::Float32));
   BP_EXPECT_VALUES(f32.to(DType::Float16), {1.0, inf, -5.960464477539063e-08});
-  BP_EXPECT_VALUES(from_vector(std::vector<double>{1.00390625, 3.0e38}, {2}, ctx.options())
-                       .to(DType::BFloat16),
-                   {1.0, 3.00405527047391e+38});
+  BP_EXPECT_VALUES(
+      from_vector(std::vector<double>{1.00390625, 3.0e38}, {2}, ctx.options()).to(DType::BFloat16),
+      {1.0, 3.00405527047391e+38});
   BP_EXPECT_EQ(ones({3000}, ctx.options(DType::Float16)).sum().item<double>(), 3000.0,
                "3000 float16 ones summed");
   const Tensor h = from_vector(std::vector<double>{1.5, -2.25}, {2}, ctx.options(DType::Float16));
@@ -57,8 +57,8 @@ void sixteen_bit_rounding(const Context& ctx) {
 }  // namespace
 
 void add_dtype_cases(Suite& suite) {
-  suite.add({"dtype.narrow_promotion_and_wrap", {"DT-1", "DT-2"}, kCategory,
-             narrow_promotion_and_wrap});
+  suite.add(
+      {"dtype.narrow_promotion_and_wrap", {"DT-1", "DT-2"}, kCategory, narrow_promotion_and_wrap});
   suite.add({"dtype.sixteen_bit_rounding", {"DT-2"}, kCategory, sixteen_bit_rounding});
 }
 

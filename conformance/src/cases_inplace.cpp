@@ -256,9 +256,7 @@ void compound_through_view(const Context& ctx) {
   BP_EXPECT_VALUES(corners, {200, 204, 212, 216});
 }
 
-std::string dtype_name(DType d) {
-  return std::string(name(d));
-}
+std::string dtype_name(DType d) { return std::string(name(d)); }
 
 }  // namespace
 

@@ -30,12 +30,15 @@ std::size_t add_cases_from_library(Suite& suite, const std::string& path) {
     fail(std::string("could not be loaded: ") + e.what());
   }
   if (!lib.has("bp_conformance_cases_api") || !lib.has("bp_conformance_add_cases"))
-    fail("not a library of conformance cases (no BP_CONFORMANCE_CASES in it; see "
-         "backplane/conformance/cases_library.h)");
+    fail(
+        "not a library of conformance cases (no BP_CONFORMANCE_CASES in it; see "
+        "backplane/conformance/cases_library.h)");
   const int api = lib.get<int()>("bp_conformance_cases_api")();
   if (api != BP_CONFORMANCE_CASES_API)
-    fail("built against version " + std::to_string(api) + " of the cases interface; this "
-         "program has version " + std::to_string(BP_CONFORMANCE_CASES_API) + ": rebuild it");
+    fail("built against version " + std::to_string(api) +
+         " of the cases interface; this "
+         "program has version " +
+         std::to_string(BP_CONFORMANCE_CASES_API) + ": rebuild it");
   // Added to a copy first: a library that fails half-way adds nothing.
   Suite added = suite;
   const std::size_t before = added.cases().size();

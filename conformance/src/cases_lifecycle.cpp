@@ -3,7 +3,6 @@
 // library; the instances must not disturb each other (DV-5). These cases
 // unload the backend under test, so they run only in a process of their own.
 #include <backplane/conformance.h>
-
 #include <unistd.h>
 
 #include <filesystem>
@@ -20,8 +19,9 @@ constexpr const char* kCategory = "device";
 
 void need_own_process(const Context& ctx) {
   if (!ctx.own_process())
-    BP_SKIP("unloads the backend under test: runs only with a process per case "
-            "(without --no-isolate)");
+    BP_SKIP(
+        "unloads the backend under test: runs only with a process per case "
+        "(without --no-isolate)");
 }
 
 std::vector<double> times(std::vector<double> v, double k) {
@@ -95,8 +95,8 @@ void same_library_twice(const Context& ctx) {
   // backend already made from it: no second bp_plugin_init, one instance.
   namespace fs = std::filesystem;
   const fs::path original = ctx.backend().path();
-  const fs::path dir = fs::temp_directory_path() /
-                       ("backplane-conformance-" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("backplane-conformance-" + std::to_string(::getpid()));
   std::error_code ec;
   fs::create_directories(dir, ec);
   const fs::path twin = dir / original.filename();
@@ -108,8 +108,8 @@ void same_library_twice(const Context& ctx) {
   Tensor a = from_vector(host_iota(32), {32}, ctx.options());
   const Backend& again = PluginLoader::instance().load(twin.string());
   fs::remove_all(dir, ec);
-  BP_EXPECT(&again == &ctx.backend(), "loading ", twin.string(), " made backend ", again.id(),
-            " (", again.path(), "), not the loaded ", ctx.backend().id());
+  BP_EXPECT(&again == &ctx.backend(), "loading ", twin.string(), " made backend ", again.id(), " (",
+            again.path(), "), not the loaded ", ctx.backend().id());
   BP_EXPECT_VALUES(a, host_iota(32));
   Tensor b = from_vector(host_iota(32), {32}, ctx.options());
   BP_EXPECT_VALUES(a + b, times(host_iota(32), 2));

@@ -40,8 +40,7 @@ void rank_limit(const Context& ctx) {
 
 void size_overflow(const Context& ctx) {
   const int64_t big = (int64_t{1} << 62) + 1;
-  const std::string msg =
-      BP_ERROR_MESSAGE(bp::ValueError, zeros({3, big, 4}, ctx.options()));
+  const std::string msg = BP_ERROR_MESSAGE(bp::ValueError, zeros({3, big, 4}, ctx.options()));
   BP_EXPECT_MENTIONS(msg, "[empty]", "overflow");
   BP_EXPECT_THROWS(empty({int64_t{1} << 32, int64_t{1} << 32}, ctx.options()), bp::ValueError);
   // The element count fits, the byte count does not.
@@ -50,8 +49,7 @@ void size_overflow(const Context& ctx) {
   Tensor small = ones({1, 1}, ctx.options());
   BP_EXPECT_THROWS(small.expand({int64_t{1} << 40, int64_t{1} << 40}), bp::ValueError);
   BP_EXPECT_THROWS(small.view({-1, big, big}), bp::ValueError);
-  BP_EXPECT_THROWS(small.as_strided({3}, {std::numeric_limits<int64_t>::max()}, 0),
-                   bp::ValueError);
+  BP_EXPECT_THROWS(small.as_strided({3}, {std::numeric_limits<int64_t>::max()}, 0), bp::ValueError);
   BP_EXPECT_THROWS(arange(0.0, 1e300, 1.0, ctx.options()), bp::ValueError);
   BP_EXPECT_THROWS(small.narrow(1, 1, std::numeric_limits<int64_t>::max()), bp::IndexError);
   BP_EXPECT_THROWS(zeros({0}, ctx.options()).view({0, big, big}), bp::ValueError);
@@ -124,25 +122,46 @@ void expect_refused_unchanged(const Tensor& a, F&& fn, const char* what,
 void failed_ops_change_nothing(const Context& ctx) {
   Tensor a = from_vector(host_iota(6), {2, 3}, ctx.options());
   // l.*: shapes that do not broadcast to self's.
-  expect_refused_unchanged<bp::ValueError>(a, [&] { a.add_(ones({4}, ctx.options())); },
-                                           "a.add_(ones(4))");
-  expect_refused_unchanged<bp::ValueError>(a, [&] { a.mul_(ones({2, 1, 3}, ctx.options())); },
-                                           "a.mul_(ones(2,1,3))");
-  expect_refused_unchanged<bp::ValueError>(a, [&] { a.copy_(ones({4}, ctx.options())); },
-                                           "a.copy_(ones(4))");
-  expect_refused_unchanged<bp::ValueError>(a, [&] { a.copy_(ones({2, 1, 3}, ctx.options())); },
-                                           "a.copy_(ones(2,1,3))");
   expect_refused_unchanged<bp::ValueError>(
-      a, [&] { a.sub_(ones({3, 3}, ctx.options()), 2); }, "a.sub_(ones(3,3))");
+      a, [&] { a.add_(ones({4}, ctx.options())); }, "a.add_(ones(4))");
+  expect_refused_unchanged<bp::ValueError>(
+      a,
+      [&] {
+        a.mul_(ones({2, 1, 3}, ctx.options()));
+      },
+      "a.mul_(ones(2,1,3))");
+  expect_refused_unchanged<bp::ValueError>(
+      a, [&] { a.copy_(ones({4}, ctx.options())); }, "a.copy_(ones(4))");
+  expect_refused_unchanged<bp::ValueError>(
+      a,
+      [&] {
+        a.copy_(ones({2, 1, 3}, ctx.options()));
+      },
+      "a.copy_(ones(2,1,3))");
+  expect_refused_unchanged<bp::ValueError>(
+      a,
+      [&] {
+        a.sub_(ones({3, 3}, ctx.options()), 2);
+      },
+      "a.sub_(ones(3,3))");
   // l.int_a.add_(float): a floating result does not fit an integer self.
   Tensor i = from_vector(host_iota(6), {2, 3}, ctx.options(DType::Int64));
   expect_refused_unchanged<bp::TypeError>(
-      i, [&] { i.add_(full({2, 3}, 0.5, ctx.options())); }, "int_a.add_(float)");
-  expect_refused_unchanged<bp::TypeError>(i, [&] { i.div_(2); }, "int_a.div_(2)");
+      i,
+      [&] {
+        i.add_(full({2, 3}, 0.5, ctx.options()));
+      },
+      "int_a.add_(float)");
+  expect_refused_unchanged<bp::TypeError>(
+      i, [&] { i.div_(2); }, "int_a.div_(2)");
   // Writing through an expanded view, and partial overlap (IP-6).
   Tensor row = from_vector(host_iota(3), {3}, ctx.options());
   expect_refused_unchanged<bp::ValueError>(
-      row, [&] { row.expand({2, 3}).add_(1); }, "expanded.add_(1)");
+      row,
+      [&] {
+        row.expand({2, 3}).add_(1);
+      },
+      "expanded.add_(1)");
   Tensor buf = from_vector(host_iota(6), {6}, ctx.options());
   expect_refused_unchanged<bp::ValueError>(
       buf, [&] { buf.narrow(0, 1, 4).copy_(buf.narrow(0, 0, 4)); }, "partially overlapping copy_");
@@ -151,8 +170,8 @@ void failed_ops_change_nothing(const Context& ctx) {
   // An index out of range, found by the kernel (at once, or on the device
   // and reported by the next synchronisation): it must check every index
   // before it writes anything.
-  Tensor idx = from_vector(std::vector<double>{0, 1, 2, 0, 1, 7}, {2, 3},
-                           ctx.options(DType::Int64));
+  Tensor idx =
+      from_vector(std::vector<double>{0, 1, 2, 0, 1, 7}, {2, 3}, ctx.options(DType::Int64));
   expect_refused_unchanged<bp::Error>(
       a,
       [&] {
@@ -169,9 +188,13 @@ void failed_ops_change_nothing(const Context& ctx) {
       "a.scatter_add_(bad index)", true);
   // Bad arguments of other in-place ops.
   expect_refused_unchanged<bp::IndexError>(
-      a, [&] { a.scatter_(5, zeros({1, 1}, ctx.options(DType::Int64)), 1.0); }, "a.scatter_(5)");
-  expect_refused_unchanged<bp::ValueError>(a, [&] { a.clamp_(std::nullopt, std::nullopt); },
-                                           "a.clamp_()");
+      a,
+      [&] {
+        a.scatter_(5, zeros({1, 1}, ctx.options(DType::Int64)), 1.0);
+      },
+      "a.scatter_(5)");
+  expect_refused_unchanged<bp::ValueError>(
+      a, [&] { a.clamp_(std::nullopt, std::nullopt); }, "a.clamp_()");
 }
 
 // A result with fewer elements than indices, or more, would be left partly

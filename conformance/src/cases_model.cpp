@@ -7,7 +7,6 @@
 #include <backplane/conformance.h>
 #include <backplane/nn.h>
 #include <backplane/safetensors.h>
-
 #include <unistd.h>
 
 #include <filesystem>
@@ -35,9 +34,9 @@ std::string join(const std::vector<std::string>& names) {
 
 // The script's network, its parameters set to the script's values, on ctx's device in dt.
 std::shared_ptr<nn::Sequential> network(const Context& ctx, DType dt) {
-  auto net = std::make_shared<nn::Sequential>(
-      nn::Conv2d(2, 4, 3, {.padding = 1}), nn::BatchNorm2d(4), nn::ReLU(true), nn::MaxPool2d(2),
-      nn::Flatten(), nn::Linear(16, 3));
+  auto net = std::make_shared<nn::Sequential>(nn::Conv2d(2, 4, 3, {.padding = 1}),
+                                              nn::BatchNorm2d(4), nn::ReLU(true), nn::MaxPool2d(2),
+                                              nn::Flatten(), nn::Linear(16, 3));
   net->to(ctx.device(), dt);
   NoGradGuard no_grad;
   int k = 0;
@@ -66,8 +65,8 @@ void cnn_case(const Context& ctx, DType dt) {
     expect_close(p.grad(), part("cnn.grads", i++), tol, tol, name.c_str(), __FILE__, __LINE__);
   }
   const auto buffers = net->named_buffers();
-  expect_close(buffers["1.running_mean"], part("cnn.buffers", 0), tol, tol, "running_mean", __FILE__,
-               __LINE__);
+  expect_close(buffers["1.running_mean"], part("cnn.buffers", 0), tol, tol, "running_mean",
+               __FILE__, __LINE__);
   expect_close(buffers["1.running_var"], part("cnn.buffers", 1), tol, tol, "running_var", __FILE__,
                __LINE__);
   BP_EXPECT_VALUES(buffers["1.num_batches_tracked"], part("cnn.buffers", 2));
@@ -80,7 +79,8 @@ void names_case(const Context& ctx) {
   auto net = network(ctx, DType::Float32);
   BP_EXPECT_EQ(join(net->named_parameters().keys()),
                std::string(model::fixture("cnn.named_parameters").text));
-  BP_EXPECT_EQ(join(net->state_dict().keys()), std::string(model::fixture("cnn.state_dict_keys").text));
+  BP_EXPECT_EQ(join(net->state_dict().keys()),
+               std::string(model::fixture("cnn.state_dict_keys").text));
   BP_EXPECT_EQ(net->parameters().size(), std::size_t{6});
   BP_EXPECT_EQ(net->buffers().size(), std::size_t{3});
   BP_EXPECT_EQ(net->named_modules().size(), std::size_t{7}, "the Sequential and its six layers");
@@ -96,9 +96,11 @@ void names_case(const Context& ctx) {
   BP_EXPECT(m.named_buffers().contains("seen"), "a non-persistent buffer is still a buffer");
 
   net->eval();
-  for (const auto& mod : net->modules()) BP_EXPECT(!mod->is_training(), mod->type_name(), " is training");
+  for (const auto& mod : net->modules())
+    BP_EXPECT(!mod->is_training(), mod->type_name(), " is training");
   net->train();
-  for (const auto& mod : net->modules()) BP_EXPECT(mod->is_training(), mod->type_name(), " is in eval");
+  for (const auto& mod : net->modules())
+    BP_EXPECT(mod->is_training(), mod->type_name(), " is in eval");
 }
 
 void state_dict_case(const Context& ctx) {
@@ -121,7 +123,8 @@ void state_dict_case(const Context& ctx) {
   b->to(ctx.device());
   const auto loaded = b->load_state_dict(sd);
   BP_EXPECT(loaded.missing_keys.empty() && loaded.unexpected_keys.empty());
-  for (const auto& [name, t] : b->state_dict()) BP_EXPECT(equal(t, sd[name]), name, " was not loaded");
+  for (const auto& [name, t] : b->state_dict())
+    BP_EXPECT(equal(t, sd[name]), name, " was not loaded");
 
   // A shape mismatch, a missing and an unexpected key: refused, naming them, nothing changed.
   auto c = std::make_shared<nn::Sequential>(nn::Linear(4, 3), nn::Linear(3, 2));
@@ -167,17 +170,19 @@ void member_assign_case(const Context& ctx) {
   }
   lin->weight = vals(dev, DType::Float32, {2, 2}, 0.9, 1).requires_grad_();
   const double tol = model::tolerance(DType::Float32);
-  expect_close(lin->forward(vals(dev, DType::Float32, {3, 2}, 0.3, 1)), part("module.member_assign", 0), tol, tol,
-               "forward after lin->weight = W", __FILE__, __LINE__);
-  BP_EXPECT(lin->parameters().at(0).is_same(lin->weight), "parameters()[0] is the assigned tensor");
-  expect_close(lin->parameters().at(0), part("module.member_assign", 1), tol, tol, "parameters()[0]", __FILE__,
+  expect_close(lin->forward(vals(dev, DType::Float32, {3, 2}, 0.3, 1)),
+               part("module.member_assign", 0), tol, tol, "forward after lin->weight = W", __FILE__,
                __LINE__);
-  expect_close(lin->state_dict()["weight"], part("module.member_assign", 2), tol, tol, "state_dict()[weight]",
-               __FILE__, __LINE__);
+  BP_EXPECT(lin->parameters().at(0).is_same(lin->weight), "parameters()[0] is the assigned tensor");
+  expect_close(lin->parameters().at(0), part("module.member_assign", 1), tol, tol,
+               "parameters()[0]", __FILE__, __LINE__);
+  expect_close(lin->state_dict()["weight"], part("module.member_assign", 2), tol, tol,
+               "state_dict()[weight]", __FILE__, __LINE__);
   auto enc = std::make_shared<nn::Linear>(2, 2);
   auto dec = std::make_shared<nn::Linear>(2, 2);
   dec->weight = enc->weight;
-  BP_EXPECT_EQ(dec->parameters().at(0).is_same(enc->weight), part("module.weight_tying", 0).at(0) != 0,
+  BP_EXPECT_EQ(dec->parameters().at(0).is_same(enc->weight),
+               part("module.weight_tying", 0).at(0) != 0,
                "dec->weight = enc->weight ties the parameter");
 }
 
@@ -197,9 +202,12 @@ void batchnorm_no_counter_case(const Context& ctx) {
   old.insert("running_mean", vals(ctx.device(), DType::Float32, {3}, 0.5, 1));
   const auto result = bn->load_state_dict(old);
   BP_EXPECT_VALUES(bn->num_batches_tracked, part("batchnorm.no_counter", 0));
-  expect_close(bn->running_mean, part("batchnorm.no_counter", 1), 1e-6, 1e-6, "running_mean", __FILE__, __LINE__);
-  BP_EXPECT_EQ(static_cast<double>(result.missing_keys.size()), part("batchnorm.no_counter", 2).at(0));
-  BP_EXPECT_EQ(static_cast<double>(result.unexpected_keys.size()), part("batchnorm.no_counter", 2).at(1));
+  expect_close(bn->running_mean, part("batchnorm.no_counter", 1), 1e-6, 1e-6, "running_mean",
+               __FILE__, __LINE__);
+  BP_EXPECT_EQ(static_cast<double>(result.missing_keys.size()),
+               part("batchnorm.no_counter", 2).at(0));
+  BP_EXPECT_EQ(static_cast<double>(result.unexpected_keys.size()),
+               part("batchnorm.no_counter", 2).at(1));
   // Another module's missing key is still refused.
   nn::NamedTensors partial = nn::Linear(2, 2).state_dict();
   auto seq = std::make_shared<nn::Sequential>(nn::Linear(2, 2), nn::BatchNorm2d(3));
@@ -207,9 +215,10 @@ void batchnorm_no_counter_case(const Context& ctx) {
   no_bias.insert("0.weight", partial["weight"]);
   for (const auto& [name, t] : nn::BatchNorm2d(3).state_dict())
     if (name != "num_batches_tracked") no_bias.insert("1." + name, t);
-  BP_EXPECT_MENTIONS(BP_ERROR_MESSAGE(ValueError, seq->load_state_dict(no_bias)), "Missing key(s)", "\"0.bias\"");
-  BP_EXPECT(std::string(BP_ERROR_MESSAGE(ValueError, seq->load_state_dict(no_bias))).find("num_batches_tracked") ==
-                std::string::npos,
+  BP_EXPECT_MENTIONS(BP_ERROR_MESSAGE(ValueError, seq->load_state_dict(no_bias)), "Missing key(s)",
+                     "\"0.bias\"");
+  BP_EXPECT(std::string(BP_ERROR_MESSAGE(ValueError, seq->load_state_dict(no_bias)))
+                    .find("num_batches_tracked") == std::string::npos,
             "the counter is not a missing key");
 }
 
@@ -219,8 +228,10 @@ void convert_case(const Context& ctx) {
   fc->to(ctx.device(), DType::Float64);
   BP_EXPECT_EQ(weight.dtype(), DType::Float64, "to() converts the parameter itself");
   BP_EXPECT_EQ(weight.device(), ctx.device());
-  BP_EXPECT(weight.requires_grad() && weight.is_leaf(), "a converted parameter stays a leaf requiring grad");
-  BP_EXPECT(fc->named_parameters()["weight"].is_same(weight), "the registered tensor is the member");
+  BP_EXPECT(weight.requires_grad() && weight.is_leaf(),
+            "a converted parameter stays a leaf requiring grad");
+  BP_EXPECT(fc->named_parameters()["weight"].is_same(weight),
+            "the registered tensor is the member");
   auto bn = std::make_shared<nn::BatchNorm2d>(3);
   bn->to(ctx.device(), DType::Float64);
   BP_EXPECT_EQ(bn->num_batches_tracked.dtype(), DType::Int64, "integer buffers keep their dtype");
@@ -276,23 +287,25 @@ void relu_inplace_case(const Context& ctx) {
   Tensor z = from_vector(std::vector<float>{-1, 2}, {2}, ctx.options()).requires_grad_();
   Tensor s = z.sigmoid();
   relu(s);
-  BP_EXPECT_MENTIONS(BP_ERROR_MESSAGE(AutogradError, s.sum().backward()), "modified by an in-place operation");
+  BP_EXPECT_MENTIONS(BP_ERROR_MESSAGE(AutogradError, s.sum().backward()),
+                     "modified by an in-place operation");
 }
 
 void print_case(const Context&) {
-  auto net = std::make_shared<nn::Sequential>(nn::Conv2d(2, 4, 3, {.padding = 1}), nn::BatchNorm2d(4),
-                                              nn::ReLU(true), nn::MaxPool2d(2), nn::Flatten(),
-                                              nn::Linear(16, 3));
+  auto net = std::make_shared<nn::Sequential>(nn::Conv2d(2, 4, 3, {.padding = 1}),
+                                              nn::BatchNorm2d(4), nn::ReLU(true), nn::MaxPool2d(2),
+                                              nn::Flatten(), nn::Linear(16, 3));
   BP_EXPECT_EQ(net->to_string(), std::string(model::fixture("cnn.print").text));
   std::vector<std::shared_ptr<nn::Module>> layers = {
       std::make_shared<nn::Linear>(4, 3, false),
-      std::make_shared<nn::Conv2d>(3, 8, 3, nn::Conv2dOptions{.stride = 2, .padding = {1, 2}, .dilation = 2,
-                                                              .bias = false}),
+      std::make_shared<nn::Conv2d>(
+          3, 8, 3, nn::Conv2dOptions{.stride = 2, .padding = {1, 2}, .dilation = 2, .bias = false}),
       std::make_shared<nn::Conv2d>(4, 8, Size2{1, 3}, nn::Conv2dOptions{.groups = 2}),
       std::make_shared<nn::ReLU>(),
       std::make_shared<nn::GELU>(true),
       std::make_shared<nn::Dropout>(0.25),
-      std::make_shared<nn::BatchNorm2d>(5, nn::BatchNormOptions{.momentum = std::nullopt, .affine = false}),
+      std::make_shared<nn::BatchNorm2d>(
+          5, nn::BatchNormOptions{.momentum = std::nullopt, .affine = false}),
       std::make_shared<nn::LayerNorm>(std::vector<int64_t>{3, 4}, 1e-6),
       std::make_shared<nn::MaxPool2d>(3, nn::MaxPool2dOptions{.stride = 2, .padding = 1}),
       std::make_shared<nn::AvgPool2d>(Size2{2, 3}),
@@ -320,28 +333,32 @@ void side_by_side_case(const Context& ctx, DType dt) {
   auto make = [&](Device device) {
     manual_seed(seed);  // the default initialisation, from the same numbers on both sides
     auto net = std::make_shared<nn::Sequential>(
-        nn::Conv2d(3, 6, 3, {.padding = 1, .bias = false}), nn::BatchNorm2d(6), nn::ReLU(true), nn::MaxPool2d(2),
-        nn::Dropout(0.2), nn::Flatten(), nn::Linear(6 * 4 * 4, 5));
+        nn::Conv2d(3, 6, 3, {.padding = 1, .bias = false}), nn::BatchNorm2d(6), nn::ReLU(true),
+        nn::MaxPool2d(2), nn::Dropout(0.2), nn::Flatten(), nn::Linear(6 * 4 * 4, 5));
     net->to(device, dt);
     return net;
   };
   auto dut = make(ctx.device()), ref = make(ctx.reference_device());
   auto agree = [&](const Tensor& mine, const Tensor& theirs, const std::string& what) {
     const Tensor here = mine.detach().to(ctx.reference_device());
-    BP_EXPECT(allclose(here, theirs.detach(), tol, tol), what, " (", dt, ") differs from the reference's by ",
+    BP_EXPECT(allclose(here, theirs.detach(), tol, tol), what, " (", dt,
+              ") differs from the reference's by ",
               (here - theirs.detach()).abs().max().item<double>());
   };
   const auto ref_params = ref->named_parameters();
-  for (const auto& [name, p] : dut->named_parameters()) agree(p, ref_params[name], "initial " + name);
+  for (const auto& [name, p] : dut->named_parameters())
+    agree(p, ref_params[name], "initial " + name);
   std::vector<std::unique_ptr<optim::Optimizer>> opts;
   for (auto* net : {dut.get(), ref.get()})
     opts.push_back(std::make_unique<optim::SGD>(
-        net->parameters(), optim::SGDOptions{.lr = 0.05, .momentum = 0.9, .weight_decay = 1e-3, .nesterov = true}));
+        net->parameters(),
+        optim::SGDOptions{.lr = 0.05, .momentum = 0.9, .weight_decay = 1e-3, .nesterov = true}));
   nn::CrossEntropyLoss criterion;
   for (int step = 0; step < 4; ++step) {
     if (step == 2)  // the second half with Adam, from SGD's weights
       for (std::size_t k = 0; k < 2; ++k)
-        opts[k] = std::make_unique<optim::Adam>((k == 0 ? dut : ref)->parameters(), optim::AdamOptions{.lr = 0.01});
+        opts[k] = std::make_unique<optim::Adam>((k == 0 ? dut : ref)->parameters(),
+                                                optim::AdamOptions{.lr = 0.01});
     manual_seed(seed + 1 + static_cast<uint64_t>(step));
     const Tensor x_ref = randn({4, 3, 8, 8}, ctx.reference_options(dt));
     const Tensor y_ref = from_vector(std::vector<int64_t>{step % 5, 1, 4, (step + 2) % 5}, {4},
@@ -360,9 +377,11 @@ void side_by_side_case(const Context& ctx, DType dt) {
     agree(out[0], out[1], "logits" + at);
     agree(loss[0], loss[1], "loss" + at);
     const auto ref_now = ref->named_parameters();
-    for (const auto& [name, p] : dut->named_parameters()) agree(p.grad(), ref_now[name].grad(), name + ".grad" + at);
+    for (const auto& [name, p] : dut->named_parameters())
+      agree(p.grad(), ref_now[name].grad(), name + ".grad" + at);
     for (auto& o : opts) o->step();
-    for (const auto& [name, p] : dut->named_parameters()) agree(p, ref_now[name], name + " after the update" + at);
+    for (const auto& [name, p] : dut->named_parameters())
+      agree(p, ref_now[name], name + " after the update" + at);
   }
   const auto ref_buffers = ref->named_buffers();
   for (const auto& [name, b] : dut->named_buffers())
@@ -387,10 +406,13 @@ void add_model_cases(Suite& suite) {
   suite.add({"model.relu_inplace", {"NN-2"}, kCategory, relu_inplace_case});
   suite.add({"model.print", {"NN-2"}, kCategory, print_case});
   for (DType dt : {DType::Float32, DType::Float64})
-    suite.add({"model.cnn." + std::string(name(dt)), {"NN-2"}, kCategory,
-               [dt](const Context& ctx) { cnn_case(ctx, dt); }});
+    suite.add({"model.cnn." + std::string(name(dt)), {"NN-2"}, kCategory, [dt](const Context& ctx) {
+                 cnn_case(ctx, dt);
+               }});
   for (DType dt : {DType::Float32, DType::Float64})
-    suite.add({"model.side_by_side." + std::string(name(dt)), {"NN-1", "NN-2", "NN-3"}, kCategory,
+    suite.add({"model.side_by_side." + std::string(name(dt)),
+               {"NN-1", "NN-2", "NN-3"},
+               kCategory,
                [dt](const Context& ctx) { side_by_side_case(ctx, dt); }});
   add_optim_cases(suite);
 }

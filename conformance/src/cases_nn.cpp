@@ -36,8 +36,9 @@ Outputs with_grads(const OpArgs& a, const std::function<Outputs(const std::vecto
   Outputs out = f(in);
   std::vector<double> uv(static_cast<std::size_t>(out[0].numel()));
   for (std::size_t i = 0; i < uv.size(); ++i) uv[i] = std::cos(0.7 * static_cast<double>(i));
-  const Tensor u = from_vector(uv, out[0].sizes(), TensorOptions(DType::Float64).device(out[0].device()))
-                       .to(out[0].dtype());
+  const Tensor u =
+      from_vector(uv, out[0].sizes(), TensorOptions(DType::Float64).device(out[0].device()))
+          .to(out[0].dtype());
   (out[0] * u).sum().backward();
   for (const Tensor& t : in)
     if (t.requires_grad()) out.push_back(t.grad().defined() ? t.grad() : zeros_like(t));
@@ -53,7 +54,9 @@ std::vector<int64_t> image(Rng& r, Layout layout, int64_t c, int64_t lo, int64_t
 
 // conv2d: dims = {stride, padding, dilation, groups}, by sample.
 OpCaseSpec conv_case() {
-  return {"nn.conv2d", {Op::Matmul, Op::Add, Op::Sum}, kNnDtypes,
+  return {"nn.conv2d",
+          {Op::Matmul, Op::Add, Op::Sum},
+          kNnDtypes,
           [](Rng& r, Layout layout, DType) {
             static const int64_t params[3][4] = {{1, 1, 1, 1}, {2, 0, 1, 2}, {1, 2, 2, 3}};
             const int64_t* p = params[r.sample_index() % 3];
@@ -71,13 +74,16 @@ OpCaseSpec conv_case() {
               return Outputs{conv2d(x[0], x[1], x[2], d[0], d[1], d[2], d[3])};
             });
           },
-          kNnLayouts, {"NN-4"}};
+          kNnLayouts,
+          {"NN-4"}};
 }
 
 // conv_transpose2d: dims = {stride, padding, output_padding, dilation,
 // groups}, by sample (the third with an output_padding only its dilation allows).
 OpCaseSpec conv_transpose_case() {
-  return {"nn.conv_transpose2d", {Op::Matmul, Op::Add, Op::Sum}, kNnDtypes,
+  return {"nn.conv_transpose2d",
+          {Op::Matmul, Op::Add, Op::Sum},
+          kNnDtypes,
           [](Rng& r, Layout layout, DType) {
             static const int64_t params[3][5] = {{1, 0, 0, 1, 1}, {2, 1, 1, 1, 2}, {1, 1, 1, 2, 3}};
             const int64_t* p = params[r.sample_index() % 3];
@@ -95,11 +101,14 @@ OpCaseSpec conv_transpose_case() {
               return Outputs{conv_transpose2d(x[0], x[1], x[2], d[0], d[1], d[2], d[4], d[3])};
             });
           },
-          kNnLayouts, {"NN-4"}};
+          kNnLayouts,
+          {"NN-4"}};
 }
 
 OpCaseSpec pool_case(const char* name, std::function<Tensor(const Tensor&, int)> f) {
-  return {name, {Op::Add, Op::Where, Op::Gt, Op::Scatter, Op::Matmul}, kNnDtypes,
+  return {name,
+          {Op::Add, Op::Where, Op::Gt, Op::Scatter, Op::Matmul},
+          kNnDtypes,
           [](Rng& r, Layout layout, DType) {
             Sample s;
             s.inputs = {{image(r, layout, r.uniform_int(1, 3), 4, 9)}};
@@ -112,11 +121,14 @@ OpCaseSpec pool_case(const char* name, std::function<Tensor(const Tensor&, int)>
               return Outputs{f(x[0], static_cast<int>(a.sample.dims[0] % 3))};
             });
           },
-          kNnLayouts, {"NN-4"}};
+          kNnLayouts,
+          {"NN-4"}};
 }
 
 OpCaseSpec norm_case(const char* name, std::function<Outputs(const std::vector<Tensor>&)> f) {
-  return {name, {Op::Sum, Op::Mul, Op::Sqrt, Op::Div}, kNnDtypes,
+  return {name,
+          {Op::Sum, Op::Mul, Op::Sqrt, Op::Div},
+          kNnDtypes,
           [](Rng& r, Layout layout, DType) {
             Sample s;
             const int64_t c = 2 * r.uniform_int(1, 3);
@@ -127,7 +139,9 @@ OpCaseSpec norm_case(const char* name, std::function<Outputs(const std::vector<T
             s.terms = 64;
             return s;
           },
-          [f](const OpArgs& a) { return with_grads(a, f); }, kNnLayouts, {"NN-4"}};
+          [f](const OpArgs& a) { return with_grads(a, f); },
+          kNnLayouts,
+          {"NN-4"}};
 }
 
 std::vector<double> class_indices(Rng& r, const std::vector<int64_t>& shape, int64_t classes) {
@@ -139,14 +153,22 @@ std::vector<double> class_indices(Rng& r, const std::vector<int64_t>& shape, int
 }
 
 OpCaseSpec loss_case() {
-  return {"nn.losses", {Op::LogSoftmax, Op::Gather, Op::Sum, Op::Exp, Op::Log}, kNnDtypes,
+  return {"nn.losses",
+          {Op::LogSoftmax, Op::Gather, Op::Sum, Op::Exp, Op::Log},
+          kNnDtypes,
           [](Rng& r, Layout layout, DType) {
             Sample s;
-            const int64_t n = layout == Layout::Empty ? 0 : r.uniform_int(1, 6), c = r.uniform_int(2, 5);
-            s.inputs = {{{n, c}},
-                        {{n}, DType::Int64, Domain::Any, false,
-                         [c](Rng& g, const std::vector<int64_t>& sh) { return class_indices(g, sh, c); }},
-                        {{n, c}}, {{c}, std::nullopt, Domain::Positive}};
+            const int64_t n = layout == Layout::Empty ? 0 : r.uniform_int(1, 6),
+                          c = r.uniform_int(2, 5);
+            s.inputs = {
+                {{n, c}},
+                {{n},
+                 DType::Int64,
+                 Domain::Any,
+                 false,
+                 [c](Rng& g, const std::vector<int64_t>& sh) { return class_indices(g, sh, c); }},
+                {{n, c}},
+                {{c}, std::nullopt, Domain::Positive}};
             s.terms = c * 4;
             return s;
           },
@@ -162,17 +184,26 @@ OpCaseSpec loss_case() {
               return o;
             });
           },
-          kNnLayouts, {"NN-4"}};
+          kNnLayouts,
+          {"NN-4"}};
 }
 
 OpCaseSpec embedding_case() {
-  return {"nn.embedding", {Op::IndexSelect, Op::Where}, kNnDtypes,
+  return {"nn.embedding",
+          {Op::IndexSelect, Op::Where},
+          kNnDtypes,
           [](Rng& r, Layout layout, DType) {
             Sample s;
-            const int64_t rows = r.uniform_int(3, 6), n = layout == Layout::Empty ? 0 : r.uniform_int(1, 5);
+            const int64_t rows = r.uniform_int(3, 6),
+                          n = layout == Layout::Empty ? 0 : r.uniform_int(1, 5);
             s.inputs = {{{rows, r.uniform_int(1, 4)}},
-                        {{n, 2}, DType::Int64, Domain::Any, false,
-                         [rows](Rng& g, const std::vector<int64_t>& sh) { return class_indices(g, sh, rows); }}};
+                        {{n, 2},
+                         DType::Int64,
+                         Domain::Any,
+                         false,
+                         [rows](Rng& g, const std::vector<int64_t>& sh) {
+                           return class_indices(g, sh, rows);
+                         }}};
             s.terms = 4;
             return s;
           },
@@ -181,7 +212,8 @@ OpCaseSpec embedding_case() {
               return Outputs{embedding(x[1], x[0], 1) + embedding(x[1], x[0]) * 0.5};
             });
           },
-          kNnLayouts, {"NN-4"}};
+          kNnLayouts,
+          {"NN-4"}};
 }
 
 }  // namespace
@@ -192,7 +224,8 @@ Tensor random64(const Context& ctx, Rng& r, std::vector<int64_t> shape, bool tra
   for (int64_t s : shape) n *= s;
   std::vector<double> v(static_cast<std::size_t>(n));
   for (double& x : v) x = r.uniform(-1, 1);
-  if (!transposed || shape.size() < 2) return from_vector(v, IntArrayRef(shape), ctx.options(DType::Float64));
+  if (!transposed || shape.size() < 2)
+    return from_vector(v, IntArrayRef(shape), ctx.options(DType::Float64));
   std::swap(shape[shape.size() - 1], shape[shape.size() - 2]);
   return from_vector(v, IntArrayRef(shape), ctx.options(DType::Float64)).transpose(-1, -2);
 }
@@ -208,22 +241,44 @@ struct NnGrad {
 void gradchecks(const Context& ctx) {
   const Tensor target = from_vector(std::vector<int64_t>{2, 0, 1}, {3}, ctx.options(DType::Int64));
   const std::vector<NnGrad> specs = {
-      {"conv2d", {{2, 2, 5, 4}, {3, 2, 3, 2}, {3}},
+      {"conv2d",
+       {{2, 2, 5, 4}, {3, 2, 3, 2}, {3}},
        [](const auto& x) { return conv2d(x[0], x[1], x[2], 1, 1); }},
-      {"conv2d groups, stride, dilation", {{1, 4, 6, 7}, {2, 2, 2, 3}},
-       [](const auto& x) { return conv2d(x[0], x[1], Tensor(), {2, 1}, {1, 0}, {1, 2}, 2); }},
-      {"conv_transpose2d", {{1, 4, 3, 4}, {4, 1, 2, 3}, {2}},
-       [](const auto& x) { return conv_transpose2d(x[0], x[1], x[2], {2, 1}, {1, 0}, {1, 0}, 2, {1, 2}); }},
-      {"max_pool2d", {{1, 2, 5, 5}}, [](const auto& x) { return max_pool2d(x[0], 3, 2, 1, 1, true); }},
-      {"avg_pool2d", {{1, 2, 5, 5}}, [](const auto& x) { return avg_pool2d(x[0], 3, 2, 1, true, false); }},
-      {"adaptive_avg_pool2d", {{1, 2, 5, 7}}, [](const auto& x) { return adaptive_avg_pool2d(x[0], {2, 3}); }},
-      {"batch_norm", {{3, 2, 2, 2}, {2}, {2}},
+      {"conv2d groups, stride, dilation",
+       {{1, 4, 6, 7}, {2, 2, 2, 3}},
+       [](const auto& x) {
+         return conv2d(x[0], x[1], Tensor(), {2, 1}, {1, 0}, {1, 2}, 2);
+       }},
+      {"conv_transpose2d",
+       {{1, 4, 3, 4}, {4, 1, 2, 3}, {2}},
+       [](const auto& x) {
+         return conv_transpose2d(x[0], x[1], x[2], {2, 1}, {1, 0}, {1, 0}, 2, {1, 2});
+       }},
+      {"max_pool2d",
+       {{1, 2, 5, 5}},
+       [](const auto& x) { return max_pool2d(x[0], 3, 2, 1, 1, true); }},
+      {"avg_pool2d",
+       {{1, 2, 5, 5}},
+       [](const auto& x) { return avg_pool2d(x[0], 3, 2, 1, true, false); }},
+      {"adaptive_avg_pool2d",
+       {{1, 2, 5, 7}},
+       [](const auto& x) {
+         return adaptive_avg_pool2d(x[0], {2, 3});
+       }},
+      {"batch_norm",
+       {{3, 2, 2, 2}, {2}, {2}},
        [](const auto& x) { return batch_norm(x[0], Tensor(), Tensor(), x[1], x[2], true); }},
-      {"group_norm", {{2, 4, 3, 1}, {4}, {4}}, [](const auto& x) { return group_norm(x[0], 2, x[1], x[2]); }},
-      {"cross_entropy", {{3, 4}},
-       [target](const auto& x) { return cross_entropy(x[0], target, Tensor(), 1, Reduction::Mean, 0.1); }},
+      {"group_norm",
+       {{2, 4, 3, 1}, {4}, {4}},
+       [](const auto& x) { return group_norm(x[0], 2, x[1], x[2]); }},
+      {"cross_entropy",
+       {{3, 4}},
+       [target](const auto& x) {
+         return cross_entropy(x[0], target, Tensor(), 1, Reduction::Mean, 0.1);
+       }},
       {"gelu", {{3, 4}}, [](const auto& x) { return gelu(x[0] * 3) + gelu(x[0], true); }},
-      {"binary_cross_entropy_with_logits", {{3, 4}, {3, 4}},
+      {"binary_cross_entropy_with_logits",
+       {{3, 4}, {3, 4}},
        [](const auto& x) { return binary_cross_entropy_with_logits(x[0] * 4, sigmoid(x[1])); }},
   };
   Rng r(ctx.case_seed("nn.gradcheck"));
@@ -249,7 +304,8 @@ void dropout_mask(const Context& ctx) {
   BP_EXPECT(equal(y, again), "the same seed gave another dropout mask");
   manual_seed(1234);
   const Tensor ref = dropout(ones({64, 64}, ctx.reference_options(DType::Float32)), 0.25);
-  BP_EXPECT(equal(y.to(ctx.reference_device()), ref), "the mask differs from the reference backend's for one seed");
+  BP_EXPECT(equal(y.to(ctx.reference_device()), ref),
+            "the mask differs from the reference backend's for one seed");
   const std::vector<float> v = y.to_vector<float>();
   int64_t kept = 0;
   for (float e : v) {
@@ -280,17 +336,20 @@ void bad_arguments(const Context& ctx) {
     return "(no ValueError)";
   };
   const uint32_t version = x.version();
-  BP_EXPECT_MENTIONS(message([&] { conv2d(x, w); }), "conv2d", "[4, 2, 3, 3]", "[2, 3, 5, 5]", "channels");
+  BP_EXPECT_MENTIONS(message([&] { conv2d(x, w); }), "conv2d", "[4, 2, 3, 3]", "[2, 3, 5, 5]",
+                     "channels");
   const Tensor big = ones({4, 3, 7, 7}, ctx.options(DType::Float32));
   BP_EXPECT_MENTIONS(message([&] { conv2d(x, big); }), "conv2d", "(5 x 5)", "(7 x 7)");
-  BP_EXPECT_MENTIONS(message([&] { conv2d(x, big.narrow(2, 0, 3).narrow(3, 0, 3), Tensor(), 1, -1); }), "conv2d",
-                     "negative padding");
+  BP_EXPECT_MENTIONS(
+      message([&] { conv2d(x, big.narrow(2, 0, 3).narrow(3, 0, 3), Tensor(), 1, -1); }), "conv2d",
+      "negative padding");
   // conv_transpose2d's weight is [in, out/groups, kh, kw]: w expects 4 input channels.
   BP_EXPECT_MENTIONS(message([&] { conv_transpose2d(x, w); }), "conv_transpose2d", "[4, 2, 3, 3]",
                      "[2, 3, 5, 5]", "channels");
   const Tensor wt = ones({3, 2, 3, 3}, ctx.options(DType::Float32));
-  BP_EXPECT_MENTIONS(message([&] { conv_transpose2d(x, wt, Tensor(), 1, 0, 1); }), "conv_transpose2d",
-                     "output_padding (1, 1)", "stride (1, 1)", "dilation (1, 1)");
+  BP_EXPECT_MENTIONS(message([&] { conv_transpose2d(x, wt, Tensor(), 1, 0, 1); }),
+                     "conv_transpose2d", "output_padding (1, 1)", "stride (1, 1)",
+                     "dilation (1, 1)");
   BP_EXPECT_MENTIONS(message([&] { conv_transpose2d(x, wt, Tensor(), 1, 4); }), "conv_transpose2d",
                      "[2, 3, 5, 5]", "(-1 x -1)", "too small");
   BP_EXPECT_MENTIONS(message([&] { conv_transpose2d(x, wt, Tensor(), 1, -1); }), "conv_transpose2d",
@@ -298,9 +357,11 @@ void bad_arguments(const Context& ctx) {
   BP_EXPECT_MENTIONS(message([&] { conv_transpose2d(x.narrow(3, 0, 0), wt); }), "conv_transpose2d",
                      "[2, 3, 5, 0]", "no elements per channel");
   BP_EXPECT_MENTIONS(message([&] { max_pool2d(x, 2, 2, 2); }), "max_pool2d", "half");
-  BP_EXPECT_MENTIONS(message([&] { batch_norm(ones({1, 3}, ctx.options()), Tensor(), Tensor(), Tensor(), Tensor(),
-                                              true); }),
-                     "batch_norm", "more than 1 value");
+  BP_EXPECT_MENTIONS(
+      message([&] {
+        batch_norm(ones({1, 3}, ctx.options()), Tensor(), Tensor(), Tensor(), Tensor(), true);
+      }),
+      "batch_norm", "more than 1 value");
   BP_EXPECT_MENTIONS(message([&] { group_norm(x, 2); }), "group_norm", "num_groups=2");
   const Tensor t = from_vector(std::vector<int64_t>{0, 7}, {2}, ctx.options(DType::Int64));
   BP_EXPECT_THROWS(cross_entropy(ones({2, 3}, ctx.options()), t), IndexError);
@@ -330,13 +391,17 @@ void add_nn_cases(Suite& suite) {
   add_op_case(suite, norm_case("nn.group_norm", [](const std::vector<Tensor>& x) {
                 return Outputs{group_norm(x[0], 2, x[1], x[2]) + layer_norm(x[0], {x[0].size(-1)})};
               }));
-  add_op_case(suite, {"nn.gelu", {Op::Erf, Op::Tanh, Op::Mul}, kNnDtypes, samples::unary(),
+  add_op_case(suite, {"nn.gelu",
+                      {Op::Erf, Op::Tanh, Op::Mul},
+                      kNnDtypes,
+                      samples::unary(),
                       [](const OpArgs& a) {
                         return with_grads(a, [](const std::vector<Tensor>& x) {
                           return Outputs{gelu(x[0]) + gelu(x[0], true)};
                         });
                       },
-                      {Layout::Contiguous, Layout::Strided, Layout::ZeroD, Layout::Empty}, {"NN-4"}});
+                      {Layout::Contiguous, Layout::Strided, Layout::ZeroD, Layout::Empty},
+                      {"NN-4"}});
   add_op_case(suite, loss_case());
   add_op_case(suite, embedding_case());
   suite.add({"nn.gradcheck", {"AG-10", "NN-4"}, "nn", gradchecks});

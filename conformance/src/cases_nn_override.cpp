@@ -59,9 +59,7 @@ Tensor weights_like(const Tensor& y) {
   return from_vector(v, y.sizes(), TensorOptions(DType::Float64).device(y.device())).to(y.dtype());
 }
 
-double tol_of(DType dt) {
-  return dt == DType::Float32 ? 1e-4 : 1e-10;
-}
+double tol_of(DType dt) { return dt == DType::Float32 ? 1e-4 : 1e-10; }
 
 // --- conv2d ---------------------------------------------------------------------
 void conv_override(const Context& ctx) {

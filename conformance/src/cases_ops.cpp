@@ -65,17 +65,15 @@ void scalar_form(const Context& ctx) {
       continue;
     ++taken;
     debug::KernelRecording rec;
-    const Tensor y = op == Op::Add   ? x + 2
-                     : op == Op::Sub ? x - 2
-                     : op == Op::Mul ? x * 2
-                                     : x / 2;
+    const Tensor y = op == Op::Add ? x + 2 : op == Op::Sub ? x - 2 : op == Op::Mul ? x * 2 : x / 2;
     const float want = op == Op::Add ? 5.0f : op == Op::Sub ? 1.0f : op == Op::Mul ? 6.0f : 1.5f;
     const std::vector<debug::ReachedKernel> seen = rec.kernels();
     BP_EXPECT(std::none_of(seen.begin(), seen.end(), [](const auto& k) { return k.op == "fill"; }),
-              op_name(op), " with a scalar filled a tensor, although its kernel takes the scalar form");
-    BP_EXPECT(std::any_of(seen.begin(), seen.end(),
-                          [&](const auto& k) { return k.op == op_name(op); }),
-              op_name(op), "'s kernel was not reached");
+              op_name(op),
+              " with a scalar filled a tensor, although its kernel takes the scalar form");
+    BP_EXPECT(
+        std::any_of(seen.begin(), seen.end(), [&](const auto& k) { return k.op == op_name(op); }),
+        op_name(op), "'s kernel was not reached");
     BP_EXPECT(y.to_vector<float>() == std::vector<float>(3, want), op_name(op), " of 3 and 2 gave ",
               y.to_vector<float>()[0], ", not ", want);
   }
@@ -88,43 +86,61 @@ void scalar_form(const Context& ctx) {
 void add_more_op_cases(Suite& suite);
 
 void add_op_cases(Suite& suite) {
-  add_op_case(suite, {"add", {Op::Add}, kNumeric, broadcasting({Domain::Any, Domain::Any}),
-                      [](const OpArgs& a) { return Outputs{add(a[0], a[1]), add(a[0], a[1], 3)}; }});
-  add_op_case(suite, {"sub", {Op::Sub}, kNumeric, broadcasting({Domain::Any, Domain::Any}),
-                      [](const OpArgs& a) { return Outputs{sub(a[0], a[1]), sub(a[0], a[1], 2)}; }});
-  add_op_case(suite, {"mul", {Op::Mul}, kAll, broadcasting({Domain::Any, Domain::Any}),
-                      [](const OpArgs& a) { return Outputs{mul(a[0], a[1])}; }});
+  add_op_case(
+      suite,
+      {"add", {Op::Add}, kNumeric, broadcasting({Domain::Any, Domain::Any}), [](const OpArgs& a) {
+         return Outputs{add(a[0], a[1]), add(a[0], a[1], 3)};
+       }});
+  add_op_case(
+      suite,
+      {"sub", {Op::Sub}, kNumeric, broadcasting({Domain::Any, Domain::Any}), [](const OpArgs& a) {
+         return Outputs{sub(a[0], a[1]), sub(a[0], a[1], 2)};
+       }});
+  add_op_case(
+      suite,
+      {"mul", {Op::Mul}, kAll, broadcasting({Domain::Any, Domain::Any}), [](const OpArgs& a) {
+         return Outputs{mul(a[0], a[1])};
+       }});
   // Integer operands are true-divided in the default float dtype.
-  add_op_case(suite, {"div", {Op::Div}, kNumeric, broadcasting({Domain::Any, Domain::NonZero}),
+  add_op_case(suite, {"div",
+                      {Op::Div},
+                      kNumeric,
+                      broadcasting({Domain::Any, Domain::NonZero}),
                       [](const OpArgs& a) { return Outputs{div(a[0], a[1])}; }});
   // A scalar operand: an attribute of the kernel call where the backend's
   // kernel takes one (BP_KERNEL_SCALAR_OPERAND), else a 0-d tensor that
   // broadcasts; the same values either way, out of place, in place and in
   // the gradients (which multiply and divide by the scalar).
-  add_op_case(suite, {"scalar", {Op::Add, Op::Sub, Op::Mul, Op::Div}, kNumeric, unary(),
-                      [](const OpArgs& a) {
-                        const Tensor& x = a[0];
-                        Outputs out{x + 2, x - 1, x * 3, x / 4, x + 2.5, x * 0.5};
-                        Tensor y = x.clone();
-                        y.add_(3).mul_(2).sub_(1);
-                        out.push_back(y);
-                        if (!is_floating(x.dtype())) return out;
-                        Tensor z = x.clone();
-                        z.div_(2.5);
-                        out.push_back(z);
-                        const Tensor leaf = x.detach().requires_grad_();
-                        Tensor w = leaf.clone();
-                        w.mul_(1.5).add_(1);
-                        (((leaf + 2) * 3 - 1) / 4 + w.div(0.5) * w).sum().backward();
-                        out.push_back(leaf.grad());
-                        return out;
+  add_op_case(
+      suite,
+      {"scalar", {Op::Add, Op::Sub, Op::Mul, Op::Div}, kNumeric, unary(), [](const OpArgs& a) {
+         const Tensor& x = a[0];
+         Outputs out{x + 2, x - 1, x * 3, x / 4, x + 2.5, x * 0.5};
+         Tensor y = x.clone();
+         y.add_(3).mul_(2).sub_(1);
+         out.push_back(y);
+         if (!is_floating(x.dtype())) return out;
+         Tensor z = x.clone();
+         z.div_(2.5);
+         out.push_back(z);
+         const Tensor leaf = x.detach().requires_grad_();
+         Tensor w = leaf.clone();
+         w.mul_(1.5).add_(1);
+         (((leaf + 2) * 3 - 1) / 4 + w.div(0.5) * w).sum().backward();
+         out.push_back(leaf.grad());
+         return out;
+       }});
+  add_op_case(suite, {"relu", {Op::Relu}, kNumeric, unary(), [](const OpArgs& a) {
+                        return Outputs{relu(a[0])};
                       }});
-  add_op_case(suite, {"relu", {Op::Relu}, kNumeric, unary(),
-                      [](const OpArgs& a) { return Outputs{relu(a[0])}; }});
 
-  add_op_case(suite, {"sum", {Op::Sum}, kAll, reduce_all(),
-                      [](const OpArgs& a) { return Outputs{sum(a[0])}; }});
-  add_op_case(suite, {"sum.dims", {Op::Sum}, kAll, reduce_dims(),
+  add_op_case(suite, {"sum", {Op::Sum}, kAll, reduce_all(), [](const OpArgs& a) {
+                        return Outputs{sum(a[0])};
+                      }});
+  add_op_case(suite, {"sum.dims",
+                      {Op::Sum},
+                      kAll,
+                      reduce_dims(),
                       [](const OpArgs& a) {
                         IntArrayRef dims(a.sample.dims);
                         return Outputs{sum(a[0], dims, false), sum(a[0], dims, true)};
@@ -133,21 +149,23 @@ void add_op_cases(Suite& suite) {
 
   // Large reductions into few outputs: backends that split the reduced
   // elements between work-groups or blocks (two passes) take that path here.
-  add_op_case(suite, {"reduce.large", {Op::Sum, Op::Max, Op::Min}, kAll,
-                      [](Rng&, Layout, DType) {
-                        Sample s;
-                        s.inputs.push_back(InputSpec{{2, 40000}});
-                        s.terms = 80000;
-                        return s;
-                      },
-                      [](const OpArgs& a) {
-                        const int64_t row[] = {1};
-                        return Outputs{sum(a[0]), sum(a[0], IntArrayRef(row), false), max(a[0]),
-                                       min(a[0])};
-                      },
-                      {Layout::Contiguous, Layout::Strided},
-                      {},
-                      1});
+  add_op_case(
+      suite, {"reduce.large",
+              {Op::Sum, Op::Max, Op::Min},
+              kAll,
+              [](Rng&, Layout, DType) {
+                Sample s;
+                s.inputs.push_back(InputSpec{{2, 40000}});
+                s.terms = 80000;
+                return s;
+              },
+              [](const OpArgs& a) {
+                const int64_t row[] = {1};
+                return Outputs{sum(a[0]), sum(a[0], IntArrayRef(row), false), max(a[0]), min(a[0])};
+              },
+              {Layout::Contiguous, Layout::Strided},
+              {},
+              1});
   add_op_case(suite, {"matmul",
                       {Op::Matmul},
                       kFloat,
@@ -171,8 +189,9 @@ void add_op_cases(Suite& suite) {
                         self.copy_(a[1]);
                         return Outputs{self};
                       }});
-  add_op_case(suite, {"contiguous", {Op::Copy}, kAll, unary(),
-                      [](const OpArgs& a) { return Outputs{a[0].contiguous(), a[0].clone()}; }});
+  add_op_case(suite, {"contiguous", {Op::Copy}, kAll, unary(), [](const OpArgs& a) {
+                        return Outputs{a[0].contiguous(), a[0].clone()};
+                      }});
   add_op_case(suite, {"fill_", {Op::Fill}, kAll, writable(unary()), [](const OpArgs& a) {
                         Tensor self = a[0];
                         self.fill_(fill_value(a.dtype));

@@ -24,8 +24,9 @@ samples::Fn pow_sample() {
   return [](Rng& rng, Layout layout, DType d) {
     // Floats: positive bases, any exponent. Integers: small exponents, since
     // a negative one is an error and big ones overflow.
-    Sample s = broadcasting(is_floating(d) ? std::vector{Domain::Positive, Domain::Any}
-                                           : std::vector{Domain::Any, Domain::Small})(rng, layout, d);
+    Sample s =
+        broadcasting(is_floating(d) ? std::vector{Domain::Positive, Domain::Any}
+                                    : std::vector{Domain::Any, Domain::Small})(rng, layout, d);
     return s;
   };
 }
@@ -154,28 +155,31 @@ Scalar value_of(DType d, double v) {
 
 OpCaseSpec unary_op(std::string name, Op op, std::vector<DType> dtypes, Tensor (*fn)(const Tensor&),
                     Domain domain = Domain::Any) {
-  return {std::move(name), {op}, std::move(dtypes), unary(domain),
-          [fn](const OpArgs& a) { return Outputs{fn(a[0])}; }};
+  return {std::move(name), {op}, std::move(dtypes), unary(domain), [fn](const OpArgs& a) {
+            return Outputs{fn(a[0])};
+          }};
 }
 
 OpCaseSpec binary_op(std::string name, Op op, std::vector<DType> dtypes,
                      Tensor (*fn)(const Tensor&, const Tensor&), Domain domain = Domain::Any) {
-  return {std::move(name), {op}, std::move(dtypes), broadcasting({domain, domain}),
+  return {std::move(name),
+          {op},
+          std::move(dtypes),
+          broadcasting({domain, domain}),
           [fn](const OpArgs& a) { return Outputs{fn(a[0], a[1])}; }};
 }
 
 // A comparison, against a tensor and against a scalar.
 OpCaseSpec compare_op(std::string name, Op op, Tensor (*with_tensor)(const Tensor&, const Tensor&),
                       Tensor (*with_scalar)(const Tensor&, const Scalar&)) {
-  return {std::move(name), {op}, kAll, broadcasting({Domain::Few, Domain::Few}),
-          [=](const OpArgs& a) {
-            return Outputs{with_tensor(a[0], a[1]), with_scalar(a[0], value_of(a.dtype, 1))};
-          }};
+  return {
+      std::move(name), {op}, kAll, broadcasting({Domain::Few, Domain::Few}), [=](const OpArgs& a) {
+        return Outputs{with_tensor(a[0], a[1]), with_scalar(a[0], value_of(a.dtype, 1))};
+      }};
 }
 
 // max or min: over everything, and over one dim with indices.
-void add_extremum(Suite& suite, std::string name, Op op,
-                  Tensor (*all)(const Tensor&),
+void add_extremum(Suite& suite, std::string name, Op op, Tensor (*all)(const Tensor&),
                   std::pair<Tensor, Tensor> (*along)(const Tensor&, int64_t, bool)) {
   // No value for an empty tensor (no identity): no empty layout.
   add_op_case(suite, {name,
@@ -243,12 +247,18 @@ void add_more_op_cases(Suite& suite) {
   add_op_case(suite, compare_op("ge", Op::Ge, ge, ge));
   add_op_case(suite, binary_op("logical_and", Op::LogicalAnd, kAll, logical_and, Domain::Few));
   add_op_case(suite, binary_op("logical_or", Op::LogicalOr, kAll, logical_or, Domain::Few));
-  add_op_case(suite, {"where", {Op::Where}, kAll, where_sample(),
-                      [](const OpArgs& a) { return Outputs{where(a[0], a[1], a[2])}; }});
+  add_op_case(suite, {"where", {Op::Where}, kAll, where_sample(), [](const OpArgs& a) {
+                        return Outputs{where(a[0], a[1], a[2])};
+                      }});
 
-  add_op_case(suite, {"prod", {Op::Prod}, kAll, reduce_all(Domain::NearOne, 24),
-                      [](const OpArgs& a) { return Outputs{prod(a[0])}; }});
-  add_op_case(suite, {"prod.dim", {Op::Prod}, kAll, reduce_dims(Domain::NearOne, true, 48),
+  add_op_case(suite,
+              {"prod", {Op::Prod}, kAll, reduce_all(Domain::NearOne, 24), [](const OpArgs& a) {
+                 return Outputs{prod(a[0])};
+               }});
+  add_op_case(suite, {"prod.dim",
+                      {Op::Prod},
+                      kAll,
+                      reduce_dims(Domain::NearOne, true, 48),
                       [](const OpArgs& a) {
                         return Outputs{prod(a[0], a.dim(), false), prod(a[0], a.dim(), true)};
                       },
@@ -257,9 +267,13 @@ void add_more_op_cases(Suite& suite) {
   add_extremum(suite, "min", Op::Min, min, min);
   add_arg_extremum(suite, "argmax", Op::Argmax, argmax);
   add_arg_extremum(suite, "argmin", Op::Argmin, argmin);
-  add_op_case(suite, {"mean", {Op::Sum, Op::Div}, kFloat, reduce_all(),
-                      [](const OpArgs& a) { return Outputs{mean(a[0])}; }});
-  add_op_case(suite, {"mean.dims", {Op::Sum, Op::Div}, kFloat, reduce_dims(),
+  add_op_case(suite, {"mean", {Op::Sum, Op::Div}, kFloat, reduce_all(), [](const OpArgs& a) {
+                        return Outputs{mean(a[0])};
+                      }});
+  add_op_case(suite, {"mean.dims",
+                      {Op::Sum, Op::Div},
+                      kFloat,
+                      reduce_dims(),
                       [](const OpArgs& a) {
                         IntArrayRef dims(a.sample.dims);
                         return Outputs{mean(a[0], dims, false), mean(a[0], dims, true)};

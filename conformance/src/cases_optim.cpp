@@ -49,13 +49,15 @@ const std::vector<Named>& optimizers() {
       {"sgd.nesterov", sgd({.lr = 0.1, .momentum = 0.9, .weight_decay = 0.01, .nesterov = true})},
       {"sgd.maximize", sgd({.lr = 0.05, .momentum = 0.5, .maximize = true})},
       {"adam", adam({.lr = 0.01})},
-      {"adam.decay", adam({.lr = 0.01, .beta1 = 0.8, .beta2 = 0.95, .eps = 1e-6, .weight_decay = 0.1})},
+      {"adam.decay",
+       adam({.lr = 0.01, .beta1 = 0.8, .beta2 = 0.95, .eps = 1e-6, .weight_decay = 0.1})},
       {"adam.amsgrad", adam({.lr = 0.02, .amsgrad = true, .maximize = true})},
       {"adamw", adamw({.lr = 0.01})},  // AdamW's own default weight decay, 1e-2
       {"adamw.amsgrad", adamw({.lr = 0.01, .weight_decay = 0.05, .amsgrad = true})},
       {"adam.maximize", adam({.lr = 0.01, .maximize = true})},
       {"adamw.maximize", adamw({.lr = 0.01, .maximize = true})},
-      {"sgd.maximize.decay", sgd({.lr = 0.05, .momentum = 0.5, .weight_decay = 0.1, .maximize = true})},
+      {"sgd.maximize.decay",
+       sgd({.lr = 0.05, .momentum = 0.5, .weight_decay = 0.1, .maximize = true})},
       {"adam.maximize.decay", adam({.lr = 0.01, .weight_decay = 0.1, .maximize = true})},
   };
   return all;
@@ -85,8 +87,10 @@ void steps_case(const Context& ctx, const Named& named, DType dt) {
     set_grads(ctx, p, dt, s);
     const uint32_t version = p.p0.version();
     opt->step();
-    BP_EXPECT(p.p0.version() != version, "step() updates the parameter in place (its version moves)");
-    BP_EXPECT(p.p0.is_leaf() && p.p0.requires_grad(), "a stepped parameter stays a leaf requiring grad");
+    BP_EXPECT(p.p0.version() != version,
+              "step() updates the parameter in place (its version moves)");
+    BP_EXPECT(p.p0.is_leaf() && p.p0.requires_grad(),
+              "a stepped parameter stays a leaf requiring grad");
     if (s == 0) {
       expect_close(p.p0, part(fixture, 0), tol, tol, "p0 after one step", __FILE__, __LINE__);
       expect_close(p.p1, part(fixture, 1), tol, tol, "p1 after one step", __FILE__, __LINE__);
@@ -121,13 +125,15 @@ void refusals_case(const Context& ctx) {
   Params p = params(ctx, DType::Float32);
   BP_EXPECT_MENTIONS(BP_ERROR_MESSAGE(ValueError, optim::SGD({p.p0}, {.lr = -1})),
                      "Invalid learning rate");
-  BP_EXPECT_MENTIONS(BP_ERROR_MESSAGE(ValueError, optim::SGD({p.p0}, {.lr = 0.1, .nesterov = true})),
-                     "Nesterov momentum requires a momentum and zero dampening");
+  BP_EXPECT_MENTIONS(
+      BP_ERROR_MESSAGE(ValueError, optim::SGD({p.p0}, {.lr = 0.1, .nesterov = true})),
+      "Nesterov momentum requires a momentum and zero dampening");
   BP_EXPECT_MENTIONS(BP_ERROR_MESSAGE(ValueError, optim::Adam({p.p0}, {.beta2 = 1.0})),
                      "Invalid beta parameter at index 1");
   BP_EXPECT_MENTIONS(BP_ERROR_MESSAGE(ValueError, optim::SGD({p.p0, p.p0}, {.lr = 0.1})),
                      "more than one parameter group");
-  BP_EXPECT_MENTIONS(BP_ERROR_MESSAGE(AutogradError, optim::SGD({p.p0 * 2}, {.lr = 0.1})), "non-leaf");
+  BP_EXPECT_MENTIONS(BP_ERROR_MESSAGE(AutogradError, optim::SGD({p.p0 * 2}, {.lr = 0.1})),
+                     "non-leaf");
 
   BP_EXPECT_MENTIONS(BP_ERROR_MESSAGE(ValueError, optim::SGD(std::vector<Tensor>{}, {.lr = 0.1})),
                      "empty parameter list");
@@ -141,7 +147,8 @@ void refusals_case(const Context& ctx) {
   Params q = params(ctx, DType::Float32);
   Tensor wrong = zeros({6}, ctx.options()).requires_grad_();
   optim::Adam other({q.p0, wrong}, {.lr = 0.5});
-  BP_EXPECT_MENTIONS(BP_ERROR_MESSAGE(ValueError, other.load_state_dict(state)), "exp_avg", "shape");
+  BP_EXPECT_MENTIONS(BP_ERROR_MESSAGE(ValueError, other.load_state_dict(state)), "exp_avg",
+                     "shape");
   BP_EXPECT(other.state_dict().state.empty(), "a refused state dict changed the optimiser's state");
   BP_EXPECT_EQ(other.param_groups()[0]["lr"], 0.5, "a refused state dict changed the options");
   optim::Adam fewer({q.p0}, {});
@@ -151,9 +158,11 @@ void refusals_case(const Context& ctx) {
 void groups_case(const Context& ctx) {
   Params p = params(ctx, DType::Float32);
   const Tensor p1_before = p.p1.detach().clone();
-  optim::SGD sgd({optim::ParamGroup{{p.p0}, {}}, optim::ParamGroup{{p.p1}, {{"lr", 0.0}}}}, {.lr = 0.5});
+  optim::SGD sgd({optim::ParamGroup{{p.p0}, {}}, optim::ParamGroup{{p.p1}, {{"lr", 0.0}}}},
+                 {.lr = 0.5});
   BP_EXPECT_EQ(sgd.param_groups()[0]["lr"], 0.5);
-  BP_EXPECT_EQ(sgd.param_groups()[1]["momentum"], 0.0, "a group takes the defaults it does not set");
+  BP_EXPECT_EQ(sgd.param_groups()[1]["momentum"], 0.0,
+               "a group takes the defaults it does not set");
   set_grads(ctx, p, DType::Float32, 0);
   sgd.step();
   BP_EXPECT(equal(p.p1, p1_before), "a group with lr 0 does not move");
@@ -177,8 +186,8 @@ void schedule_case(const Context& ctx) {
     }
     return from_vector(out, {8}, TensorOptions(DType::Float64).device(ctx.device()));
   };
-  expect_close(lrs([](optim::Optimizer& o) { return optim::StepLR(o, 3, 0.5); }), part("sched.step", 0),
-               1e-12, 1e-12, "StepLR", __FILE__, __LINE__);
+  expect_close(lrs([](optim::Optimizer& o) { return optim::StepLR(o, 3, 0.5); }),
+               part("sched.step", 0), 1e-12, 1e-12, "StepLR", __FILE__, __LINE__);
   expect_close(lrs([](optim::Optimizer& o) { return optim::CosineAnnealingLR(o, 5, 0.01); }),
                part("sched.cosine", 0), 1e-12, 1e-12, "CosineAnnealingLR", __FILE__, __LINE__);
 }
@@ -201,11 +210,11 @@ int check_fused_updates(const Context& ctx, DType dt) {
   const Tensor probe = ones({1}, ctx.options(dt));
   if (!has_override("core::sgd_step", probe) && !has_override("core::adam_step", probe)) return 0;
   int checked = 0;
-  const double rtol = dt == DType::Float32 ? 2e-5 : 1e-12, atol = dt == DType::Float32 ? 1e-6 : 1e-13;
-  const std::vector<std::string> fusable = {"sgd.momentum",       "sgd.nesterov",  "sgd.maximize",
-                                            "sgd.maximize.decay", "adam",          "adam.decay",
-                                            "adam.maximize",      "adamw",         "adamw.maximize",
-                                            "adam.maximize.decay"};
+  const double rtol = dt == DType::Float32 ? 2e-5 : 1e-12,
+               atol = dt == DType::Float32 ? 1e-6 : 1e-13;
+  const std::vector<std::string> fusable = {
+      "sgd.momentum", "sgd.nesterov",  "sgd.maximize", "sgd.maximize.decay", "adam",
+      "adam.decay",   "adam.maximize", "adamw",        "adamw.maximize",     "adam.maximize.decay"};
   const std::vector<std::vector<int64_t>> shapes = {{300, 300}, {5}, {6, 4}};
   auto make = [&] {
     std::vector<Tensor> ps;
@@ -236,8 +245,8 @@ int check_fused_updates(const Context& ctx, DType dt) {
                 " after three steps differs from the composite's by ",
                 (fused[i] - composite[i]).abs().max().item<double>());
       for (const auto& [key, t] : oc->state(composite[i]).tensors)
-        BP_EXPECT(allclose(of->state(fused[i]).tensors.at(key), t, rtol, atol), n.name, " (", dt, "): state '",
-                  key, "' of parameter ", i, " differs from the composite's");
+        BP_EXPECT(allclose(of->state(fused[i]).tensors.at(key), t, rtol, atol), n.name, " (", dt,
+                  "): state '", key, "' of parameter ", i, " differs from the composite's");
     }
   }
   return checked;

@@ -24,7 +24,8 @@ constexpr const char* kCategory = "op";
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-Tensor int64s(const Context& ctx, const std::vector<int64_t>& v, const std::vector<int64_t>& shape) {
+Tensor int64s(const Context& ctx, const std::vector<int64_t>& v,
+              const std::vector<int64_t>& shape) {
   return from_vector(v, IntArrayRef(shape), ctx.options(DType::Int64));
 }
 
@@ -39,12 +40,13 @@ void sort_order(const Context& ctx) {
     const auto [v, i] = sort(x, -1, true);
     BP_EXPECT_VALUES(i, {1, 7, 8, 0, 5, 3, 4, 2, 6});
     const std::vector<double> got = v.to_vector<double>();
-    BP_EXPECT(std::isnan(got[0]) && std::isnan(got[1]), "NaN first when descending: ",
-              detail::format(got));
+    BP_EXPECT(std::isnan(got[0]) && std::isnan(got[1]),
+              "NaN first when descending: ", detail::format(got));
     BP_EXPECT_EQ(std::vector<double>(got.begin() + 2, got.end()),
                  (std::vector<double>{kInf, 2, 2, 0, 0, -1, -kInf}));
   }
-  const Tensor b = from_vector(std::vector<bool>{true, false, true, false}, {4}, ctx.options(DType::Bool));
+  const Tensor b =
+      from_vector(std::vector<bool>{true, false, true, false}, {4}, ctx.options(DType::Bool));
   BP_EXPECT_VALUES(argsort(b), {1, 3, 0, 2});
   BP_EXPECT_VALUES(argsort(b, 0, true), {0, 2, 1, 3});
   // Along either dim of a matrix, and of its transpose (strided lines).
@@ -66,14 +68,16 @@ void sort_order(const Context& ctx) {
 // SO-2: running sums; bool and integers give int64 (and wrap there),
 // `dtype` converts first.
 void cumsum_values(const Context& ctx) {
-  const Tensor m = from_vector(std::vector<double>{1, 2, 3, 4}, {2, 2}, ctx.options(DType::Float32));
+  const Tensor m =
+      from_vector(std::vector<double>{1, 2, 3, 4}, {2, 2}, ctx.options(DType::Float32));
   BP_EXPECT_VALUES(cumsum(m, 0), {1, 2, 4, 6});
   BP_EXPECT_VALUES(cumsum(m, 1), {1, 3, 3, 7});
   BP_EXPECT_VALUES(cumsum(m.t(), -1), {1, 4, 2, 6});
   const Tensor i8 = from_vector(std::vector<double>{100, 100, 100}, {3}, ctx.options(DType::Int8));
   BP_EXPECT_EQ(cumsum(i8, 0).dtype(), DType::Int64);
   BP_EXPECT_VALUES(cumsum(i8, 0), {100, 200, 300});
-  const Tensor b = from_vector(std::vector<bool>{true, false, true, true}, {4}, ctx.options(DType::Bool));
+  const Tensor b =
+      from_vector(std::vector<bool>{true, false, true, true}, {4}, ctx.options(DType::Bool));
   BP_EXPECT_EQ(cumsum(b, 0).dtype(), DType::Int64);
   BP_EXPECT_VALUES(cumsum(b, 0), {1, 1, 2, 3});
   const int64_t big = std::numeric_limits<int64_t>::max();
@@ -136,11 +140,13 @@ void sort_cumsum_grad(const Context& ctx) {
   // after it.
   Tensor z = from_vector(std::vector<double>{1, 2, 3}, {3}, ctx.options(DType::Float32));
   z.requires_grad_();
-  cumsum(z, 0).backward(from_vector(std::vector<double>{kInf, 1, 1}, {3}, ctx.options(DType::Float32)));
+  cumsum(z, 0).backward(
+      from_vector(std::vector<double>{kInf, 1, 1}, {3}, ctx.options(DType::Float32)));
   BP_EXPECT_VALUES(z.grad(), {kInf, 2, 1});
   Tensor h = from_vector(std::vector<double>{1, 2, 3}, {3}, ctx.options(DType::Float32));
   h.requires_grad_();
-  cumsum(h, 0).backward(from_vector(std::vector<double>{1e8, 1, 1}, {3}, ctx.options(DType::Float32)));
+  cumsum(h, 0).backward(
+      from_vector(std::vector<double>{1e8, 1, 1}, {3}, ctx.options(DType::Float32)));
   BP_EXPECT_VALUES(h.grad(), {1e8, 2, 1});
   BP_EXPECT(!argsort(y).requires_grad(), "argsort's positions record nothing");
 }
@@ -154,7 +160,10 @@ void add_sort_cases(Suite& suite) {
   suite.add({"sort.grad", {"SO-1", "SO-2", "AG-10"}, kCategory, sort_cumsum_grad});
 
   // Against the reference: lines of few distinct values, so ties abound.
-  OpCaseSpec sort_case{"sort", {Op::Argsort, Op::Gather}, kOpDtypesAll, along_dim(Domain::Few),
+  OpCaseSpec sort_case{"sort",
+                       {Op::Argsort, Op::Gather},
+                       kOpDtypesAll,
+                       along_dim(Domain::Few),
                        [](const OpArgs& a) {
                          const auto [v, i] = sort(a[0], a.dim());
                          const auto [dv, di] = sort(a[0], a.dim(), true);
@@ -163,7 +172,10 @@ void add_sort_cases(Suite& suite) {
                        kLayoutsNoZeroD};
   sort_case.spec = {"SO-1"};
   add_op_case(suite, std::move(sort_case));
-  OpCaseSpec cumsum_case{"cumsum", {Op::Cumsum}, kOpDtypesAll, along_dim(),
+  OpCaseSpec cumsum_case{"cumsum",
+                         {Op::Cumsum},
+                         kOpDtypesAll,
+                         along_dim(),
                          [](const OpArgs& a) { return Outputs{cumsum(a[0], a.dim())}; },
                          kLayoutsNoZeroD};
   cumsum_case.spec = {"SO-2"};

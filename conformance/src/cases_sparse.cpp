@@ -49,7 +49,8 @@ Tensor vals(const Context& ctx, DType dt, std::vector<int64_t> shape, double pha
   int64_t n = 1;
   for (int64_t s : shape) n *= s;
   std::vector<double> v(static_cast<std::size_t>(n));
-  for (std::size_t i = 0; i < v.size(); ++i) v[i] = 1.5 * std::sin(0.37 * static_cast<double>(i) + phase);
+  for (std::size_t i = 0; i < v.size(); ++i)
+    v[i] = 1.5 * std::sin(0.37 * static_cast<double>(i) + phase);
   return from_vector(v, IntArrayRef(shape), ctx.options(DType::Float64)).to(dt);
 }
 
@@ -172,7 +173,8 @@ void sub_case(const Context& ctx, DType dt) {
   expect_near(diff2.values(), part("sub.alpha", 1), dt, "S.sub(O, alpha=2).values()");
   const std::vector<double>& flags = part("sub.coalesced_flag", 0);
   BP_EXPECT_EQ((s - other).is_coalesced(), flags.at(0) != 0, "S - O with S uncoalesced");
-  BP_EXPECT_EQ((s.coalesce() - other).is_coalesced(), flags.at(1) != 0, "S - O with both coalesced");
+  BP_EXPECT_EQ((s.coalesce() - other).is_coalesced(), flags.at(1) != 0,
+               "S - O with both coalesced");
   expect_near((-s).coalesce().values(), part("neg", 0), dt, "(-S).values()");
 }
 
@@ -190,7 +192,8 @@ void matmul_case(const Context& ctx, DType dt) {
 // Indices given as int32 are converted to int64, as PyTorch's constructor does.
 void int32_indices_case(const Context& ctx, DType dt) {
   const SparseTensor s = example(ctx, dt);
-  const SparseTensor s32 = sparse_coo_tensor(s._indices().to(DType::Int32), vals(ctx, dt, {kNnz}, 0.0), {5, 6});
+  const SparseTensor s32 =
+      sparse_coo_tensor(s._indices().to(DType::Int32), vals(ctx, dt, {kNnz}, 0.0), {5, 6});
   BP_EXPECT_EQ(s32._indices().dtype() == DType::Int64, part("int32_indices", 0).at(0) != 0);
   expect_near(s32.to_dense(), part("int32_indices", 1), dt, "to_dense() of int32-indexed S");
 }
@@ -200,8 +203,8 @@ void int32_indices_case(const Context& ctx, DType dt) {
 // Construction on the device: metadata, and bad indices refused with inputs unchanged.
 void construction(const Context& ctx) {
   const Tensor values = from_vector(std::vector<float>{1, 2}, {2}, ctx.options(DType::Float32));
-  const SparseTensor s = sparse_coo_tensor(from_vector(std::vector<int64_t>{0, 1}, {1, 2}, ctx.options(DType::Int64)),
-                                           values, {3});
+  const SparseTensor s = sparse_coo_tensor(
+      from_vector(std::vector<int64_t>{0, 1}, {1, 2}, ctx.options(DType::Int64)), values, {3});
   BP_EXPECT_EQ(s.sparse_dim(), 1);
   BP_EXPECT_EQ(s.dense_dim(), 0);
   BP_EXPECT_EQ(s.nnz(), 2);
@@ -209,7 +212,8 @@ void construction(const Context& ctx) {
   BP_EXPECT(s._values().shares_storage(values), "the values' memory is shared, not copied");
   SparseTensor flagged = s;
   flagged.requires_grad_();
-  BP_EXPECT(!values.requires_grad(), "flagging the sparse tensor must not flag the caller's values");
+  BP_EXPECT(!values.requires_grad(),
+            "flagging the sparse tensor must not flag the caller's values");
   BP_EXPECT_MENTIONS(BP_ERROR_MESSAGE(ValueError, s.values()), "uncoalesced", ".coalesce()");
   const Tensor bad = from_vector(std::vector<int64_t>{0, 5}, {1, 2}, ctx.options(DType::Int64));
   BP_EXPECT_MENTIONS(BP_ERROR_MESSAGE(IndexError, sparse_coo_tensor(bad, values, {3})),
@@ -219,17 +223,18 @@ void construction(const Context& ctx) {
                      "found negative index -1 for dim 0");
   BP_EXPECT_VALUES(values, {1, 2});
   // Hybrid: a dense trailing dim.
-  const SparseTensor h = sparse_coo_tensor(from_vector(std::vector<int64_t>{0, 2}, {1, 2}, ctx.options(DType::Int64)),
-                                           from_vector(std::vector<float>{1, 2, 3, 4}, {2, 2}, ctx.options(DType::Float32)),
-                                           {3, 2});
+  const SparseTensor h = sparse_coo_tensor(
+      from_vector(std::vector<int64_t>{0, 2}, {1, 2}, ctx.options(DType::Int64)),
+      from_vector(std::vector<float>{1, 2, 3, 4}, {2, 2}, ctx.options(DType::Float32)), {3, 2});
   BP_EXPECT_EQ(h.dense_dim(), 1);
   BP_EXPECT_VALUES(h.to_dense(), {1, 2, 0, 0, 3, 4});
 }
 
 // zero_() clears every value and keeps the size, through every handle.
 void zero_case(const Context& ctx) {
-  SparseTensor s = sparse_coo_tensor(from_vector(std::vector<int64_t>{0, 1}, {1, 2}, ctx.options(DType::Int64)),
-                                     from_vector(std::vector<float>{1, 2}, {2}, ctx.options(DType::Float32)), {2});
+  SparseTensor s = sparse_coo_tensor(
+      from_vector(std::vector<int64_t>{0, 1}, {1, 2}, ctx.options(DType::Int64)),
+      from_vector(std::vector<float>{1, 2}, {2}, ctx.options(DType::Float32)), {2});
   const SparseTensor alias = s;
   s.zero_();
   BP_EXPECT_EQ(alias.nnz(), 0, "zero_() must empty every handle of the tensor");
@@ -242,9 +247,9 @@ void zero_case(const Context& ctx) {
 // zero_() on a hybrid tensor makes every dim sparse, as PyTorch: indices
 // [2, 0], values [0], sizes kept.
 void zero_hybrid_case(const Context& ctx) {
-  SparseTensor h = sparse_coo_tensor(from_vector(std::vector<int64_t>{0, 1}, {1, 2}, ctx.options(DType::Int64)),
-                                     from_vector(std::vector<float>{1, 2, 3, 4}, {2, 2}, ctx.options(DType::Float32)),
-                                     {3, 2});
+  SparseTensor h = sparse_coo_tensor(
+      from_vector(std::vector<int64_t>{0, 1}, {1, 2}, ctx.options(DType::Int64)),
+      from_vector(std::vector<float>{1, 2, 3, 4}, {2, 2}, ctx.options(DType::Float32)), {3, 2});
   const SparseTensor alias = h;
   h.zero_();
   const std::vector<double>& dims = part("zero_.hybrid", 0);
@@ -256,8 +261,10 @@ void zero_hybrid_case(const Context& ctx) {
     for (double x : v) d.push_back(static_cast<int64_t>(x));
     return d;
   };
-  BP_EXPECT_EQ(DimVector(alias._indices().sizes()), shape_of(part("zero_.hybrid", 1)), "the indices' shape");
-  BP_EXPECT_EQ(DimVector(alias._values().sizes()), shape_of(part("zero_.hybrid", 2)), "the values' shape");
+  BP_EXPECT_EQ(DimVector(alias._indices().sizes()), shape_of(part("zero_.hybrid", 1)),
+               "the indices' shape");
+  BP_EXPECT_EQ(DimVector(alias._values().sizes()), shape_of(part("zero_.hybrid", 2)),
+               "the values' shape");
   BP_EXPECT_EQ(DimVector(alias.sizes()), (DimVector{3, 2}));
   BP_EXPECT(alias.is_coalesced());
   BP_EXPECT_VALUES(alias.to_dense(), {0, 0, 0, 0, 0, 0});
@@ -270,17 +277,19 @@ void fresh_coalesced_case(const Context& ctx) {
   const auto f32 = ctx.options(DType::Float32);
   const SparseTensor fresh[] = {
       sparse_coo_tensor(zeros({2, 0}, i64), zeros({0}, f32), {2, 3}),
-      sparse_coo_tensor(from_vector(std::vector<int64_t>{1, 2}, {2, 1}, i64), from_vector(std::vector<float>{5}, {1}, f32),
-                        {2, 3}),
+      sparse_coo_tensor(from_vector(std::vector<int64_t>{1, 2}, {2, 1}, i64),
+                        from_vector(std::vector<float>{5}, {1}, f32), {2, 3}),
       sparse_coo_tensor(from_vector(std::vector<int64_t>{1}, {1, 1}, i64),
                         from_vector(std::vector<float>{5, 1}, {1, 2}, f32), {2, 2}),
-      sparse_coo_tensor(from_vector(std::vector<int64_t>{1, 2}, {2, 1}, i64), from_vector(std::vector<float>{5}, {1}, f32)),
+      sparse_coo_tensor(from_vector(std::vector<int64_t>{1, 2}, {2, 1}, i64),
+                        from_vector(std::vector<float>{5}, {1}, f32)),
       sparse_coo_tensor(from_vector(std::vector<int64_t>{0, 1, 2, 1}, {2, 2}, i64),
                         from_vector(std::vector<float>{5, 1}, {2}, f32), {2, 3}),
   };
   const std::vector<double>& want = part("is_coalesced.fresh", 0);
   for (std::size_t k = 0; k < std::size(fresh); ++k)
-    BP_EXPECT_EQ(fresh[k].is_coalesced(), want.at(k) != 0, "fresh tensor ", k, " (nnz ", fresh[k].nnz(), ")");
+    BP_EXPECT_EQ(fresh[k].is_coalesced(), want.at(k) != 0, "fresh tensor ", k, " (nnz ",
+                 fresh[k].nnz(), ")");
   BP_EXPECT_VALUES(fresh[1].indices(), {1, 2});  // coalesced: indices() answers
 }
 
@@ -304,7 +313,8 @@ void copies_case(const Context& ctx) {
 // PyTorch's printed form; on a device that is not the default one the
 // device is named first, as PyTorch names a CUDA device.
 void print_case(const Context& ctx) {
-  const Tensor i = from_vector(std::vector<int64_t>{1, 0, 1, 0, 2, 0}, {2, 3}, ctx.options(DType::Int64));
+  const Tensor i =
+      from_vector(std::vector<int64_t>{1, 0, 1, 0, 2, 0}, {2, 3}, ctx.options(DType::Int64));
   const Tensor v = from_vector(std::vector<float>{1, 2, 3}, {3}, ctx.options(DType::Float32));
   SparseTensor zeroed = sparse_coo_tensor(i, v, {2, 3});
   zeroed.zero_();
@@ -315,11 +325,14 @@ void print_case(const Context& ctx) {
       {"print.uncoalesced", sparse_coo_tensor(i, v, {2, 3})},
       {"print.zeroed", zeroed},
       {"print.hybrid",
-       sparse_coo_tensor(from_vector(std::vector<int64_t>{0, 1}, {1, 2}, ctx.options(DType::Int64)),
-                         from_vector(std::vector<float>{1, 2, 3, 4}, {2, 2}, ctx.options(DType::Float32)), {3, 2})},
+       sparse_coo_tensor(
+           from_vector(std::vector<int64_t>{0, 1}, {1, 2}, ctx.options(DType::Int64)),
+           from_vector(std::vector<float>{1, 2, 3, 4}, {2, 2}, ctx.options(DType::Float32)),
+           {3, 2})},
       {"print.int64",
-       sparse_coo_tensor(from_vector(std::vector<int64_t>{0, 1, 0}, {1, 3}, ctx.options(DType::Int64)),
-                         from_vector(std::vector<int64_t>{1, 2, 3}, {3}, ctx.options(DType::Int64)), {2})},
+       sparse_coo_tensor(
+           from_vector(std::vector<int64_t>{0, 1, 0}, {1, 3}, ctx.options(DType::Int64)),
+           from_vector(std::vector<int64_t>{1, 2, 3}, {3}, ctx.options(DType::Int64)), {2})},
       {"print.coalesced", example(ctx, DType::Float32).coalesce()},
   };
   std::string device_part;
@@ -337,7 +350,8 @@ void print_case(const Context& ctx) {
 // device other than the default one (named on the size line, which then
 // has no room either) the suffix must end the text.
 void print_grad_case(const Context& ctx) {
-  const Tensor i = from_vector(std::vector<int64_t>{1, 0, 1, 0, 2, 0}, {2, 3}, ctx.options(DType::Int64));
+  const Tensor i =
+      from_vector(std::vector<int64_t>{1, 0, 1, 0, 2, 0}, {2, 3}, ctx.options(DType::Int64));
   const Tensor v = from_vector(std::vector<float>{1, 2, 3}, {3}, ctx.options(DType::Float32));
   SparseTensor leaf = sparse_coo_tensor(i, v, {2, 3});
   leaf.requires_grad_();
@@ -358,7 +372,8 @@ void print_grad_case(const Context& ctx) {
       BP_EXPECT_EQ(got, std::string(fixture(s.name).text), "for ", s.name);
     } else {
       const std::string suffix = s.suffix;
-      BP_EXPECT(got.size() > suffix.size() && got.compare(got.size() - suffix.size(), suffix.size(), suffix) == 0,
+      BP_EXPECT(got.size() > suffix.size() &&
+                    got.compare(got.size() - suffix.size(), suffix.size(), suffix) == 0,
                 "for ", s.name, ": ", got);
       BP_EXPECT_MENTIONS(got, "device='" + to_string(ctx.device()) + "'");
     }
@@ -379,10 +394,11 @@ void add_sparse_cases(Suite& suite) {
   const struct {
     const char* name;
     void (*fn)(const Context&, DType);
-  } numeric[] = {{"coalesce", coalesce_case}, {"mm", mm_case},   {"mm.grad", mm_grad_case},
-                 {"to_dense.grad", to_dense_grad_case}, {"add", add_case}, {"sum", sum_case},
-                 {"to_sparse", to_sparse_case}, {"sub", sub_case}, {"matmul", matmul_case},
-                 {"int32_indices", int32_indices_case}};
+  } numeric[] = {
+      {"coalesce", coalesce_case},           {"mm", mm_case},   {"mm.grad", mm_grad_case},
+      {"to_dense.grad", to_dense_grad_case}, {"add", add_case}, {"sum", sum_case},
+      {"to_sparse", to_sparse_case},         {"sub", sub_case}, {"matmul", matmul_case},
+      {"int32_indices", int32_indices_case}};
   for (const auto& n : numeric)
     for (DType dt : {DType::Float32, DType::Float64}) {
       auto fn = n.fn;

@@ -4,10 +4,10 @@
 // GPU) a missing wait in the core or the plugin shows up as a wrong value.
 #include <backplane/conformance.h>
 
+#include <thread>
+
 #include "case_checks.h"
 #include "case_util.h"
-
-#include <thread>
 
 namespace bp::conformance {
 
@@ -97,8 +97,7 @@ void async_error_names_the_op(const Context& ctx) {
     message = e.what();
   }
   BP_EXPECT(!message.empty(), "index_select with index 7 of 3 was not refused");
-  BP_EXPECT(message.find("index_select") != std::string::npos, "the error names the op: ",
-            message);
+  BP_EXPECT(message.find("index_select") != std::string::npos, "the error names the op: ", message);
   synchronize(ctx.device());  // reported once: nothing left to raise
   const Tensor ok = from_vector(std::vector<double>{2, 0}, {2}, ctx.options(DType::Int64));
   BP_EXPECT_EQ(src.index_select(0, ok).to_vector<double>(), (std::vector<double>{3, 1}),
@@ -118,11 +117,12 @@ void reuse_waits_for_user_stream(const Context& ctx) {
     y = x * 2;
     x.record_stream(user);
   }
-  x = Tensor();  // freed while `user` may still be reading it
+  x = Tensor();                              // freed while `user` may still be reading it
   Tensor z = full({n}, 7.0, ctx.options());  // would take x's memory if it were free
   z.add_(1);
   user.synchronize();
-  BP_EXPECT_EQ(y.sum().item<double>(), 10.0 * n, "y was computed from x's values, not reused memory");
+  BP_EXPECT_EQ(y.sum().item<double>(), 10.0 * n,
+               "y was computed from x's values, not reused memory");
   BP_EXPECT_EQ(z.sum().item<double>(), 8.0 * n, "z is intact");
   synchronize(ctx.device());
   BP_EXPECT_EQ(ctx.backend().deferred_frees(), 0u,
@@ -168,8 +168,8 @@ void wait_after_chain(const Context& ctx) {
     ready.block(b);
     y.add_(x);
     x.record_stream(b);
-    BP_EXPECT_EQ(max_error(y, round + 103.0), 0.0,
-                 "round ", round, ": b added x before a's 100 steps were done");
+    BP_EXPECT_EQ(max_error(y, round + 103.0), 0.0, "round ", round,
+                 ": b added x before a's 100 steps were done");
   }
 }
 
@@ -215,7 +215,8 @@ void query_after_chained_waits(const Context& ctx) {
     first.block(b);
     second.record(b);
     while (!second.query()) std::this_thread::yield();
-    BP_EXPECT(first.query(), "round ", round, ": b's mark was reached before a's, which it waits for");
+    BP_EXPECT(first.query(), "round ", round,
+              ": b's mark was reached before a's, which it waits for");
     StreamGuard on(Stream::default_stream(ctx.device()));
     x.record_stream(Stream::default_stream(ctx.device()));
     BP_EXPECT_EQ(max_error(x, 10.0 * round + 8), 0.0, "round ", round,
@@ -236,7 +237,7 @@ void free_then_reuse_on_other_stream(const Context& ctx) {
       StreamGuard on(a);
       Tensor x = long_job(ctx, 10.0 * round);
       y = x * 2;  // a's last read of x
-    }  // x freed on a, a's work still queued
+    }             // x freed on a, a's work still queued
     {
       StreamGuard on(b);
       z = full({n}, -1.0 * round, ctx.options());  // may take x's memory
@@ -259,15 +260,15 @@ void add_stream_cases(Suite& suite) {
   suite.add({"streams.one_stream_in_order", {"DV-7"}, kCategory, one_stream_in_order});
   suite.add({"streams.events_order_streams", {"DV-7"}, kCategory, events_order_streams});
   suite.add({"streams.async_error_names_the_op", {"DV-7"}, kCategory, async_error_names_the_op});
-  suite.add({"streams.reuse_waits_for_user_stream", {"DV-8"}, kCategory,
-             reuse_waits_for_user_stream});
+  suite.add(
+      {"streams.reuse_waits_for_user_stream", {"DV-8"}, kCategory, reuse_waits_for_user_stream});
   suite.add({"streams.wait_after_long_job", {"DV-7"}, kCategory, wait_after_long_job});
   suite.add({"streams.wait_after_chain", {"DV-7"}, kCategory, wait_after_chain});
-  suite.add({"streams.query_then_read_elsewhere", {"DV-7"}, kCategory,
-             query_then_read_elsewhere});
-  suite.add({"streams.query_after_chained_waits", {"DV-7"}, kCategory,
-             query_after_chained_waits});
-  suite.add({"streams.free_then_reuse_on_other_stream", {"DV-8"}, kCategory,
+  suite.add({"streams.query_then_read_elsewhere", {"DV-7"}, kCategory, query_then_read_elsewhere});
+  suite.add({"streams.query_after_chained_waits", {"DV-7"}, kCategory, query_after_chained_waits});
+  suite.add({"streams.free_then_reuse_on_other_stream",
+             {"DV-8"},
+             kCategory,
              free_then_reuse_on_other_stream});
 }
 

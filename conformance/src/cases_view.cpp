@@ -52,9 +52,7 @@ void check_both(const char* what, const Tensor& view, const Tensor& base, const 
 }
 
 // x: shape [2, 3, 4], strides [12, 4, 1], values 0..23.
-Tensor sample(const Context& ctx) {
-  return iota(ctx, {2, 3, 4});
-}
+Tensor sample(const Context& ctx) { return iota(ctx, {2, 3, 4}); }
 
 void view_view(const Context& ctx) {
   Tensor x = sample(ctx);

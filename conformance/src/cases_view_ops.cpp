@@ -91,12 +91,8 @@ void strided_binary(const Context& ctx, bool multiply) {
         {&a, &b}, expected);
   }
 }
-void strided_add(const Context& ctx) {
-  strided_binary(ctx, false);
-}
-void strided_mul(const Context& ctx) {
-  strided_binary(ctx, true);
-}
+void strided_add(const Context& ctx) { strided_binary(ctx, false); }
+void strided_mul(const Context& ctx) { strided_binary(ctx, true); }
 
 void strided_exp(const Context& ctx) {
   for (const Input& a : inputs_3x4(ctx)) {

@@ -89,8 +89,7 @@ std::string check_load(const std::vector<std::byte>& bytes, const std::optional<
   const char* sums = mode == st::Checksums::Required ? "sums required" : "sums optional";
   try {
     st::deserialize(bytes, device, "fuzzed checkpoint", mode);
-    if (mode == st::Checksums::Required)
-      return std::string("a changed file loaded (") + sums + ")";
+    if (mode == st::Checksums::Required) return std::string("a changed file loaded (") + sums + ")";
   } catch (const ValueError&) {
     refused = true;
   } catch (const std::exception& e) {
@@ -121,7 +120,8 @@ CheckpointSummary run_checkpoint(const CheckpointOptions& o, std::ostream& out,
       ++s.unchanged;
       continue;
     }
-    if (o.verbose) out << "case " << k << ": " << m.size() << " bytes (valid file: " << good.size() << ")\n";
+    if (o.verbose)
+      out << "case " << k << ": " << m.size() << " bytes (valid file: " << good.size() << ")\n";
     for (st::Checksums mode : {st::Checksums::Required, st::Checksums::Optional}) {
       bool refused = false;
       const Clock::time_point t0 = Clock::now();
@@ -146,8 +146,8 @@ CheckpointSummary run_checkpoint(const CheckpointOptions& o, std::ostream& out,
     }
     if (std::chrono::duration<double>(Clock::now() - last_note).count() >= 5) {
       last_note = Clock::now();
-      progress << "[fuzz] " << s.cases << " cases, " << s.failed << " failed, " << elapsed()
-               << " s" << std::endl;
+      progress << "[fuzz] " << s.cases << " cases, " << s.failed << " failed, " << elapsed() << " s"
+               << std::endl;
     }
   }
   return s;

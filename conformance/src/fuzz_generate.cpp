@@ -211,7 +211,8 @@ OpStep random_op(Rng& g, const GenConfig& config, OpKind kind, DType primary, bo
       break;
     case OpClass::Nn:
       // conv2d's weight; the gradient of an optimiser step
-      if (kind == K::Conv2d || kind == K::ConvTranspose2d || kind == K::SgdStep || kind == K::AdamStep)
+      if (kind == K::Conv2d || kind == K::ConvTranspose2d || kind == K::SgdStep ||
+          kind == K::AdamStep)
         add(Domain::Any);
       break;
     case OpClass::Where:

@@ -24,9 +24,7 @@ int64_t product(const std::vector<int64_t>& v) {
 
 // --- layouts -------------------------------------------------------------------
 
-int64_t Layout::numel() const {
-  return product(sizes);
-}
+int64_t Layout::numel() const { return product(sizes); }
 
 Layout contiguous_layout(const std::vector<int64_t>& sizes) {
   Layout l;

@@ -98,12 +98,8 @@ const OpInfo kOps[kNumOpKinds] = {
     {K::IntResult, "integer result", C::IntResult, kAll, false},
 };
 
-int cat(DType d) {
-  return d == DType::Bool ? 0 : is_integral(d) ? 1 : 2;
-}
-int cat(const Scalar& s) {
-  return s.is_bool() ? 0 : s.is_floating() ? 2 : 1;
-}
+int cat(DType d) { return d == DType::Bool ? 0 : is_integral(d) ? 1 : 2; }
+int cat(const Scalar& s) { return s.is_bool() ? 0 : s.is_floating() ? 2 : 1; }
 
 // PyTorch's promotion, written out: the higher category wins; within one,
 // the wider type.
@@ -180,9 +176,7 @@ std::vector<int64_t> reduce_dims(uint64_t seed, int64_t r, int64_t& picked_mask)
 
 }  // namespace
 
-const OpInfo& op_info(OpKind kind) {
-  return kOps[static_cast<int>(kind)];
-}
+const OpInfo& op_info(OpKind kind) { return kOps[static_cast<int>(kind)]; }
 
 int result_category(const ResolvedOp& op, DType self, const std::vector<OperandPlan>& others) {
   if (floating_op(op.kind) || op.kind == K::DivI) return 2;
@@ -427,7 +421,8 @@ ResolvedOp resolve_op(const OpStep& step, const PrimaryInfo& p) {
         if (r < 2 || !is_floating(p.dtype)) return skip();
         int64_t count = 1;
         for (int d = 0; d < r; ++d) count *= d == 1 ? 1 : sizes[static_cast<std::size_t>(d)];
-        if (count * sizes[1] > 0 && count <= 1) op.error = "one value per channel in training (NN-4)";
+        if (count * sizes[1] > 0 && count <= 1)
+          op.error = "one value per channel in training (NN-4)";
         op.terms = std::max<int64_t>(count, 1);
         op.accumulates = true;
         if (p.grad && !op.error.empty()) return skip();
@@ -436,7 +431,8 @@ ResolvedOp resolve_op(const OpStep& step, const PrimaryInfo& p) {
       // dims: kernel, stride, padding (at most half the kernel, as pooling
       // requires), and conv2d's groups.
       if (r != 4 || !is_floating(p.dtype)) return skip();
-      const int64_t k = 1 + step.p[0] % 3, s = 1 + step.p[1], pad = std::min<int64_t>(step.p[2] % 2, k / 2);
+      const int64_t k = 1 + step.p[0] % 3, s = 1 + step.p[1],
+                    pad = std::min<int64_t>(step.p[2] % 2, k / 2);
       op.dims = {k, s, pad};
       if (op.kind == K::ConvTranspose2d) {
         // The output: (in - 1) * s - 2 * pad + k + (s - 1) per dim.
@@ -444,7 +440,8 @@ ResolvedOp resolve_op(const OpStep& step, const PrimaryInfo& p) {
           op.error = "a weight with no input channels (NN-4)";
         else if (sizes[0] > 0 && sizes[2] * sizes[3] == 0)
           op.error = "an input with no elements per channel (NN-4)";
-        else if ((sizes[2] - 1) * s - 2 * pad + k + s - 1 <= 0 || (sizes[3] - 1) * s - 2 * pad + k + s - 1 <= 0)
+        else if ((sizes[2] - 1) * s - 2 * pad + k + s - 1 <= 0 ||
+                 (sizes[3] - 1) * s - 2 * pad + k + s - 1 <= 0)
           op.error = "an output of no elements per channel (NN-4)";
       } else if (sizes[2] + 2 * pad < k || sizes[3] + 2 * pad < k) {
         op.error = "a kernel larger than the padded input (NN-4)";
@@ -456,11 +453,11 @@ ResolvedOp resolve_op(const OpStep& step, const PrimaryInfo& p) {
         spec.source = Source::Fresh;
         spec.values.dtype = p.dtype;
         const int64_t per_group = 1 + step.p[0] % 2;  // output channels per group
-        op.operands.push_back(plan_operand(spec,
-                                           op.kind == K::Conv2d
-                                               ? std::vector<int64_t>{groups * per_group, c / groups, k, k}
-                                               : std::vector<int64_t>{c, per_group, k, k},
-                                           p));
+        op.operands.push_back(plan_operand(
+            spec,
+            op.kind == K::Conv2d ? std::vector<int64_t>{groups * per_group, c / groups, k, k}
+                                 : std::vector<int64_t>{c, per_group, k, k},
+            p));
         op.operands[0].dtype = op.operands[0].values.dtype = p.dtype;
         op.terms = std::max<int64_t>(c / groups * k * k, 1);
         op.accumulates = true;

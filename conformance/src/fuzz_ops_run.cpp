@@ -120,7 +120,8 @@ std::vector<Tensor> run_op(const ResolvedOp& op, Tensor& t, const std::vector<Te
     case K::Conv2d:
       return {conv2d(t, o[0], Tensor(), op.dims[1], op.dims[2], 1, op.dims[3])};
     case K::ConvTranspose2d:
-      return {conv_transpose2d(t, o[0], Tensor(), op.dims[1], op.dims[2], op.dims[1] - 1, op.dims[3])};
+      return {
+          conv_transpose2d(t, o[0], Tensor(), op.dims[1], op.dims[2], op.dims[1] - 1, op.dims[3])};
     case K::MaxPool2d:
       return {max_pool2d(t, op.dims[0], op.dims[1], op.dims[2])};
     case K::AvgPool2d:
@@ -132,7 +133,8 @@ std::vector<Tensor> run_op(const ResolvedOp& op, Tensor& t, const std::vector<Te
       Tensor p = t.detach().clone().requires_grad_();
       std::unique_ptr<optim::Optimizer> opt;
       if (op.kind == K::SgdStep)
-        opt = std::make_unique<optim::SGD>(std::vector<Tensor>{p}, optim::SGDOptions{.lr = 0.1, .momentum = 0.9});
+        opt = std::make_unique<optim::SGD>(std::vector<Tensor>{p},
+                                           optim::SGDOptions{.lr = 0.1, .momentum = 0.9});
       else
         opt = std::make_unique<optim::Adam>(std::vector<Tensor>{p}, optim::AdamOptions{.lr = 0.1});
       for (int i = 0; i < 2; ++i) {
@@ -275,14 +277,15 @@ std::string op_cpp(const ResolvedOp& op, const std::string& t, const std::vector
         os << "auto " << out << " = bp::batch_norm(" << t
            << ", bp::Tensor(), bp::Tensor(), bp::Tensor(), bp::Tensor(), true, 0.1, 1.0);";
       else if (op.kind == K::Conv2d)
-        os << "auto " << out << " = bp::conv2d(" << t << ", " << o[0] << ", bp::Tensor(), " << op.dims[1]
-           << ", " << op.dims[2] << ", 1, " << op.dims[3] << ");";
+        os << "auto " << out << " = bp::conv2d(" << t << ", " << o[0] << ", bp::Tensor(), "
+           << op.dims[1] << ", " << op.dims[2] << ", 1, " << op.dims[3] << ");";
       else if (op.kind == K::ConvTranspose2d)
-        os << "auto " << out << " = bp::conv_transpose2d(" << t << ", " << o[0] << ", bp::Tensor(), "
-           << op.dims[1] << ", " << op.dims[2] << ", " << op.dims[1] - 1 << ", " << op.dims[3] << ");";
+        os << "auto " << out << " = bp::conv_transpose2d(" << t << ", " << o[0]
+           << ", bp::Tensor(), " << op.dims[1] << ", " << op.dims[2] << ", " << op.dims[1] - 1
+           << ", " << op.dims[3] << ");";
       else
-        os << "auto " << out << " = bp::" << name << "(" << t << ", " << op.dims[0] << ", " << op.dims[1]
-           << ", " << op.dims[2] << ");";
+        os << "auto " << out << " = bp::" << name << "(" << t << ", " << op.dims[0] << ", "
+           << op.dims[1] << ", " << op.dims[2] << ");";
       break;
     case C::Inplace: {
       const std::string m = name.substr(0, name.size() - 1) + "_";

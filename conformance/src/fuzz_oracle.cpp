@@ -68,9 +68,7 @@ double max_abs(const std::vector<double>& v) {
   return m;
 }
 
-std::vector<int64_t> sizes_of(const Tensor& t) {
-  return {t.sizes().begin(), t.sizes().end()};
-}
+std::vector<int64_t> sizes_of(const Tensor& t) { return {t.sizes().begin(), t.sizes().end()}; }
 
 // Whether the host shadow holds these values exactly: int64 beyond 2^53 does
 // not fit a double, and a case goes no further than that.
@@ -386,7 +384,8 @@ void run_op_case(const Case& c, const Env& env, Transcript& tr) {
     const std::vector<Tensor> want =
         on_reference(env, op, input, cur.layout.sizes, cur.t.dtype(), others);
     double magnitude = max_abs(input);
-    if (op.kind == K::Matmul || op.kind == K::SparseMm || op.kind == K::Conv2d || op.kind == K::ConvTranspose2d)
+    if (op.kind == K::Matmul || op.kind == K::SparseMm || op.kind == K::Conv2d ||
+        op.kind == K::ConvTranspose2d)
       magnitude *= max_abs(others[0].values);
     std::vector<double> first;
     for (std::size_t i = 0; i < want.size(); ++i) {

@@ -16,18 +16,14 @@ namespace {
 // cost more than the case is worth.
 constexpr int64_t kMaxViewNumel = 4096;
 
-int64_t wrap(int64_t v, int64_t m) {
-  return m <= 0 ? 0 : ((v % m) + m) % m;
-}
+int64_t wrap(int64_t v, int64_t m) { return m <= 0 ? 0 : ((v % m) + m) % m; }
 
 // The dim as printed: its negative form when `negative`.
 int64_t shown(int64_t d, int64_t rank, bool negative) {
   return negative ? d - std::max<int64_t>(rank, 1) : d;
 }
 
-bool bit(uint64_t seed, int k) {
-  return (seed >> k) & 1u;
-}
+bool bit(uint64_t seed, int k) { return (seed >> k) & 1u; }
 
 // A shape (with at most one -1) for viewing `sizes` differently: adjacent
 // dims merged, dims split into factors, size-1 dims added or removed.

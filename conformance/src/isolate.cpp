@@ -129,11 +129,11 @@ CaseResult run_isolated(const Case& c, const Isolation& iso) {
   if (child.timed_out)
     death = "timed out after " + format_seconds(iso.timeout_s) + " s (killed with SIGKILL)";
   else if (child.signal != 0)
-    death = "killed by signal " + std::to_string(child.signal) + " (" + signal_name(child.signal) +
-            ")";
+    death =
+        "killed by signal " + std::to_string(child.signal) + " (" + signal_name(child.signal) + ")";
   else if (!reported)
-    death = "exited with status " + std::to_string(child.exit_status) +
-            " without reporting a result";
+    death =
+        "exited with status " + std::to_string(child.exit_status) + " without reporting a result";
   if (death.empty()) return r;
 
   std::string message = death;

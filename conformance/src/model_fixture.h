@@ -36,7 +36,8 @@ inline const std::vector<double>& part(const std::string& name, std::size_t i) {
 
 // scale * sin(0.37 i + phase), row-major in `shape`, made in float64 on the
 // host and moved to (device, dt), as the script's vals().
-inline Tensor vals(Device device, DType dt, std::vector<int64_t> shape, double phase, double scale) {
+inline Tensor vals(Device device, DType dt, std::vector<int64_t> shape, double phase,
+                   double scale) {
   int64_t n = 1;
   for (int64_t s : shape) n *= s;
   std::vector<double> v(static_cast<std::size_t>(n));

@@ -175,8 +175,8 @@ class OpCaseRun {
       if (sample.inputs[i].writable) continue;
       const std::string changed = compare(dut.inputs[i], ref.inputs[i], Tolerance{}, 1);
       if (!changed.empty())
-        throw CaseFailure("the op changed input " + std::to_string(i) + ", which it only reads: " +
-                          changed + context_);
+        throw CaseFailure("the op changed input " + std::to_string(i) +
+                          ", which it only reads: " + changed + context_);
     }
     for (std::size_t o = 0; o < got.size(); ++o) {
       const Tolerance tol = tolerance_for(ctx_, spec_, dtype_, want[o].dtype());
@@ -221,7 +221,8 @@ void add_op_case(Suite& suite, OpCaseSpec op) {
       if (layout == Layout::ZeroD || layout == Layout::Empty) ids.push_back("VW-6");
       for (const auto& id : spec->spec)
         if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
-      suite.add({name, ids, "op", [spec, dtype, layout, name](const Context& ctx) {
+      suite.add({name, ids, "op",
+                 [spec, dtype, layout, name](const Context& ctx) {
                    OpCaseRun(ctx, *spec, dtype, layout, name).run();
                  },
                  layout == Layout::Empty});

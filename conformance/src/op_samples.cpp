@@ -74,9 +74,7 @@ std::vector<int64_t> operand_shape(Rng& rng, const std::vector<int64_t>& out, in
 }
 
 // The broadcasting pattern of a sample (operand_shape), from its index.
-int pattern_of(const Rng& rng) {
-  return rng.sample_index() % 3;
-}
+int pattern_of(const Rng& rng) { return rng.sample_index() % 3; }
 
 InputSpec input(std::vector<int64_t> shape, Domain domain = Domain::Any) {
   InputSpec in;

@@ -20,15 +20,15 @@ std::string kernel_name(Op op, DType d) {
 }
 
 // The core profile's ops, for float32 and int64.
-constexpr Op kCoreOps[] = {Op::Fill, Op::Copy, Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Neg,
-                           Op::Abs,  Op::Eq,   Op::Ne,  Op::Lt,  Op::Le,  Op::Gt,  Op::Ge,
-                           Op::Where, Op::Sum, Op::Max, Op::Min};
+constexpr Op kCoreOps[] = {Op::Fill, Op::Copy, Op::Add,   Op::Sub, Op::Mul, Op::Div,
+                           Op::Neg,  Op::Abs,  Op::Eq,    Op::Ne,  Op::Lt,  Op::Le,
+                           Op::Gt,   Op::Ge,   Op::Where, Op::Sum, Op::Max, Op::Min};
 // Gradient checks run in float64: the ops whose backward they exercise.
 constexpr Op kTrainingF64Ops[] = {
-    Op::Fill, Op::Copy, Op::Add,  Op::Sub,     Op::Mul,  Op::Div,        Op::Neg,
-    Op::Abs,  Op::Exp,  Op::Log,  Op::Sqrt,    Op::Sigmoid, Op::Tanh,    Op::Relu,
-    Op::Pow,  Op::Sum,  Op::Max,  Op::Min,     Op::Matmul,  Op::Softmax, Op::LogSoftmax,
-    Op::Where, Op::Gt,  Op::Lt,   Op::Eq,      Op::Gather,  Op::Scatter, Op::IndexSelect,
+    Op::Fill,  Op::Copy,    Op::Add,     Op::Sub,  Op::Mul,     Op::Div,     Op::Neg,
+    Op::Abs,   Op::Exp,     Op::Log,     Op::Sqrt, Op::Sigmoid, Op::Tanh,    Op::Relu,
+    Op::Pow,   Op::Sum,     Op::Max,     Op::Min,  Op::Matmul,  Op::Softmax, Op::LogSoftmax,
+    Op::Where, Op::Gt,      Op::Lt,      Op::Eq,   Op::Gather,  Op::Scatter, Op::IndexSelect,
     Op::Clamp, Op::Maximum, Op::Minimum, Op::Erf};
 
 std::vector<std::pair<Op, DType>> candidates(const std::string& profile) {

@@ -182,7 +182,8 @@ Tensor strided_tensor(const Context& ctx, Rng& rng, const InputSpec& spec, DType
     const std::vector<int64_t> pos = positions(pre_expand, strides, offset);
     for (std::size_t i = 0; i < pos.size(); ++i) base[static_cast<std::size_t>(pos[i])] = values[i];
   }
-  Tensor v = from_vector(base, IntArrayRef(alloc), ctx.options(dtype)).permute(IntArrayRef(inverse));
+  Tensor v =
+      from_vector(base, IntArrayRef(alloc), ctx.options(dtype)).permute(IntArrayRef(inverse));
   for (std::size_t d = 0; d < rank; ++d)
     if (!r.expanded[d] && (r.step[d] != 1 || r.front[d] != 0 || r.back[d] != 0))
       v = v.slice(static_cast<int64_t>(d), r.front[d], r.front[d] + span[d], r.step[d]);
@@ -247,8 +248,8 @@ BuiltInput build_input(const Context& ctx, Rng& rng, const InputSpec& spec, DTyp
     for (std::size_t d = 0; d < shape.size(); ++d)
       if (recipe.expanded[d]) pre_expand[d] = 1;
   }
-  const int64_t n = std::accumulate(pre_expand.begin(), pre_expand.end(), int64_t{1},
-                                    std::multiplies<int64_t>());
+  const int64_t n =
+      std::accumulate(pre_expand.begin(), pre_expand.end(), int64_t{1}, std::multiplies<int64_t>());
   std::vector<double> values =
       spec.values ? spec.values(rng, pre_expand) : random_values(rng, spec.domain, dtype, n);
   BP_ASSERT(static_cast<int64_t>(values.size()) == n, "an input's value function gave ",

@@ -53,8 +53,7 @@ std::string indented(const std::string& msg, std::size_t by) {
 std::vector<std::string> categories(const Report& report) {
   std::vector<std::string> out;
   for (const auto& r : report.results)
-    if (std::find(out.begin(), out.end(), r.c->category) == out.end())
-      out.push_back(r.c->category);
+    if (std::find(out.begin(), out.end(), r.c->category) == out.end()) out.push_back(r.c->category);
   return out;
 }
 
@@ -68,7 +67,8 @@ void print_table(std::ostream& os, const Report& report, const Paint& paint) {
   std::vector<std::string> cats = categories(report);
   std::size_t w = 8;
   for (const auto& c : cats) w = std::max(w, c.size());
-  os << "\n" << std::left << std::setw(int(w) + 2) << "category"
+  os << "\n"
+     << std::left << std::setw(int(w) + 2) << "category"
      << "  passed  failed  unsupported  skipped   total\n";
   Summary all;
   auto row = [&](const std::string& label, const Summary& s) {
@@ -95,16 +95,17 @@ void print_every_case(std::ostream& os, const Report& report, const Paint& paint
     os << "\n" << paint(cat, kBold) << "\n";
     for (const auto& r : report.results) {
       if (r.c->category != cat) continue;
-      const char* colour = r.status == Status::Passed   ? kGreen
-                           : r.status == Status::Failed ? kRed
+      const char* colour = r.status == Status::Passed        ? kGreen
+                           : r.status == Status::Failed      ? kRed
                            : r.status == Status::Unsupported ? kYellow
                                                              : kDim;
       std::ostringstream line;
-      line << std::left << std::setw(12) << (r.status == Status::Failed ? "FAILED" : to_string(r.status));
+      line << std::left << std::setw(12)
+           << (r.status == Status::Failed ? "FAILED" : to_string(r.status));
       std::ostringstream time;
       time << std::fixed << std::setprecision(1) << r.duration_ms << " ms";
-      os << "  " << paint(line.str(), colour) << std::left << std::setw(int(width) + 2)
-         << r.c->name << std::setw(18) << join(r.c->spec, ",") << " " << time.str() << "\n";
+      os << "  " << paint(line.str(), colour) << std::left << std::setw(int(width) + 2) << r.c->name
+         << std::setw(18) << join(r.c->spec, ",") << " " << time.str() << "\n";
     }
   }
 }
@@ -134,8 +135,10 @@ void print_unsupported(std::ostream& os, const Report& report, const Paint& pain
     for (const auto& m : r.missing) {  // "add (float32)"
       const auto paren = m.find(" (");
       Gap& gap = by_op[m.substr(0, paren)];
-      std::string dtype = paren == std::string::npos ? "" : m.substr(paren + 2, m.size() - paren - 3);
-      if (!dtype.empty() && std::find(gap.dtypes.begin(), gap.dtypes.end(), dtype) == gap.dtypes.end())
+      std::string dtype =
+          paren == std::string::npos ? "" : m.substr(paren + 2, m.size() - paren - 3);
+      if (!dtype.empty() &&
+          std::find(gap.dtypes.begin(), gap.dtypes.end(), dtype) == gap.dtypes.end())
         gap.dtypes.push_back(dtype);
       gap.cases.push_back(r.c->name);
     }
@@ -169,8 +172,12 @@ void print_spec_coverage(std::ostream& os, const Report& report, const Paint& pa
   for (const auto& [id, s] : rules) {
     const std::string_view status = coverage_status(s);
     std::ostringstream verdict;
-    verdict << std::left << std::setw(12) << (s.failed ? std::string("FAILED") : std::string(status));
-    const char* colour = s.failed ? kRed : status == "passed" ? kGreen : status == "partial" ? kYellow : kDim;
+    verdict << std::left << std::setw(12)
+            << (s.failed ? std::string("FAILED") : std::string(status));
+    const char* colour = s.failed              ? kRed
+                         : status == "passed"  ? kGreen
+                         : status == "partial" ? kYellow
+                                               : kDim;
     os << "  " << std::left << std::setw(8) << id << paint(verdict.str(), colour) << counts(s)
        << "\n";
   }
@@ -181,9 +188,8 @@ void print_certification(std::ostream& os, const Report& report, const Paint& pa
   if (c.profile.empty()) return;
   os << "\nCertification, profile " << c.profile << " (" << c.required_kernels
      << " required kernels; backplane conformance --list-profile " << c.profile << ")\n";
-  os << "  plugin " << report.plugin_path << "\n  sha256 " << report.plugin_sha256
-     << "\n  core " << report.core_version << ", " << report.date << ", " << report.machine
-     << "\n";
+  os << "  plugin " << report.plugin_path << "\n  sha256 " << report.plugin_sha256 << "\n  core "
+     << report.core_version << ", " << report.date << ", " << report.machine << "\n";
   if (!c.missing_kernels.empty()) {
     os << "  required kernels missing (" << c.missing_kernels.size() << "): ";
     for (std::size_t i = 0; i < c.missing_kernels.size() && i < 12; ++i)
@@ -349,8 +355,8 @@ void print_report(std::ostream& os, const Report& report, const ConsoleStyle& st
   Summary s = report.summary();
   std::ostringstream seconds;
   seconds << std::fixed << std::setprecision(1) << report.duration_ms / 1000;
-  os << "\n" << paint(summary_line(report), s.failed ? kRed : kGreen) << " in " << seconds.str()
-     << " s\n";
+  os << "\n"
+     << paint(summary_line(report), s.failed ? kRed : kGreen) << " in " << seconds.str() << " s\n";
   if (s.failed) os << "replay with: --seed " << report.seed << " --filter NAME\n";
   print_failures_by_kernel(os, report, paint);
 }

@@ -98,8 +98,8 @@ std::string to_junit(const Report& report) {
   std::string x = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   x += "<testsuites" + attr("name", "backplane conformance: " + report.backend) +
        attr("tests", std::to_string(all.total() + (has_cert ? 1 : 0))) +
-       attr("failures", std::to_string(all.failed + cert_failure)) +
-       attr("errors", "0") + attr("skipped", std::to_string(all.unsupported + all.skipped)) +
+       attr("failures", std::to_string(all.failed + cert_failure)) + attr("errors", "0") +
+       attr("skipped", std::to_string(all.unsupported + all.skipped)) +
        attr("time", seconds(report.duration_ms)) + ">\n";
   // The kernels failed cases reached, those only failures reach first (as
   // the console's "Failures by kernel"): a property of every suite.
@@ -144,8 +144,8 @@ std::string to_junit(const Report& report) {
     x += "  <testsuite" + attr("name", "certification") + attr("tests", "1") +
          attr("failures", std::to_string(cert_failure)) + attr("errors", "0") +
          attr("skipped", "0") + attr("time", "0") + ">\n";
-    x += "    <testcase" + attr("classname", "certification") + attr("name", "profile " + cert.profile) +
-         attr("time", "0");
+    x += "    <testcase" + attr("classname", "certification") +
+         attr("name", "profile " + cert.profile) + attr("time", "0");
     if (cert.certified) {
       x += "/>\n";
     } else {
@@ -155,7 +155,8 @@ std::string to_junit(const Report& report) {
       for (const auto& k : cert.uncovered_kernels)
         detail += "\nnever reached by a passing case: " + k;
       x += ">\n      <failure" + attr("message", certification_line(report)) +
-           attr("type", "not certified") + ">" + xml_escape(detail) + "</failure>\n    </testcase>\n";
+           attr("type", "not certified") + ">" + xml_escape(detail) +
+           "</failure>\n    </testcase>\n";
     }
     x += "  </testsuite>\n";
   }

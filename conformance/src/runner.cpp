@@ -249,8 +249,8 @@ Report run_suite(const Suite& suite, const Context& ctx, const RunOptions& optio
   const auto t0 = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < cases.size(); ++i) {
     if (options.on_start) options.on_start(i + 1, cases.size(), *cases[i]);
-    CaseResult r = report.isolated ? run_isolated(*cases[i], *options.isolation)
-                                   : run_case(*cases[i], ctx);
+    CaseResult r =
+        report.isolated ? run_isolated(*cases[i], *options.isolation) : run_case(*cases[i], ctx);
     r.c = cases[i];
     report.results.push_back(std::move(r));
   }

@@ -23,9 +23,7 @@ namespace {
 
 int g_fd = -1;
 
-void report_phase(const char* phase) {
-  bp::write_all(g_fd, std::string("phase ") + phase + "\n");
-}
+void report_phase(const char* phase) { bp::write_all(g_fd, std::string("phase ") + phase + "\n"); }
 
 // Device 0's memory, written and read back through the plugin.
 std::string memory_check(bp::Backend& b) {

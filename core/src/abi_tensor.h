@@ -5,9 +5,9 @@
 
 #include <backplane/dispatcher.h>
 #include <backplane/plugin.h>
-#include <backplane/sdk/tensor.hpp>
 #include <backplane/tensor.h>
 
+#include <backplane/sdk/tensor.hpp>
 #include <span>
 
 namespace bp::detail {
@@ -40,8 +40,8 @@ inline bp_tensor abi_descriptor(const Tensor& t, int32_t dl_device_type) {
 }
 
 // Same, seen with another shape and strides (broadcast operands).
-inline bp_tensor abi_descriptor_as(const Tensor& t, const DimVector& shape, const DimVector& strides,
-                             int32_t dl_device_type) {
+inline bp_tensor abi_descriptor_as(const Tensor& t, const DimVector& shape,
+                                   const DimVector& strides, int32_t dl_device_type) {
   bp_tensor d = describe(t, dl_device_type);
   d.ndim = static_cast<int32_t>(shape.size());
   d.shape = const_cast<int64_t*>(shape.data());

@@ -13,8 +13,8 @@
 #include <optional>
 
 #include "host/backend_library.h"
-#include "internal.h"
 #include "host/plugin_probe.h"
+#include "internal.h"
 
 namespace bp::detail {
 // Poisoned allocations (debug::set_poison; guard.cpp).
@@ -61,9 +61,7 @@ bp_device_props Backend::device_props(int device) const {
   return props_[static_cast<std::size_t>(device)];
 }
 
-bool Backend::host_addressable(int device) const {
-  return device_props(device).host_addressable;
-}
+bool Backend::host_addressable(int device) const { return device_props(device).host_addressable; }
 
 std::optional<bp_memory_stats> Backend::memory_stats(int device) const {
   if (!BP_HAS_FIELD(api_, bp_plugin, memory_stats) || api_->memory_stats == nullptr)
@@ -98,8 +96,8 @@ void* Backend::allocate(int device, std::size_t nbytes, bp_stream stream,
   detail::check_status(detail::guarded(err.get(),
                                        [&] {
                                          return api_->allocate(api_->ctx, device, stream,
-                                                               lead + nbytes + guard, alignment,
-                                                               &p, err.get());
+                                                               lead + nbytes + guard, alignment, &p,
+                                                               err.get());
                                        }),
                        "allocate", name_, err);
   if (p == nullptr) throw PluginError("[allocate] backend '" + name_ + "' returned no memory");
@@ -300,8 +298,7 @@ void* Backend::host_pointer(int device, const void* mem, uint64_t offset) const 
           err.get(),
           [&] { return api_->host_pointer(api_->ctx, device, mem, offset, &p, err.get()); }),
       "host_pointer", name_, err);
-  if (p == nullptr)
-    throw PluginError("[host_pointer] backend '" + name_ + "' returned no address");
+  if (p == nullptr) throw PluginError("[host_pointer] backend '" + name_ + "' returned no address");
   return p;
 }
 
@@ -417,8 +414,9 @@ double Backend::event_elapsed_ms(int device, bp_event start, bp_event end) const
     throw NotImplementedError("[event_elapsed] backend '" + name_ + "' does not time events");
   detail::ErrorBuffer err;
   double ms = 0;
-  const bp_status st = detail::guarded(
-      err.get(), [&] { return api_->event_elapsed(api_->ctx, device, start, end, &ms, err.get()); });
+  const bp_status st = detail::guarded(err.get(), [&] {
+    return api_->event_elapsed(api_->ctx, device, start, end, &ms, err.get());
+  });
   if (st == BP_STATUS_NOT_READY)
     throw Error("[event_elapsed] backend '" + name_ + "': an event's mark is not reached yet");
   detail::check_status(st, "event_elapsed", name_, err);

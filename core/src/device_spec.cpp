@@ -19,9 +19,7 @@ std::string g_default_spec = kDefaultBackend;
 std::atomic<int32_t> g_default_device{-1};
 }  // namespace
 
-void forget_default_backend() {
-  g_default_device.store(-1, std::memory_order_release);
-}
+void forget_default_backend() { g_default_device.store(-1, std::memory_order_release); }
 
 void set_default_backend(std::string_view spec) {
   parse_device_spec(spec);  // a bad device index is refused here, not at the first op
@@ -100,8 +98,6 @@ std::string to_string(Device d) {
   return (b ? b->label() : "backend#" + std::to_string(d.backend)) + ":" + std::to_string(d.index);
 }
 
-std::ostream& operator<<(std::ostream& os, Device d) {
-  return os << to_string(d);
-}
+std::ostream& operator<<(std::ostream& os, Device d) { return os << to_string(d); }
 
 }  // namespace bp

@@ -14,7 +14,8 @@ namespace bp {
 std::string_view op_name(Op op) {
   switch (op) {
 #define BP_OP_NAME_CASE_(NAME, Name, text, value) \
-  case Op::Name: return text;
+  case Op::Name:                                  \
+    return text;
     BP_OP_LIST(BP_OP_NAME_CASE_)
 #undef BP_OP_NAME_CASE_
   }
@@ -34,15 +35,14 @@ void KernelRegistry::add(int backend_id, const bp_kernel_registration& reg, std:
            " (this core knows ops 0 to ", kNumOps - 1, "; was the plugin built for a newer ABI?)");
   BP_CHECK(reg.fn != nullptr, "[register_kernel] ", op_name(static_cast<Op>(reg.op)),
            ": kernel function is NULL (", origin, ")");
-  BP_CHECK(reg.dtype_mask != 0 && (reg.dtype_mask & ~BP_DTYPE_MASK_ALL) == 0,
-           "[register_kernel] ", op_name(static_cast<Op>(reg.op)), ": dtype mask 0x", std::hex,
-           reg.dtype_mask, std::dec, " names no dtype or unknown ones (", origin, ")");
+  BP_CHECK(reg.dtype_mask != 0 && (reg.dtype_mask & ~BP_DTYPE_MASK_ALL) == 0, "[register_kernel] ",
+           op_name(static_cast<Op>(reg.op)), ": dtype mask 0x", std::hex, reg.dtype_mask, std::dec,
+           " names no dtype or unknown ones (", origin, ")");
   for (int d = 0; d < kNumDTypes; ++d) {
     if (!(reg.dtype_mask & BP_DTYPE_BIT(d))) continue;
     BP_CHECK(table_[reg.op][backend][d].fn == nullptr, "[register_kernel] ",
              op_name(static_cast<Op>(reg.op)), " for ", static_cast<DType>(d),
-             " is registered twice: first by ", origin_[reg.op][backend][d], ", again by ",
-             origin);
+             " is registered twice: first by ", origin_[reg.op][backend][d], ", again by ", origin);
   }
   for (int d = 0; d < kNumDTypes; ++d) {
     if (!(reg.dtype_mask & BP_DTYPE_BIT(d))) continue;
@@ -146,8 +146,8 @@ bool call_kernel_scalar_form(Op op, DType dtype, Device device, const bp_tensor&
                              const bp_tensor& output, const bp_attrs& attrs) {
   const KernelEntry& k = KernelRegistry::instance().lookup(op, device.backend, dtype);
   if (k.fn == nullptr || !(k.flags & BP_KERNEL_SCALAR_OPERAND)) return false;
-  const bp_kernel_call call = detail::make_call(static_cast<int32_t>(op), dtype, device, {&input, 1},
-                                                {&output, 1}, attrs);
+  const bp_kernel_call call =
+      detail::make_call(static_cast<int32_t>(op), dtype, device, {&input, 1}, {&output, 1}, attrs);
   detail::BasicErrorBuffer<512> err;
   const bp_status st = detail::call_plugin_kernel(k.fn, k.ctx, call, err.get(), device.backend);
   if (__builtin_expect(st == BP_STATUS_OK, 1)) return true;
@@ -165,11 +165,16 @@ void raise_status(bp_status st, std::string_view what, std::string_view backend,
   m.reserve(what.size() + backend.size() + message.size() + 16);
   m.append("[").append(what).append("] backend '").append(backend).append("': ").append(message);
   switch (st) {
-    case BP_STATUS_INVALID_ARGUMENT: throw ValueError(m);
-    case BP_STATUS_UNSUPPORTED: throw NotImplementedError(m);
-    case BP_STATUS_OUT_OF_MEMORY: throw OutOfMemoryError(m);
-    case BP_STATUS_DEVICE_ERROR: throw DeviceError(m);
-    default: throw Error(m);
+    case BP_STATUS_INVALID_ARGUMENT:
+      throw ValueError(m);
+    case BP_STATUS_UNSUPPORTED:
+      throw NotImplementedError(m);
+    case BP_STATUS_OUT_OF_MEMORY:
+      throw OutOfMemoryError(m);
+    case BP_STATUS_DEVICE_ERROR:
+      throw DeviceError(m);
+    default:
+      throw Error(m);
   }
 }
 

@@ -7,14 +7,14 @@
 // that outputs live in are copied back.
 #include <backplane/fallback.h>
 
-#include "internal.h"
-
 #include <algorithm>
 #include <atomic>
 #include <iostream>
 #include <map>
 #include <mutex>
 #include <tuple>
+
+#include "internal.h"
 
 namespace bp {
 
@@ -42,8 +42,8 @@ struct HostCopy {
   void* device_data;  // the storage's handle on the device
   int64_t lo = 0, hi = 0;
   bool written = false;
-  void* host = nullptr;       // the reference backend's handle
-  void* host_ptr = nullptr;   // its host address
+  void* host = nullptr;      // the reference backend's handle
+  void* host_ptr = nullptr;  // its host address
   std::size_t nbytes = 0;
 };
 
@@ -62,9 +62,12 @@ FallbackPolicy parse_fallback_policy(std::string_view t) {
 
 std::string_view to_string(FallbackPolicy p) {
   switch (p) {
-    case FallbackPolicy::Deny: return "deny";
-    case FallbackPolicy::Warn: return "warn";
-    case FallbackPolicy::Allow: return "allow";
+    case FallbackPolicy::Deny:
+      return "deny";
+    case FallbackPolicy::Warn:
+      return "warn";
+    case FallbackPolicy::Allow:
+      return "allow";
   }
   return "deny";
 }
@@ -139,8 +142,8 @@ bool try_fallback(Op op, DType dtype, Device device, std::span<const bp_tensor> 
     c.host = cpu.allocate(0, c.nbytes);
     c.host_ptr = cpu.host_pointer(0, c.host, 0);
     if (c.hi > c.lo)
-      src.copy_to_host(device.index, stream, c.host_ptr, c.device_data,
-                       static_cast<uint64_t>(c.lo), c.hi - c.lo);
+      src.copy_to_host(device.index, stream, c.host_ptr, c.device_data, static_cast<uint64_t>(c.lo),
+                       c.hi - c.lo);
   }
   src.stream_synchronize(device.index, stream);
   auto rebase = [&](const bp_tensor& t) {

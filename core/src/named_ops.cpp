@@ -66,7 +66,8 @@ std::string check_name(const char* name) {
   const auto sep = n.find("::");
   BP_CHECK(sep != std::string_view::npos && detail::is_plain_name(n.substr(0, sep)) &&
                detail::is_plain_name(n.substr(sep + 2)),
-           "[register_named_kernel] '", n, "' is not a named op name: <namespace>::<op>, each [a-z0-9_]+");
+           "[register_named_kernel] '", n,
+           "' is not a named op name: <namespace>::<op>, each [a-z0-9_]+");
   if (n.substr(0, sep) == "core" && find_overridable(n) == nullptr) {
     std::string known;
     for (const CompositeOverride& c : overridable_composites())
@@ -125,11 +126,16 @@ Schema parse_schema(const std::string& op, const char* text) {
       const std::string_view type = t.next();
       const std::string_view name = t.next();
       Param p;
-      if (type == "Tensor") p = Param::Tensor;
-      else if (type == "int") p = Param::Int;
-      else if (type == "float") p = Param::Float;
-      else if (type == "bool") p = Param::Bool;
-      else throw bad("unknown parameter type '" + std::string(type) + "' (Tensor, int, float, bool)");
+      if (type == "Tensor")
+        p = Param::Tensor;
+      else if (type == "int")
+        p = Param::Int;
+      else if (type == "float")
+        p = Param::Float;
+      else if (type == "bool")
+        p = Param::Bool;
+      else
+        throw bad("unknown parameter type '" + std::string(type) + "' (Tensor, int, float, bool)");
       if (name.empty() || !(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_'))
         throw bad("parameter " + std::to_string(s.params.size()) + " has no name");
       s.params.push_back(p);
@@ -163,24 +169,31 @@ Schema parse_schema(const std::string& op, const char* text) {
   if (s.tensors > kMaxNamedTensors || s.outputs > kMaxNamedTensors)
     throw bad("at most " + std::to_string(kMaxNamedTensors) + " input and " +
               std::to_string(kMaxNamedTensors) + " output tensors");
-  if (s.ints > BP_MAX_INTS) throw bad("at most " + std::to_string(BP_MAX_INTS) + " int and bool parameters");
-  if (s.floats > BP_MAX_SCALARS) throw bad("at most " + std::to_string(BP_MAX_SCALARS) + " float parameters");
+  if (s.ints > BP_MAX_INTS)
+    throw bad("at most " + std::to_string(BP_MAX_INTS) + " int and bool parameters");
+  if (s.floats > BP_MAX_SCALARS)
+    throw bad("at most " + std::to_string(BP_MAX_SCALARS) + " float parameters");
   return s;
 }
 
 std::string dtype_list(uint32_t mask) {
   std::string out;
   for (int d = 0; d < kNumDTypes; ++d)
-    if (mask & BP_DTYPE_BIT(d)) out.append(out.empty() ? "" : ", ").append(name(static_cast<DType>(d)));
+    if (mask & BP_DTYPE_BIT(d))
+      out.append(out.empty() ? "" : ", ").append(name(static_cast<DType>(d)));
   return out.empty() ? "none" : out;
 }
 
 const char* kind_name(Param p) {
   switch (p) {
-    case Param::Tensor: return "Tensor";
-    case Param::Int: return "int";
-    case Param::Float: return "float";
-    case Param::Bool: return "bool";
+    case Param::Tensor:
+      return "Tensor";
+    case Param::Int:
+      return "int";
+    case Param::Float:
+      return "float";
+    case Param::Bool:
+      return "bool";
   }
   return "?";
 }
@@ -243,9 +256,9 @@ bp_attrs make_named_attrs(std::string_view name, const Schema& s, std::size_t nu
                     (p == Param::Float && !std::holds_alternative<bool>(v));
     if (!ok)
       throw mismatch("attribute " + std::to_string(k) + " must be " + kind_name(p) + ", got " +
-                     (std::holds_alternative<bool>(v)      ? "bool"
+                     (std::holds_alternative<bool>(v)     ? "bool"
                       : std::holds_alternative<double>(v) ? "float"
-                                                           : "int"));
+                                                          : "int"));
     if (p == Param::Float) {
       bp_scalar& sc = a.scalars[a.num_scalars++];
       sc.dtype = BP_DTYPE_FLOAT64;
@@ -253,8 +266,8 @@ bp_attrs make_named_attrs(std::string_view name, const Schema& s, std::size_t nu
       sc.value.f = std::holds_alternative<double>(v) ? std::get<double>(v)
                                                      : static_cast<double>(std::get<int64_t>(v));
     } else {
-      a.ints[a.num_ints++] = std::holds_alternative<bool>(v) ? (std::get<bool>(v) ? 1 : 0)
-                                                             : std::get<int64_t>(v);
+      a.ints[a.num_ints++] =
+          std::holds_alternative<bool>(v) ? (std::get<bool>(v) ? 1 : 0) : std::get<int64_t>(v);
     }
     ++k;
   }
@@ -348,8 +361,9 @@ bool run_named(std::string_view name, const Found& found, const std::vector<Tens
   for (const Tensor& t : outputs) detail::check_same_device(op.c_str(), first, t);
   const DType dtype = first.dtype();
   if (!(impl.mask & BP_DTYPE_BIT(static_cast<int>(dtype))))
-    throw NotImplementedError("[" + op + "] not implemented for dtype " + std::string(bp::name(dtype)) +
-                              " on backend '" + b.name() + "' (it takes " + dtype_list(impl.mask) + ")");
+    throw NotImplementedError("[" + op + "] not implemented for dtype " +
+                              std::string(bp::name(dtype)) + " on backend '" + b.name() +
+                              "' (it takes " + dtype_list(impl.mask) + ")");
   if (GradMode::is_enabled()) {
     for (std::size_t i = 0; i < inputs.size(); ++i)
       BP_CHECK_T(Error, !inputs[i].requires_grad(), "[", op, "] has no gradient, and input ", i,
@@ -417,36 +431,47 @@ const std::vector<CompositeOverride>& overridable_composites() {
       {"core::layer_norm", BP_SCHEMA_CORE_LAYER_NORM,
        "layer_norm over the last normalized_dims dims of x, weight and bias given (of those dims)"},
       {"core::conv2d", BP_SCHEMA_CORE_CONV2D,
-       "conv2d (NCHW) into a caller-allocated output; bias always given (zeros when the call has none); "
+       "conv2d (NCHW) into a caller-allocated output; bias always given (zeros when the call has "
+       "none); "
        "runs with or without a gradient recorded"},
       {"core::conv2d_backward", BP_SCHEMA_CORE_CONV2D_BACKWARD,
-       "conv2d's gradients for the input (output_mask bit 0) and the weight (bit 1), outputs of x's and "
+       "conv2d's gradients for the input (output_mask bit 0) and the weight (bit 1), outputs of "
+       "x's and "
        "weight's shapes; an output whose bit is clear is left unwritten"},
       {"core::max_pool2d", BP_SCHEMA_CORE_MAX_POOL2D,
-       "max_pool2d (NCHW) into caller-allocated values and int64 indices (h * W + w in the input plane) of "
-       "the output's shape, which fixes ceil_mode; the first maximum in window order, a NaN wins; runs with "
+       "max_pool2d (NCHW) into caller-allocated values and int64 indices (h * W + w in the input "
+       "plane) of "
+       "the output's shape, which fixes ceil_mode; the first maximum in window order, a NaN wins; "
+       "runs with "
        "or without a gradient recorded"},
       {"core::avg_pool2d", BP_SCHEMA_CORE_AVG_POOL2D,
-       "avg_pool2d (NCHW) into a caller-allocated output; the divisor counts the window's part inside the "
-       "padded input (count_include_pad) or inside the input; runs with or without a gradient recorded"},
+       "avg_pool2d (NCHW) into a caller-allocated output; the divisor counts the window's part "
+       "inside the "
+       "padded input (count_include_pad) or inside the input; runs with or without a gradient "
+       "recorded"},
       {"core::avg_pool2d_backward", BP_SCHEMA_CORE_AVG_POOL2D_BACKWARD,
        "avg_pool2d's input gradient, into an output of the input's shape"},
       {"core::batch_norm", BP_SCHEMA_CORE_BATCH_NORM,
-       "training batch_norm: the output, and the batch's per-channel mean and biased variance [C]; weight "
+       "training batch_norm: the output, and the batch's per-channel mean and biased variance [C]; "
+       "weight "
        "and bias always given; runs with or without a gradient recorded"},
       {"core::batch_norm_inference", BP_SCHEMA_CORE_BATCH_NORM_INFERENCE,
        "batch_norm with the running statistics; weight and bias always given"},
       {"core::sparse_mm", BP_SCHEMA_CORE_SPARSE_MM,
-       "a coalesced sparse COO matrix (values [nnz], int64 indices [2, nnz] sorted by row then column) times "
+       "a coalesced sparse COO matrix (values [nnz], int64 indices [2, nnz] sorted by row then "
+       "column) times "
        "a dense [k, m], into a caller-allocated [rows, m]"},
       {"core::batch_norm_backward", BP_SCHEMA_CORE_BATCH_NORM_BACKWARD,
-       "training batch_norm's gradients for x (output_mask bit 0), weight (bit 1) and bias (bit 2) from the "
+       "training batch_norm's gradients for x (output_mask bit 0), weight (bit 1) and bias (bit 2) "
+       "from the "
        "batch's mean and biased variance; an output whose bit is clear is left unwritten"},
       {"core::sgd_step", BP_SCHEMA_CORE_SGD_STEP,
-       "SGD with momentum on one parameter: outputs param and momentum_buffer, updated in place; weight "
+       "SGD with momentum on one parameter: outputs param and momentum_buffer, updated in place; "
+       "weight "
        "decay already in grad; first_step writes the buffer without reading it"},
       {"core::adam_step", BP_SCHEMA_CORE_ADAM_STEP,
-       "Adam on one parameter (no amsgrad): outputs param, exp_avg and exp_avg_sq, updated in place; weight "
+       "Adam on one parameter (no amsgrad): outputs param, exp_avg and exp_avg_sq, updated in "
+       "place; weight "
        "decay already applied; step counts from 1"},
   };
   return table;
@@ -465,9 +490,7 @@ std::optional<Found> find_for(std::string_view name, const Tensor& t) {
 }
 }  // namespace
 
-bool has_override(std::string_view name, const Tensor& t) {
-  return find_for(name, t).has_value();
-}
+bool has_override(std::string_view name, const Tensor& t) { return find_for(name, t).has_value(); }
 
 namespace detail {
 

@@ -4,7 +4,6 @@
 #include <backplane/options.h>
 
 #include <boost/program_options.hpp>
-
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -21,28 +20,28 @@ const char* version() { return BACKPLANE_VERSION; }
 
 po::options_description backend_options(BackendFlags& flags) {
   po::options_description d("Backend selection");
-  d.add_options()
-      ("backend", po::value<std::string>(&flags.backend)->default_value(flags.backend),
-       "backend to run on: a name (cpu_onednn, cuda, ...) looked up as "
-       "libbackplane_NAME.so in the plugin folders, or a path to a plugin .so; NAME:N or "
-       "PATH:N picks its device N (default 0)")
-      ("plugin-path", po::value<std::vector<std::string>>(&flags.plugin_paths)->composing(),
-       "folder searched for plugins before the default ones (repeatable)")
-      ("fallback", po::value<std::string>(&flags.fallback)->default_value(flags.fallback),
-       "ops the backend lacks: deny (an error), warn or allow (run them on the reference "
-       "backend, copying operands; warn also prints each op once)")
-      ("reference", po::value<std::string>(&flags.reference)->value_name("NAME|PATH"),
-       "reference backend: where --fallback runs ops, and what conformance and fuzz compare "
-       "with (default: $BACKPLANE_REFERENCE, else cpu_onednn)")
-      ("probe", po::value<std::string>(&flags.probe)->value_name("on|off|fresh"),
-       "load each plugin file in a child process before this one (on), so that a plugin "
-       "that crashes, hangs or exits while loading is reported instead of taking the "
-       "program down; fresh ignores the verdicts cached by file content; off loads "
-       "directly (default: $BACKPLANE_PROBE, else on)")
-      ("backend-option", po::value<std::vector<std::string>>(&flags.options)->composing()
-           ->value_name("KEY=VALUE"),
-       "an option for the --backend plugin, given to it when it loads (repeatable); "
-       "'backplane devices --verbose' lists the options each plugin takes");
+  d.add_options()(
+      "backend", po::value<std::string>(&flags.backend)->default_value(flags.backend),
+      "backend to run on: a name (cpu_onednn, cuda, ...) looked up as "
+      "libbackplane_NAME.so in the plugin folders, or a path to a plugin .so; NAME:N or "
+      "PATH:N picks its device N (default 0)")(
+      "plugin-path", po::value<std::vector<std::string>>(&flags.plugin_paths)->composing(),
+      "folder searched for plugins before the default ones (repeatable)")(
+      "fallback", po::value<std::string>(&flags.fallback)->default_value(flags.fallback),
+      "ops the backend lacks: deny (an error), warn or allow (run them on the reference "
+      "backend, copying operands; warn also prints each op once)")(
+      "reference", po::value<std::string>(&flags.reference)->value_name("NAME|PATH"),
+      "reference backend: where --fallback runs ops, and what conformance and fuzz compare "
+      "with (default: $BACKPLANE_REFERENCE, else cpu_onednn)")(
+      "probe", po::value<std::string>(&flags.probe)->value_name("on|off|fresh"),
+      "load each plugin file in a child process before this one (on), so that a plugin "
+      "that crashes, hangs or exits while loading is reported instead of taking the "
+      "program down; fresh ignores the verdicts cached by file content; off loads "
+      "directly (default: $BACKPLANE_PROBE, else on)")(
+      "backend-option",
+      po::value<std::vector<std::string>>(&flags.options)->composing()->value_name("KEY=VALUE"),
+      "an option for the --backend plugin, given to it when it loads (repeatable); "
+      "'backplane devices --verbose' lists the options each plugin takes");
   return d;
 }
 

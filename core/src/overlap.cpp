@@ -152,8 +152,8 @@ void check_writable(const char* op, const Tensor& out) {
   const auto sz = out.sizes(), st = out.strides();
   for (std::size_t i = 0; i < sz.size(); ++i)
     BP_CHECK(!(st[i] == 0 && sz[i] > 1), "[", op, "] cannot write to ", describe_tensor(out),
-             ": several of its elements share one memory location (an expanded tensor, dim ",
-             i, " has stride 0); call .clone() first");
+             ": several of its elements share one memory location (an expanded tensor, dim ", i,
+             " has stride 0); call .clone() first");
   if (out.is_contiguous() || out.numel() < 2) return;
   BP_CHECK(!has_internal_overlap(sz, st), "[", op, "] cannot write to ", describe_tensor(out),
            " with strides ", st, ": several of its elements share one memory location ",

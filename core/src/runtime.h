@@ -44,9 +44,7 @@ inline bp_stream current_stream_of(Device device) noexcept {
 
 // The backend that owns a tensor's memory: valid while the tensor lives,
 // even after the backend was unloaded (DV-4).
-inline Backend& backend_of(const Tensor& t) {
-  return t.impl()->storage->backend();
-}
+inline Backend& backend_of(const Tensor& t) { return t.impl()->storage->backend(); }
 // The backend a Device value names, with a reference that keeps it loaded;
 // throws when the value names no loaded backend (DV-4).
 IntrusivePtr<Backend> acquire_backend(Device d);

@@ -24,8 +24,8 @@ int64_t numel(IntArrayRef shape) {
 }
 
 int64_t checked_numel(IntArrayRef shape, const char* op) {
-  BP_CHECK(shape.size() <= static_cast<std::size_t>(kMaxDims), "[", op, "] shape ", shape,
-           " has ", shape.size(), " dims; a tensor has at most ", kMaxDims,
+  BP_CHECK(shape.size() <= static_cast<std::size_t>(kMaxDims), "[", op, "] shape ", shape, " has ",
+           shape.size(), " dims; a tensor has at most ", kMaxDims,
            " (the plugin ABI's BP_MAX_DIMS)");
   int64_t n = 1, span = 1;
   for (std::size_t i = 0; i < shape.size(); ++i) {
@@ -126,15 +126,13 @@ DimVector broadcast_strides(IntArrayRef shape, IntArrayRef strides, IntArrayRef 
 int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
   int64_t lo = ndim == 0 ? -1 : -ndim, hi = ndim == 0 ? 0 : ndim - 1;
   BP_CHECK_INDEX(dim >= lo && dim <= hi, "[", op, "] dim ", dim,
-                 " is out of range for a tensor of ", ndim, " dims (valid: ", lo, " to ", hi,
-                 ")");
+                 " is out of range for a tensor of ", ndim, " dims (valid: ", lo, " to ", hi, ")");
   return dim < 0 ? dim + std::max<int64_t>(ndim, 1) : dim;
 }
 
 // PyTorch's computeStride: walks groups of old dims that are contiguous with
 // each other and maps each group onto the new dims with the same product.
-bool view_strides(IntArrayRef shape, IntArrayRef strides, IntArrayRef new_shape,
-                  DimVector& out) {
+bool view_strides(IntArrayRef shape, IntArrayRef strides, IntArrayRef new_shape, DimVector& out) {
   out = DimVector(new_shape.size());
   if (shape.empty()) {
     for (auto& s : out) s = 1;
@@ -175,8 +173,7 @@ DimVector infer_shape(IntArrayRef shape, int64_t n, const char* op) {
       BP_CHECK(infer < 0, "[", op, "] only one dimension can be -1, got shape ", shape);
       infer = static_cast<int64_t>(i);
     } else {
-      BP_CHECK(out[i] >= 0, "[", op, "] invalid size ", out[i], " at dim ", i, " in shape ",
-               shape);
+      BP_CHECK(out[i] >= 0, "[", op, "] invalid size ", out[i], " at dim ", i, " in shape ", shape);
       BP_CHECK(!__builtin_mul_overflow(known, out[i], &known), "[", op, "] shape ", shape,
                " has too many elements: their count overflows a 64-bit integer");
     }

@@ -3,9 +3,9 @@
 #include <backplane/error.h>
 #include <backplane/stream.h>
 
-#include "internal.h"
-
 #include <utility>
+
+#include "internal.h"
 
 namespace bp {
 
@@ -88,7 +88,9 @@ Event::~Event() {
 }
 
 Event::Event(Event&& o) noexcept
-    : backend_(std::move(o.backend_)), device_(o.device_), event_(std::exchange(o.event_, nullptr)) {}
+    : backend_(std::move(o.backend_)),
+      device_(o.device_),
+      event_(std::exchange(o.event_, nullptr)) {}
 
 Event& Event::operator=(Event&& o) noexcept {
   if (this != &o) {
@@ -101,8 +103,8 @@ Event& Event::operator=(Event&& o) noexcept {
 }
 
 void Event::record(const Stream& stream) {
-  BP_CHECK(stream.device() == device_, "[Event] an event of ", device_,
-           " cannot mark a stream of ", stream.device());
+  BP_CHECK(stream.device() == device_, "[Event] an event of ", device_, " cannot mark a stream of ",
+           stream.device());
   backend_->event_record(device_.index, event_, stream.handle());
 }
 
@@ -119,8 +121,8 @@ bool Event::query() const { return backend_->event_query(device_.index, event_);
 void Event::synchronize() const { backend_->event_synchronize(device_.index, event_); }
 
 std::optional<double> Event::elapsed_since(const Event& start) const {
-  BP_CHECK(start.device_ == device_, "[Event::elapsed_since] the events are of devices ", start.device_,
-           " and ", device_);
+  BP_CHECK(start.device_ == device_, "[Event::elapsed_since] the events are of devices ",
+           start.device_, " and ", device_);
   if (!backend_->has_event_timing()) return std::nullopt;
   start.synchronize();
   synchronize();

@@ -3,14 +3,14 @@
 #include <backplane/ops.h>
 #include <backplane/tensor.h>
 
-#include "autograd/graph.h"
-#include "block_cache.h"
-#include "internal.h"
-
 #include <algorithm>
 #include <cstring>
 #include <sstream>
 #include <vector>
+
+#include "autograd/graph.h"
+#include "block_cache.h"
+#include "internal.h"
 
 namespace bp {
 
@@ -81,9 +81,8 @@ Tensor allocate_impl(IntrusivePtr<TensorImpl> impl, int64_t n, int64_t bytes, DT
   impl->dtype = dtype;
   impl->device = device;
   impl->numel = n;
-  impl->storage = make_intrusive<StorageImpl>(std::move(backend), device,
-                                              static_cast<std::size_t>(bytes),
-                                              current_stream_of(device));
+  impl->storage = make_intrusive<StorageImpl>(
+      std::move(backend), device, static_cast<std::size_t>(bytes), current_stream_of(device));
   impl->version = &impl->storage->version_counter();
   return Tensor(std::move(impl));
 }
@@ -150,8 +149,7 @@ Tensor make_empty_strided(IntArrayRef shape, IntArrayRef strides, DType dtype, D
   return finish_empty(strided_impl(shape, strides), dtype, device, acquire_backend(device));
 }
 
-Tensor make_empty_strided(IntArrayRef shape, IntArrayRef strides, DType dtype,
-                          const Tensor& like) {
+Tensor make_empty_strided(IntArrayRef shape, IntArrayRef strides, DType dtype, const Tensor& like) {
   return finish_empty(strided_impl(shape, strides), dtype, like.device(),
                       IntrusivePtr<Backend>(&backend_of(like)));
 }
@@ -214,16 +212,13 @@ void Tensor::throw_undefined(const std::source_location& where) {
   f = f.substr(0, f.find('('));
   if (const auto colon = f.rfind("::"); colon != std::string_view::npos) f = f.substr(colon + 2);
   if (const auto space = f.rfind(' '); space != std::string_view::npos) f = f.substr(space + 1);
-  throw ValueError("[" + std::string(f) + "] the tensor is undefined: a default-constructed "
+  throw ValueError("[" + std::string(f) +
+                   "] the tensor is undefined: a default-constructed "
                    "bp::Tensor holds no tensor. Assign one before use (test with .defined())");
 }
 
-int64_t Tensor::size(int64_t d) const {
-  return impl()->sizes[wrap_dim(d, dim(), "size")];
-}
-int64_t Tensor::stride(int64_t d) const {
-  return impl()->strides[wrap_dim(d, dim(), "stride")];
-}
+int64_t Tensor::size(int64_t d) const { return impl()->sizes[wrap_dim(d, dim(), "size")]; }
+int64_t Tensor::stride(int64_t d) const { return impl()->strides[wrap_dim(d, dim(), "stride")]; }
 
 const void* Tensor::data_ptr() const {
   StorageImpl& st = *impl()->storage;
@@ -289,7 +284,7 @@ Scalar Tensor::item() const {
   return Scalar(item<double>());
 }
 
-#define BP_INSTANTIATE(T)                              \
+#define BP_INSTANTIATE(T)                               \
   template std::vector<T> Tensor::to_vector<T>() const; \
   template T Tensor::item<T>() const;
 BP_INSTANTIATE(bool)

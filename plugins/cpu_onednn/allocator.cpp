@@ -250,7 +250,8 @@ void HostAllocator::deallocate(void* ptr, std::size_t nbytes) {
     }
   } else if (block >= kMediumBlock) {
     std::lock_guard lock(cache_mu_);
-    while (!medium_.empty() && (medium_.size() == kMediumBlocks || medium_bytes_ + block > kMediumBytes)) {
+    while (!medium_.empty() &&
+           (medium_.size() == kMediumBlocks || medium_bytes_ + block > kMediumBytes)) {
       // Make room: the least recently freed blocks go back to the system.
       const Cached old = medium_.front();
       medium_.erase(medium_.begin());
@@ -281,7 +282,8 @@ void HostAllocator::stats(bp_memory_stats& out) const {
     out.allocated_bytes = static_cast<uint64_t>(allocated);
   if (BP_HAS_FIELD(&out, bp_memory_stats, reserved_bytes))
     out.reserved_bytes = static_cast<uint64_t>(reserved);
-  if (BP_HAS_FIELD(&out, bp_memory_stats, num_allocs)) out.num_allocs = static_cast<uint64_t>(allocs);
+  if (BP_HAS_FIELD(&out, bp_memory_stats, num_allocs))
+    out.num_allocs = static_cast<uint64_t>(allocs);
   // Large blocks come from the cache when one of their size was freed.
   if (BP_HAS_FIELD(&out, bp_memory_stats, num_system_allocs))
     out.num_system_allocs = static_cast<uint64_t>(system_allocs_.load(std::memory_order_relaxed));

@@ -35,9 +35,7 @@ struct BinaryFn {
   }
 };
 
-dnnl::memory::dims to_dims(const int64_t* v, int n) {
-  return dnnl::memory::dims(v, v + n);
-}
+dnnl::memory::dims to_dims(const int64_t* v, int n) { return dnnl::memory::dims(v, v + n); }
 
 // Contiguous strides for `dims`.
 void contiguous_strides(const int64_t* dims, int n, int64_t* strides) {
@@ -98,7 +96,9 @@ bool try_dnnl_binary(BinOp op, const TensorRef& out, const TensorRef& a, const T
                                            : dnnl::algorithm::binary_div;
   key.alg = static_cast<int32_t>(alg);
   using dt = dnnl::memory::data_type;
-  const dt type = dtype == BP_DTYPE_BFLOAT16 ? dt::bf16 : dtype == BP_DTYPE_FLOAT16 ? dt::f16 : dt::f32;
+  const dt type = dtype == BP_DTYPE_BFLOAT16  ? dt::bf16
+                  : dtype == BP_DTYPE_FLOAT16 ? dt::f16
+                                              : dt::f32;
   const dnnl::memory::desc md0(to_dims(key.dims[0], key.ndim), type,
                                to_dims(key.strides[0], key.ndim));
   const dnnl::memory::desc md1(to_dims(key.dims[1], key.ndim), type,
@@ -107,8 +107,7 @@ bool try_dnnl_binary(BinOp op, const TensorRef& out, const TensorRef& a, const T
     dnnl::primitive_attr attr;
     if (alpha != 1.0f) attr.set_scales(DNNL_ARG_SRC_1, 0, {DNNL_RUNTIME_F32_VAL});
     try {
-      dnnl::binary::primitive_desc pd(dnnl::binary::desc(alg, md0, md1, md0), attr,
-                                      dnnl_engine());
+      dnnl::binary::primitive_desc pd(dnnl::binary::desc(alg, md0, md1, md0), attr, dnnl_engine());
       if (is_reference_impl(pd)) return {};
       return dnnl::binary(pd);
     } catch (const dnnl::error&) {
@@ -270,7 +269,8 @@ void register_binary_kernels(Registrar& r) {
       BP_OP_MUL,
       {BP_DTYPE_BOOL, BP_DTYPE_INT32, BP_DTYPE_INT64, BP_DTYPE_FLOAT32, BP_DTYPE_FLOAT64},
       BP_ORIGIN);
-  r.add_scalar_operand<&binary_kernel<BinOp::div>>(BP_OP_DIV, {BP_DTYPE_FLOAT32, BP_DTYPE_FLOAT64}, BP_ORIGIN);
+  r.add_scalar_operand<&binary_kernel<BinOp::div>>(BP_OP_DIV, {BP_DTYPE_FLOAT32, BP_DTYPE_FLOAT64},
+                                                   BP_ORIGIN);
   for (bp_dtype dt : {BP_DTYPE_BFLOAT16, BP_DTYPE_FLOAT16}) {
     if (!native16_binary(dt)) continue;
     r.add_scalar_operand<&binary16_kernel<BinOp::add>>(BP_OP_ADD, {dt}, BP_ORIGIN);

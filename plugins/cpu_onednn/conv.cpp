@@ -5,7 +5,6 @@
 // oneDNN does not implement natively is declined, and the core's composite
 // runs; so is one whose operands' layout oneDNN cannot describe.
 #include <backplane/sdk/nn_loops.hpp>
-
 #include <cstring>
 
 #include "cpu_onednn.h"
@@ -22,7 +21,12 @@ using dt = memory::data_type;
 struct ConvParams {
   int64_t sh, sw, ph, pw, dh, dw, groups;
   explicit ConvParams(const bp_attrs& a)
-      : sh(a.ints[0]), sw(a.ints[1]), ph(a.ints[2]), pw(a.ints[3]), dh(a.ints[4]), dw(a.ints[5]),
+      : sh(a.ints[0]),
+        sw(a.ints[1]),
+        ph(a.ints[2]),
+        pw(a.ints[3]),
+        dh(a.ints[4]),
+        dw(a.ints[5]),
         groups(a.ints[6]) {}
   memory::dims strides() const { return {sh, sw}; }
   memory::dims dilates() const { return {dh - 1, dw - 1}; }  // oneDNN counts the gaps
@@ -41,7 +45,9 @@ memory::dims strides_of(const TensorRef& t) {
 }
 
 // The caller's layout of an activation (N, C, H, W) or a bias.
-memory::desc user_md(const TensorRef& t) { return memory::desc(dims_of(t), dt::f32, strides_of(t)); }
+memory::desc user_md(const TensorRef& t) {
+  return memory::desc(dims_of(t), dt::f32, strides_of(t));
+}
 
 // Weights [O, C/G, KH, KW], as oneDNN's [G, O/G, C/G, KH, KW] when grouped.
 memory::desc weight_md(const TensorRef& w, int64_t groups) {
@@ -74,17 +80,19 @@ void finish(const memory& m, const memory::desc& user_desc, void* data) {
   dnnl::reorder(m, user).execute(dnnl_stream(), const_cast<memory&>(m), user);
 }
 
-dnnl::convolution_forward::primitive_desc forward_pd(const memory::desc& src, const memory::desc& wei,
-                                                     const memory::desc* bias, const memory::desc& dst,
-                                                     const ConvParams& p) {
-  const auto desc = bias ? dnnl::convolution_forward::desc(
-                               dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-                               any_like(src), any_like(wei), any_like(*bias), any_like(dst), p.strides(),
-                               p.dilates(), p.padding(), p.padding())
-                         : dnnl::convolution_forward::desc(
-                               dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-                               any_like(src), any_like(wei), any_like(dst), p.strides(), p.dilates(),
-                               p.padding(), p.padding());
+dnnl::convolution_forward::primitive_desc forward_pd(const memory::desc& src,
+                                                     const memory::desc& wei,
+                                                     const memory::desc* bias,
+                                                     const memory::desc& dst, const ConvParams& p) {
+  const auto desc =
+      bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
+                                             dnnl::algorithm::convolution_direct, any_like(src),
+                                             any_like(wei), any_like(*bias), any_like(dst),
+                                             p.strides(), p.dilates(), p.padding(), p.padding())
+           : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
+                                             dnnl::algorithm::convolution_direct, any_like(src),
+                                             any_like(wei), any_like(dst), p.strides(), p.dilates(),
+                                             p.padding(), p.padding());
   return {desc, dnnl_engine()};
 }
 
@@ -95,7 +103,8 @@ bool has_nonfinite(const TensorRef& t) {
   uint32_t found = 0;
 #pragma omp parallel for reduction(| : found) schedule(static)
   for (int64_t p = 0; p < planes; ++p) {
-    const float* base = t.data<float>() + (p / t.size(1)) * t.stride(0) + (p % t.size(1)) * t.stride(1);
+    const float* base =
+        t.data<float>() + (p / t.size(1)) * t.stride(0) + (p % t.size(1)) * t.stride(1);
     for (int64_t r = 0; r < rows; ++r) {
       const float* row = base + r * t.stride(2);
       uint32_t m = 0;
@@ -106,7 +115,8 @@ bool has_nonfinite(const TensorRef& t) {
           m |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
         }
       } else {
-        for (int64_t i = 0; i < cols; ++i) m |= static_cast<uint32_t>(!std::isfinite(row[i * t.stride(3)]));
+        for (int64_t i = 0; i < cols; ++i)
+          m |= static_cast<uint32_t>(!std::isfinite(row[i * t.stride(3)]));
       }
       found |= m;
     }
@@ -115,16 +125,18 @@ bool has_nonfinite(const TensorRef& t) {
 }
 
 [[noreturn]] void decline(const char* op) {
-  throw bp::sdk::Unsupported(std::string("[") + op +
-                             "] oneDNN has no native implementation for this convolution: the core's "
-                             "composite runs");
+  throw bp::sdk::Unsupported(
+      std::string("[") + op +
+      "] oneDNN has no native implementation for this convolution: the core's "
+      "composite runs");
 }
 
 void conv2d_forward(const KernelCall& c) {
   const TensorRef x = c.input(0), w = c.input(1), b = c.input(2), out = c.output(0);
   const auto args = bp::sdk::check::conv2d(c, "core::conv2d");
   const ConvParams p(c.attrs());
-  const memory::desc xs = user_md(x), ws = weight_md(w, p.groups), bs = user_md(b), ys = user_md(out);
+  const memory::desc xs = user_md(x), ws = weight_md(w, p.groups), bs = user_md(b),
+                     ys = user_md(out);
   dnnl::convolution_forward::primitive_desc pd;
   try {
     pd = forward_pd(xs, ws, &bs, ys, p);
@@ -146,7 +158,8 @@ void conv2d_forward(const KernelCall& c) {
 // Gradients of the input (backward data) and of the weight (backward
 // weights), each when its bit of output_mask (ints[7]) is set.
 void conv2d_backward(const KernelCall& c) {
-  const TensorRef g = c.input(0), x = c.input(1), w = c.input(2), gx = c.output(0), gw = c.output(1);
+  const TensorRef g = c.input(0), x = c.input(1), w = c.input(2), gx = c.output(0),
+                  gw = c.output(1);
   const auto args = bp::sdk::check::conv2d(c, "core::conv2d_backward");
   const ConvParams p(c.attrs());
   const bool want_x = c.attrs().ints[7] & 1, want_w = c.attrs().ints[7] & 2;
@@ -158,12 +171,14 @@ void conv2d_backward(const KernelCall& c) {
   dnnl::convolution_backward_weights::primitive_desc weights_pd;
   try {
     hint = forward_pd(xs, ws, nullptr, gs, p);
-    data_pd = {{dnnl::algorithm::convolution_direct, any_like(xs), any_like(ws), any_like(gs), p.strides(),
-                p.dilates(), p.padding(), p.padding()},
-               dnnl_engine(), hint};
-    weights_pd = {{dnnl::algorithm::convolution_direct, any_like(xs), any_like(ws), any_like(gs), p.strides(),
-                   p.dilates(), p.padding(), p.padding()},
-                  dnnl_engine(), hint};
+    data_pd = {{dnnl::algorithm::convolution_direct, any_like(xs), any_like(ws), any_like(gs),
+                p.strides(), p.dilates(), p.padding(), p.padding()},
+               dnnl_engine(),
+               hint};
+    weights_pd = {{dnnl::algorithm::convolution_direct, any_like(xs), any_like(ws), any_like(gs),
+                   p.strides(), p.dilates(), p.padding(), p.padding()},
+                  dnnl_engine(),
+                  hint};
   } catch (const dnnl::error&) {
     decline("core::conv2d_backward");
   }
@@ -181,8 +196,8 @@ void conv2d_backward(const KernelCall& c) {
   const memory dy = to_layout(weights_pd.diff_dst_desc(), gs, g.base());
   const memory src = to_layout(weights_pd.src_desc(), xs, x.base());
   const memory dw = result(weights_pd.diff_weights_desc(), gws, gw.base());
-  dnnl::convolution_backward_weights(weights_pd).execute(
-      s, {{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_WEIGHTS, dw}});
+  dnnl::convolution_backward_weights(weights_pd)
+      .execute(s, {{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_WEIGHTS, dw}});
   finish(dw, gws, gw.base());
   if ((p.ph != 0 || p.pw != 0) && has_nonfinite(g))  // oneDNN skips padding taps
     bp::sdk::nn::conv2d_backward_weight_padding_nan<float>(args, g, gw);

@@ -11,9 +11,6 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <memory>
-#include <mutex>
-#include <vector>
 #include <backplane/sdk/checks.hpp>
 #include <backplane/sdk/elementwise.hpp>
 #include <backplane/sdk/plugin.hpp>
@@ -22,9 +19,12 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <memory>
+#include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace bp::cpu {
 
@@ -549,10 +549,10 @@ void register_sort_kernels(Registrar& r);  // sort.cpp: ARGSORT, CUMSUM
 void register_softmax_kernels(Registrar& r);
 void register_index_kernels(Registrar& r);
 void register_random_kernels(Registrar& r);
-void register_conv_kernels(Registrar& r);  // conv.cpp: core::conv2d, core::conv2d_backward
-void register_norm_kernels(Registrar& r);  // norm.cpp: core::layer_norm, core::batch_norm*
+void register_conv_kernels(Registrar& r);    // conv.cpp: core::conv2d, core::conv2d_backward
+void register_norm_kernels(Registrar& r);    // norm.cpp: core::layer_norm, core::batch_norm*
 void register_sparse_kernels(Registrar& r);  // sparse.cpp: core::sparse_mm
-void register_pool_kernels(Registrar& r);  // pool.cpp: core::max_pool2d, core::avg_pool2d*
-void register_optim_kernels(Registrar& r);  // optim.cpp: core::sgd_step, core::adam_step
+void register_pool_kernels(Registrar& r);    // pool.cpp: core::max_pool2d, core::avg_pool2d*
+void register_optim_kernels(Registrar& r);   // optim.cpp: core::sgd_step, core::adam_step
 
 }  // namespace bp::cpu

@@ -32,8 +32,8 @@ void check_indices(const char* op, const TensorRef& index, int dim, int64_t size
   const int64_t mn = lo.load(), mx = hi.load();
   if (mn >= 0 && mx < size) return;
   BP_SDK_CHECK(false, op,
-           "index " << (mn < 0 ? mn : mx) << " is out of range for dim " << dim << " of size "
-                    << size << " (valid range: [0, " << size << "))");
+               "index " << (mn < 0 ? mn : mx) << " is out of range for dim " << dim << " of size "
+                        << size << " (valid range: [0, " << size << "))");
 }
 
 // out[e] = src_line(e)[index[e] * sd] for every element e of out, where the

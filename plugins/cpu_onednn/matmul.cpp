@@ -153,7 +153,8 @@ bool try_dnnl_matmul(const TensorRef& out, const TensorRef& a, const TensorRef& 
       {DNNL_ARG_SRC, src.get()}, {DNNL_ARG_WEIGHTS, wei.get()}, {DNNL_ARG_DST, dst.get()}};
   const dnnl_status_t st = dnnl_primitive_execute(prim.get(), dnnl_stream().get(), 3, args);
   if (st != dnnl_success)
-    throw std::runtime_error(std::string("[matmul] oneDNN's matmul failed (status ") + std::to_string(st) + ")");
+    throw std::runtime_error(std::string("[matmul] oneDNN's matmul failed (status ") +
+                             std::to_string(st) + ")");
   return true;
 }
 

@@ -73,10 +73,10 @@ void adam_step_kernel(const KernelCall& c) {
 
 void register_optim_kernels(Registrar& r) {
   if (!r.has_named_ops()) return;
-  r.add_named<&sgd_step_kernel>("core::sgd_step", BP_SCHEMA_CORE_SGD_STEP, {BP_DTYPE_FLOAT32, BP_DTYPE_FLOAT64},
-                                BP_ORIGIN);
-  r.add_named<&adam_step_kernel>("core::adam_step", BP_SCHEMA_CORE_ADAM_STEP, {BP_DTYPE_FLOAT32, BP_DTYPE_FLOAT64},
-                                 BP_ORIGIN);
+  r.add_named<&sgd_step_kernel>("core::sgd_step", BP_SCHEMA_CORE_SGD_STEP,
+                                {BP_DTYPE_FLOAT32, BP_DTYPE_FLOAT64}, BP_ORIGIN);
+  r.add_named<&adam_step_kernel>("core::adam_step", BP_SCHEMA_CORE_ADAM_STEP,
+                                 {BP_DTYPE_FLOAT32, BP_DTYPE_FLOAT64}, BP_ORIGIN);
 }
 
 }  // namespace bp::cpu

@@ -15,7 +15,8 @@ void random_fill(const TensorRef& out, uint64_t seed, uint64_t offset) {
   if (out.is_contiguous()) {
     T* o = out.data<T>();
     for_range(numel, [&](int64_t b, int64_t e) {
-      for (int64_t k = b; k < e; ++k) o[k] = bp::sdk::fn::random_value<T>(kNormal, seed, offset + uint64_t(k));
+      for (int64_t k = b; k < e; ++k)
+        o[k] = bp::sdk::fn::random_value<T>(kNormal, seed, offset + uint64_t(k));
     });
     return;
   }

@@ -2,9 +2,8 @@
 // Lines are split over threads; a single long line (a tensor with fewer
 // lines than threads) is sorted in one chunk per thread, the sorted chunks
 // then merged, stably, into one order.
-#include <backplane/sdk/loops.hpp>
-
 #include <algorithm>
+#include <backplane/sdk/loops.hpp>
 #include <utility>
 #include <vector>
 
@@ -37,8 +36,8 @@ void argsort_line_parallel(const T* x, int64_t step, int64_t n, bool descending,
     for (int t = 0; t < nt; t += 2 * width) {
       const int64_t lo = cut[t], mid = cut[std::min(t + width, nt)],
                     hi = cut[std::min(t + 2 * width, nt)];
-      std::merge(pairs.begin() + lo, pairs.begin() + mid, pairs.begin() + mid,
-                 pairs.begin() + hi, merged.begin() + lo, before);
+      std::merge(pairs.begin() + lo, pairs.begin() + mid, pairs.begin() + mid, pairs.begin() + hi,
+                 merged.begin() + lo, before);
     }
     pairs.swap(merged);
   }

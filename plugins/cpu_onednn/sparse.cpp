@@ -49,8 +49,8 @@ void sparse_mm_kernel(const KernelCall& c) {
       out.size(1) != dense.size(1))
     throw bp::sdk::Unsupported("[core::sparse_mm] not a coalesced 2-D sparse matrix and a matrix");
   // Unit strides along the rows of dense and out, and along values.
-  if ((values.size(0) > 1 && values.stride(0) != 1) || (dense.size(1) > 1 && dense.stride(1) != 1) ||
-      !out.is_contiguous())
+  if ((values.size(0) > 1 && values.stride(0) != 1) ||
+      (dense.size(1) > 1 && dense.stride(1) != 1) || !out.is_contiguous())
     throw bp::sdk::Unsupported("[core::sparse_mm] strided operands: the composite runs");
   if (values.dtype() == BP_DTYPE_FLOAT32)
     sparse_mm_rows<float>(values, indices, dense, out);

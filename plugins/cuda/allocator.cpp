@@ -48,9 +48,7 @@ constexpr std::size_t kLargeQuantum = std::size_t(2) << 20;
 // cudaMalloc guarantees 256; slab offsets are multiples of 512.
 constexpr std::size_t kMaxAlignment = 256;
 
-std::size_t round_up(std::size_t n, std::size_t q) {
-  return (n + q - 1) / q * q;
-}
+std::size_t round_up(std::size_t n, std::size_t q) { return (n + q - 1) / q * q; }
 
 struct FreeBlock {
   void* ptr;
@@ -151,8 +149,8 @@ class CachingAllocator {
  public:
   void* allocate(const Stream& s, std::size_t nbytes, std::size_t alignment) {
     BP_SDK_REQUIRE(alignment <= kMaxAlignment, "alignment " << alignment << " is above the "
-                                                      << kMaxAlignment
-                                                      << " bytes device memory guarantees");
+                                                            << kMaxAlignment
+                                                            << " bytes device memory guarantees");
     const int device = s.device;
     const std::size_t want = nbytes == 0 ? 1 : nbytes;
     const bool small = want <= kSmallLimit;
@@ -178,7 +176,8 @@ class CachingAllocator {
     if (ptr == nullptr) return;
     std::lock_guard lock(mutex_);
     auto it = live_.find(ptr);
-    BP_SDK_REQUIRE(it != live_.end(), "pointer " << ptr << " was not allocated by the cuda backend");
+    BP_SDK_REQUIRE(it != live_.end(),
+                   "pointer " << ptr << " was not allocated by the cuda backend");
     const LiveBlock b = it->second;
     live_.erase(it);
     Pool& pool = pools_[b.device];
@@ -360,13 +359,9 @@ void* allocate(const Stream& s, std::size_t nbytes, std::size_t alignment) {
   return the_allocator().allocate(s, nbytes, alignment);
 }
 
-void deallocate(void* ptr) {
-  the_allocator().deallocate(ptr);
-}
+void deallocate(void* ptr) { the_allocator().deallocate(ptr); }
 
-void memory_stats(int device, bp_memory_stats& stats) {
-  the_allocator().stats(device, stats);
-}
+void memory_stats(int device, bp_memory_stats& stats) { the_allocator().stats(device, stats); }
 
 void forget_stream(int device, uint64_t stream_id) {
   the_allocator().forget_stream(device, stream_id);

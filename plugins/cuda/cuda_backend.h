@@ -287,7 +287,7 @@ void register_softmax_kernels(Registrar& r);
 void register_matmul_kernels(Registrar& r);
 void register_index_kernels(Registrar& r);
 void register_random_kernels(Registrar& r);
-void register_conv_kernels(Registrar& r);  // conv.cpp: core::conv2d and its backward on cuDNN
+void register_conv_kernels(Registrar& r);       // conv.cpp: core::conv2d and its backward on cuDNN
 void register_pool_norm_kernels(Registrar& r);  // pool_norm.cpp: pooling, batch_norm (cuDNN, nn.cu)
 void register_sort_kernels(Registrar& r);
 

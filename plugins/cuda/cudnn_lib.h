@@ -16,24 +16,37 @@
 namespace bp::cuda {
 
 // The entry points used, resolved once.
+// clang-format off
 #define BP_CUDNN_FUNCTIONS(X)                                                                      \
   X(cudnnCreate)                                                                                   \
-  X(cudnnSetStream) X(cudnnGetErrorString) X(cudnnCreateTensorDescriptor) X(                       \
-      cudnnDestroyTensorDescriptor) X(cudnnSetTensor4dDescriptorEx) X(cudnnCreateFilterDescriptor) \
-      X(cudnnDestroyFilterDescriptor) X(cudnnSetFilter4dDescriptor)                                \
-          X(cudnnCreateConvolutionDescriptor) X(cudnnDestroyConvolutionDescriptor)                 \
-              X(cudnnSetConvolution2dDescriptor) X(cudnnSetConvolutionGroupCount)                  \
-                  X(cudnnSetConvolutionMathType) X(cudnnFindConvolutionForwardAlgorithm) X(        \
-                      cudnnConvolutionForward) X(cudnnAddTensor)                                   \
-                      X(cudnnFindConvolutionBackwardDataAlgorithm) X(cudnnConvolutionBackwardData) \
-                          X(cudnnFindConvolutionBackwardFilterAlgorithm)                           \
-                              X(cudnnConvolutionBackwardFilter) X(cudnnCreatePoolingDescriptor)    \
-                                  X(cudnnDestroyPoolingDescriptor) X(cudnnSetPooling2dDescriptor)  \
-                                      X(cudnnPoolingForward) X(cudnnPoolingBackward)               \
-                                          X(cudnnDeriveBNTensorDescriptor)                         \
-                                              X(cudnnBatchNormalizationForwardTraining)            \
-                                                  X(cudnnBatchNormalizationForwardInference)       \
-                                                      X(cudnnBatchNormalizationBackward)
+  X(cudnnSetStream)                                                                                \
+  X(cudnnGetErrorString)                                                                           \
+  X(cudnnCreateTensorDescriptor)                                                                   \
+  X(cudnnDestroyTensorDescriptor)                                                                  \
+  X(cudnnCreateFilterDescriptor)                                                                   \
+  X(cudnnDestroyFilterDescriptor)                                                                  \
+  X(cudnnSetFilter4dDescriptor)                                                                    \
+  X(cudnnCreateConvolutionDescriptor)                                                              \
+  X(cudnnDestroyConvolutionDescriptor)                                                             \
+  X(cudnnSetConvolution2dDescriptor)                                                               \
+  X(cudnnSetConvolutionMathType)                                                                   \
+  X(cudnnFindConvolutionForwardAlgorithm)                                                          \
+  X(cudnnConvolutionForward)                                                                       \
+  X(cudnnAddTensor)                                                                                \
+  X(cudnnFindConvolutionBackwardDataAlgorithm)                                                     \
+  X(cudnnConvolutionBackwardData)                                                                  \
+  X(cudnnFindConvolutionBackwardFilterAlgorithm)                                                   \
+  X(cudnnConvolutionBackwardFilter)                                                                \
+  X(cudnnCreatePoolingDescriptor)                                                                  \
+  X(cudnnDestroyPoolingDescriptor)                                                                 \
+  X(cudnnSetPooling2dDescriptor)                                                                   \
+  X(cudnnPoolingForward)                                                                           \
+  X(cudnnPoolingBackward)                                                                          \
+  X(cudnnDeriveBNTensorDescriptor)                                                                 \
+  X(cudnnBatchNormalizationForwardTraining)                                                        \
+  X(cudnnBatchNormalizationForwardInference)                                                       \
+  X(cudnnBatchNormalizationBackward)
+// clang-format on
 
 struct Cudnn {
 #define BP_CUDNN_FIELD(name) decltype(&::name) name = nullptr;
@@ -49,12 +62,12 @@ const Cudnn& cudnn();
 void require_cudnn();
 
 // Declines the call (the composite runs) when cuDNN cannot take it.
-#define BP_CUDNN_TRY(expr)                                                \
-  do {                                                                    \
-    const cudnnStatus_t bp_st_ = (expr);                                  \
-    if (bp_st_ != CUDNN_STATUS_SUCCESS)                                   \
+#define BP_CUDNN_TRY(expr)                                                    \
+  do {                                                                        \
+    const cudnnStatus_t bp_st_ = (expr);                                      \
+    if (bp_st_ != CUDNN_STATUS_SUCCESS)                                       \
       BP_SDK_UNSUPPORTED(#expr << ": " << cudnn().cudnnGetErrorString(bp_st_) \
-                           << "; the composite runs");                    \
+                               << "; the composite runs");                    \
   } while (0)
 // A failure once work is queued is an error.
 #define BP_CUDNN_CHECK(expr)                                                                  \

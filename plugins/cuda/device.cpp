@@ -57,15 +57,14 @@ int device_count(std::string& reason) {
   return c.count;
 }
 
-int device_count() {
-  return cached_device_count().count;
-}
+int device_count() { return cached_device_count().count; }
 
 void check_device(int32_t device) {
   const DeviceCount& c = cached_device_count();
   BP_SDK_REQUIRE(device >= 0 && device < c.count,
-           "the cuda backend has no device " << device << " (it has " << c.count << ")"
-                                             << (c.count == 0 ? ": " + c.reason : std::string()));
+                 "the cuda backend has no device "
+                     << device << " (it has " << c.count << ")"
+                     << (c.count == 0 ? ": " + c.reason : std::string()));
 }
 
 void fill_device_props(int32_t device, bp_device_props& props) {

@@ -25,7 +25,7 @@ Event& event_of(int device, bp_event event) {
   BP_SDK_REQUIRE(event != nullptr, "no event given");
   Event& e = *reinterpret_cast<Event*>(event);
   BP_SDK_REQUIRE(e.device == device,
-           "an event of device " << e.device << " was given for device " << device);
+                 "an event of device " << e.device << " was given for device " << device);
   return e;
 }
 

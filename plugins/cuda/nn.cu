@@ -3,8 +3,8 @@
 // window order, a NaN taking its window), which cuDNN's max pooling does not
 // return; the batch variance from cuDNN's saved inverse deviation; and
 // conv2d's padding rule where cuDNN skips padding taps.
-#include <backplane/sdk/nn_checks.hpp>
 #include <algorithm>
+#include <backplane/sdk/nn_checks.hpp>
 #include <cmath>
 
 #include "cudnn_lib.h"
@@ -77,7 +77,8 @@ struct ConvPadArgs {
 
 // The border output `j` of a plane (0 <= j < p.border) as (oh, ow).
 __device__ void border_position(const ConvPadArgs& p, int64_t j, int64_t& oh, int64_t& ow) {
-  const int64_t w = p.a.out_w, top = p.r0 * w, bottom = (p.a.out_h - p.r1) * w, sides = p.c0 + (w - p.c1);
+  const int64_t w = p.a.out_w, top = p.r0 * w, bottom = (p.a.out_h - p.r1) * w,
+                sides = p.c0 + (w - p.c1);
   if (j < top) {
     oh = j / w;
     ow = j % w;
@@ -109,7 +110,8 @@ __device__ Border border_of(const ConvPadArgs& p, int64_t i) {
   return b;
 }
 
-__device__ bool on_padding(const bp::sdk::check::Conv2dArgs& a, int64_t oh, int64_t ow, int64_t kh, int64_t kw) {
+__device__ bool on_padding(const bp::sdk::check::Conv2dArgs& a, int64_t oh, int64_t ow, int64_t kh,
+                           int64_t kw) {
   const int64_t h = oh * a.sh - a.ph + kh * a.dh, w = ow * a.sw - a.pw + kw * a.dw;
   return h < 0 || h >= a.in_h || w < 0 || w >= a.in_w;
 }
@@ -117,7 +119,8 @@ __device__ bool on_padding(const bp::sdk::check::Conv2dArgs& a, int64_t oh, int6
 // flags[(o * KH + kh) * KW + kw] for each weight tap holding an inf or NaN
 // (any input channel); flags[O * KH * KW] when there is one.
 template <class T>
-__global__ void __launch_bounds__(kBlock) weight_flags_kernel(ConvPadArgs p, const T* w, unsigned char* flags) {
+__global__ void __launch_bounds__(kBlock)
+    weight_flags_kernel(ConvPadArgs p, const T* w, unsigned char* flags) {
   const auto& a = p.a;
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kBlock + threadIdx.x;
   if (i >= a.o * (a.c / a.groups) * a.kh * a.kw) return;
@@ -129,7 +132,8 @@ __global__ void __launch_bounds__(kBlock) weight_flags_kernel(ConvPadArgs p, con
 
 // NaN into each border output whose window puts a flagged tap on padding.
 template <class T>
-__global__ void __launch_bounds__(kBlock) out_nan_kernel(ConvPadArgs p, T* out, const unsigned char* flags) {
+__global__ void __launch_bounds__(kBlock)
+    out_nan_kernel(ConvPadArgs p, T* out, const unsigned char* flags) {
   const auto& a = p.a;
   if (!flags[a.o * a.kh * a.kw]) return;
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kBlock + threadIdx.x;
@@ -146,7 +150,8 @@ __global__ void __launch_bounds__(kBlock) out_nan_kernel(ConvPadArgs p, T* out, 
 // Flags the weight taps that a non-finite grad_out meets on padding (only
 // the border outputs are read).
 template <class T>
-__global__ void __launch_bounds__(kBlock) grad_flags_kernel(ConvPadArgs p, const T* g, unsigned char* flags) {
+__global__ void __launch_bounds__(kBlock)
+    grad_flags_kernel(ConvPadArgs p, const T* g, unsigned char* flags) {
   const auto& a = p.a;
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kBlock + threadIdx.x;
   if (i >= a.n * a.o * p.border) return;
@@ -159,13 +164,15 @@ __global__ void __launch_bounds__(kBlock) grad_flags_kernel(ConvPadArgs p, const
 }
 
 template <class T>
-__global__ void __launch_bounds__(kBlock) grad_weight_nan_kernel(ConvPadArgs p, T* gw, const unsigned char* flags) {
+__global__ void __launch_bounds__(kBlock)
+    grad_weight_nan_kernel(ConvPadArgs p, T* gw, const unsigned char* flags) {
   const auto& a = p.a;
   if (!flags[a.o * a.kh * a.kw]) return;
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kBlock + threadIdx.x;
   if (i >= a.o * (a.c / a.groups) * a.kh * a.kw) return;
   const Tap t = tap_of(a, i);
-  if (flags[(t.o * a.kh + t.kh) * a.kw + t.kw]) gw[t.o * p.ws[0] + t.ci * p.ws[1] + t.kh * p.ws[2] + t.kw * p.ws[3]] = NAN;
+  if (flags[(t.o * a.kh + t.kh) * a.kw + t.kw])
+    gw[t.o * p.ws[0] + t.ci * p.ws[1] + t.kh * p.ws[2] + t.kw * p.ws[3]] = NAN;
 }
 
 // ceil(num / den) for den > 0, 0 for num <= 0.

@@ -9,10 +9,7 @@
 
 namespace bp::cuda {
 
-const char* op_name(int op) {
-  return bp::sdk::op_name(op);
-}
-
+const char* op_name(int op) { return bp::sdk::op_name(op); }
 
 void throw_cuda_error(const char* call, cudaError_t err) {
   // The SDK maps bad_alloc to BP_STATUS_OUT_OF_MEMORY, which callers may act on.
@@ -163,7 +160,7 @@ class CudaPlugin final : public bp::sdk::Plugin {
     (void)offset;
     OpScope scope("host_pointer");
     BP_SDK_UNSUPPORTED("memory of cuda device " << device
-                                            << " is not host addressable; copy it to the host");
+                                                << " is not host addressable; copy it to the host");
   }
 
   // Streams and events (stream.cpp, event.cpp).

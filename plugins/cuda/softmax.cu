@@ -23,9 +23,7 @@ struct SoftmaxArgs {
   int ry, r_fast, log;
 };
 
-__device__ __forceinline__ double nan_max(double a, double b) {
-  return (a > b || a != a) ? a : b;
-}
+__device__ __forceinline__ double nan_max(double a, double b) { return (a > b || a != a) ? a : b; }
 
 // Combines the ry values of one row in shared memory; every thread of the
 // block must call it, and all get the row's result.

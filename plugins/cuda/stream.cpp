@@ -40,7 +40,7 @@ thread_local int t_device = -1;
 
 void check_index(int device) {
   BP_SDK_REQUIRE(device >= 0 && device < kMaxDevices,
-           "device index " << device << " is outside [0, " << kMaxDevices << ")");
+                 "device index " << device << " is outside [0, " << kMaxDevices << ")");
 }
 
 // A new stream on `device` with an empty error record.
@@ -98,7 +98,7 @@ Stream& resolve(int device, bp_stream stream) {
   if (stream == nullptr) return default_stream(device);
   Stream& s = *reinterpret_cast<Stream*>(stream);
   BP_SDK_REQUIRE(s.device == device,
-           "a stream of device " << s.device << " was given for work on device " << device);
+                 "a stream of device " << s.device << " was given for work on device " << device);
   return s;
 }
 
@@ -143,7 +143,7 @@ void destroy_stream(int device, bp_stream stream) {
     }
   }
   BP_SDK_REQUIRE(s != nullptr, "stream " << static_cast<const void*>(stream)
-                                   << " is not a live stream of device " << device);
+                                         << " is not a live stream of device " << device);
   set_device(device);
   // The core synchronises before destroying a stream, so this returns at
   // once; it makes sure nothing still writes to the stream's record or

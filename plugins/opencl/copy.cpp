@@ -9,9 +9,7 @@ namespace bp::opencl {
 namespace {
 
 // Kernel and role name of a destination dtype ("bool" is an OpenCL type).
-std::string role_name(bp_dtype d) {
-  return d == BP_DTYPE_BOOL ? "bool_" : bp::sdk::dtype_name(d);
-}
+std::string role_name(bp_dtype d) { return d == BP_DTYPE_BOOL ? "bool_" : bp::sdk::dtype_name(d); }
 
 ProgramSpec copy_spec(int32_t index, bp_dtype src) {
   ProgramSpec spec{"copy", {{"T", src}}, {}};
@@ -27,7 +25,8 @@ ProgramSpec copy_spec(int32_t index, bp_dtype src) {
 
 void copy(const KernelCall& c) {
   OpScope scope("copy");
-  BP_SDK_REQUIRE(c.num_inputs() == 1 && c.num_outputs() == 1, "copy takes one input and one output");
+  BP_SDK_REQUIRE(c.num_inputs() == 1 && c.num_outputs() == 1,
+                 "copy takes one input and one output");
   check_dtype(c.device(), c.input(0).dtype());
   check_dtype(c.device(), c.output(0).dtype());
   enqueue_copy(resolve(c.device(), c.stream()), c.output(0).raw(), c.input(0).raw());
@@ -40,7 +39,8 @@ void enqueue_copy(Stream& s, const bp_tensor& dst, const bp_tensor& src) {
   if (out.numel() == 0) return;
   const std::string name = "to_" + role_name(out.dtype());
   const Geo g = coalesced({out, in});
-  cl_kernel k = kernel(s.device, variant(copy_spec(s.device, in.dtype()), g, {out, in}), name.c_str());
+  cl_kernel k =
+      kernel(s.device, variant(copy_spec(s.device, in.dtype()), g, {out, in}), name.c_str());
   const cl_long zero = 0;
   Args(k).mem(dst.data).mem(src.data).mem(dst.data).mem(dst.data)
       << g << zero << zero << zero << s.errors;

@@ -139,7 +139,7 @@ const Device& device(int32_t index) {
   const auto& all = devices();
   if (index < 0 || static_cast<std::size_t>(index) >= all.size())
     BP_SDK_FAIL(::bp::sdk::InvalidArgument,
-               "the opencl backend has no device " << index << " (it has " << all.size() << ")");
+                "the opencl backend has no device " << index << " (it has " << all.size() << ")");
   return all[static_cast<std::size_t>(index)];
 }
 
@@ -168,17 +168,14 @@ std::string cache_dir() {
 namespace {
 std::atomic<bool> g_log_programs{false};
 }  // namespace
-void set_log_programs(bool on) {
-  g_log_programs = on;
-}
-bool log_programs() {
-  return g_log_programs;
-}
+void set_log_programs(bool on) { g_log_programs = on; }
+bool log_programs() { return g_log_programs; }
 
 const char* cl_error_name(cl_int err) {
   switch (err) {
 #define BP_CL_ERR(x) \
-  case x: return #x;
+  case x:            \
+    return #x;
     BP_CL_ERR(CL_DEVICE_NOT_FOUND)
     BP_CL_ERR(CL_DEVICE_NOT_AVAILABLE)
     BP_CL_ERR(CL_COMPILER_NOT_AVAILABLE)
@@ -213,8 +210,10 @@ const char* cl_error_name(cl_int err) {
     BP_CL_ERR(CL_INVALID_BUFFER_SIZE)
     BP_CL_ERR(CL_INVALID_GLOBAL_WORK_SIZE)
 #undef BP_CL_ERR
-    case -1001: return "CL_PLATFORM_NOT_FOUND_KHR";
-    default: return "an OpenCL error";
+    case -1001:
+      return "CL_PLATFORM_NOT_FOUND_KHR";
+    default:
+      return "an OpenCL error";
   }
 }
 

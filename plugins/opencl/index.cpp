@@ -15,9 +15,7 @@ std::vector<int64_t> without(const TensorRef& t, int dim) {
   return s;
 }
 
-ProgramSpec spec_for(bp_dtype t) {
-  return ProgramSpec{"index", {{"T", t}}, {}};
-}
+ProgramSpec spec_for(bp_dtype t) { return ProgramSpec{"index", {{"T", t}}, {}}; }
 
 void gather(const KernelCall& c) {
   OpScope scope("gather");
@@ -65,7 +63,8 @@ void scatter(const KernelCall& c) {
   const TensorRef index = c.input(0), src = c.input(1), out = c.output(0);
   const int dim = dim_attr(c, out.ndim());
   const cl_long reduce = c.attrs().num_ints > 1 ? c.attrs().ints[1] : 0;
-  BP_SDK_REQUIRE(reduce == 0 || reduce == 1, "reduction " << reduce << " is neither 0 (none) nor 1 (add)");
+  BP_SDK_REQUIRE(reduce == 0 || reduce == 1,
+                 "reduction " << reduce << " is neither 0 (none) nor 1 (add)");
   if (index.numel() == 0) return;
   std::vector<int64_t> shape(index.shape(), index.shape() + index.ndim());
   if (index.ndim() > 0) shape[static_cast<std::size_t>(dim)] = 1;
@@ -74,23 +73,23 @@ void scatter(const KernelCall& c) {
   Stream& s = resolve(c.device(), c.stream());
   // The indices are checked first, into a flag of this call's own.
   cl_int err = CL_SUCCESS;
-  cl_mem flag = clCreateBuffer(device(c.device()).context, CL_MEM_READ_WRITE, sizeof(cl_int),
-                               nullptr, &err);
+  cl_mem flag =
+      clCreateBuffer(device(c.device()).context, CL_MEM_READ_WRITE, sizeof(cl_int), nullptr, &err);
   BP_CL_CHECK(err);
   struct Release {
     cl_mem m;
     ~Release() { clReleaseMemObject(m); }
   } release{flag};
   const cl_int zero = 0;
-  BP_CL_CHECK(clEnqueueFillBuffer(s.queue, flag, &zero, sizeof zero, 0, sizeof zero, 0, nullptr,
-                                  nullptr));
+  BP_CL_CHECK(
+      clEnqueueFillBuffer(s.queue, flag, &zero, sizeof zero, 0, sizeof zero, 0, nullptr, nullptr));
   ++s.submitted;
   const Geo all = plain(index.ndim(), index.shape(), {index.strides()}, {8}, {offset(index)});
   cl_kernel check = kernel(c.device(), spec_for(c.dtype()), "check_index");
   const cl_long out_dim_size = size_at(out, dim);
   const cl_int check_op = BP_OP_SCATTER, check_dim = dim;
-  Args(check).mem(index.raw().data) << all << out_dim_size << check_op << check_dim << s.errors
-                                    << flag;
+  Args(check).mem(index.raw().data)
+      << all << out_dim_size << check_op << check_dim << s.errors << flag;
   launch(s, check, static_cast<std::size_t>(all.n));
   cl_kernel k = kernel(c.device(), spec_for(c.dtype()), "scatter_");
   const cl_long count = size_at(index, dim);

@@ -17,7 +17,8 @@ Geo coalesced(const std::vector<TensorRef>& ops) {
   for (std::size_t k = 0; k < 4; ++k) {
     const TensorRef& t = ops[k < ops.size() ? k : 0];
     BP_SDK_REQUIRE(t.ndim() == out.ndim(), "operand " << k << " has " << t.ndim()
-                                                << " dims where the output has " << out.ndim());
+                                                      << " dims where the output has "
+                                                      << out.ndim());
     strides[k] = t.strides();
     esize[k] = static_cast<int64_t>(bp::sdk::dtype_size(t.dtype()));
   }
@@ -69,14 +70,12 @@ Geo plain(int ndim, const int64_t* shape, const std::vector<const int64_t*>& str
 int dim_attr(const KernelCall& c, int ndim) {
   BP_SDK_REQUIRE(c.attrs().num_ints >= 1, "the dim is ints[0]");
   const int64_t dim = c.attrs().ints[0];
-  BP_SDK_REQUIRE(dim >= 0 && dim < std::max(ndim, 1), "dim " << dim << " is out of range for " << ndim
-                                                        << " dims");
+  BP_SDK_REQUIRE(dim >= 0 && dim < std::max(ndim, 1),
+                 "dim " << dim << " is out of range for " << ndim << " dims");
   return static_cast<int>(dim);
 }
 
-void Args::set(std::size_t n, const void* p) {
-  BP_CL_CHECK(clSetKernelArg(k_, i_++, n, p));
-}
+void Args::set(std::size_t n, const void* p) { BP_CL_CHECK(clSetKernelArg(k_, i_++, n, p)); }
 
 std::size_t default_local(int32_t index) {
   return std::min<std::size_t>(256, device(index).max_work_group);
@@ -130,8 +129,10 @@ cl_long scalar_bits(const bp_scalar& s, bp_dtype d) {
       std::memcpy(&bits, &x, sizeof bits);
       return static_cast<cl_long>(bits);
     }
-    case BP_DTYPE_BOOL: return given_float ? (f != 0.0) : (s.value.i != 0);
-    default: return given_float ? static_cast<cl_long>(f) : static_cast<cl_long>(s.value.i);
+    case BP_DTYPE_BOOL:
+      return given_float ? (f != 0.0) : (s.value.i != 0);
+    default:
+      return given_float ? static_cast<cl_long>(f) : static_cast<cl_long>(s.value.i);
   }
 }
 

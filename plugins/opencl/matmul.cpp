@@ -5,10 +5,10 @@
 // float32, rounded once when stored), goes through a contiguous temporary
 // made by the copy kernel; so does an output CLBlast cannot write in place.
 // First: it sets the OpenCL version the headers declare.
+#include <clblast_c.h>
+
 #include "opencl_backend.h"
 #include "registration.h"
-
-#include <clblast_c.h>
 
 namespace bp::opencl {
 
@@ -31,7 +31,8 @@ struct Temp {
     strides.assign(shape.size(), 1);
     for (int d = like.ndim() - 2; d >= 0; --d)
       strides[static_cast<std::size_t>(d)] =
-          strides[static_cast<std::size_t>(d) + 1] * std::max<int64_t>(shape[static_cast<std::size_t>(d) + 1], 1);
+          strides[static_cast<std::size_t>(d) + 1] *
+          std::max<int64_t>(shape[static_cast<std::size_t>(d) + 1], 1);
     const std::size_t bytes = static_cast<std::size_t>(like.numel()) * bp::sdk::dtype_size(dtype);
     cl_int err = CL_SUCCESS;
     mem = clCreateBuffer(device(index).context, CL_MEM_READ_WRITE, bytes == 0 ? 1 : bytes, nullptr,
@@ -61,11 +62,13 @@ Blas blas_view(const bp_tensor& t) {
   Blas b;
   if (cs == 1 || cols == 1) {
     const int64_t ld = rows == 1 ? std::max<int64_t>(cols, 1) : rs;
-    if (ld >= std::max<int64_t>(cols, 1)) return {true, CLBlastTransposeNo, static_cast<std::size_t>(ld)};
+    if (ld >= std::max<int64_t>(cols, 1))
+      return {true, CLBlastTransposeNo, static_cast<std::size_t>(ld)};
   }
   if (rs == 1 || rows == 1) {
     const int64_t ld = cols == 1 ? std::max<int64_t>(rows, 1) : cs;
-    if (ld >= std::max<int64_t>(rows, 1)) return {true, CLBlastTransposeYes, static_cast<std::size_t>(ld)};
+    if (ld >= std::max<int64_t>(rows, 1))
+      return {true, CLBlastTransposeYes, static_cast<std::size_t>(ld)};
   }
   return b;
 }
@@ -83,14 +86,14 @@ void gemm(Stream& s, bp_dtype t, const Blas& ba, const Blas& bb, std::size_t m, 
   ++s.submitted;
   if (st != CLBlastSuccess)
     BP_SDK_FAIL(std::runtime_error, "CLBlast " << (t == BP_DTYPE_FLOAT64 ? "Dgemm" : "Sgemm")
-                                              << " (" << m << "x" << k << " by " << k << "x" << n
-                                              << ") failed with status " << static_cast<int>(st));
+                                               << " (" << m << "x" << k << " by " << k << "x" << n
+                                               << ") failed with status " << static_cast<int>(st));
 }
 
 void zero_fill(Stream& s, const bp_tensor& out) {
   const TensorRef o(out);
-  cl_kernel kf = kernel(s.device, ProgramSpec{"pointwise", {{"T", o.dtype()}, {"B", BP_DTYPE_BOOL}}, {}},
-                        "fill");
+  cl_kernel kf = kernel(
+      s.device, ProgramSpec{"pointwise", {{"T", o.dtype()}, {"B", BP_DTYPE_BOOL}}, {}}, "fill");
   const Geo g = coalesced({o});
   const cl_long zero = 0;
   Args(kf).mem(out.data).mem(out.data).mem(out.data).mem(out.data)
@@ -104,11 +107,12 @@ void matmul(const KernelCall& c) {
   check_dtype(c.device(), t);
   const TensorRef a = c.input(0), b = c.input(1), out = c.output(0);
   const int nd = out.ndim();
-  BP_SDK_REQUIRE(nd >= 2 && a.ndim() == nd && b.ndim() == nd,
-           "expected operands of one rank >= 2, got " << a.ndim() << ", " << b.ndim() << " -> " << nd);
+  BP_SDK_REQUIRE(
+      nd >= 2 && a.ndim() == nd && b.ndim() == nd,
+      "expected operands of one rank >= 2, got " << a.ndim() << ", " << b.ndim() << " -> " << nd);
   const int64_t m = out.size(nd - 2), n = out.size(nd - 1), k = a.size(nd - 1);
   BP_SDK_REQUIRE(a.size(nd - 2) == m && b.size(nd - 2) == k && b.size(nd - 1) == n,
-           "shapes do not agree for matmul");
+                 "shapes do not agree for matmul");
   if (out.numel() == 0) return;
   Stream& s = resolve(c.device(), c.stream());
   if (k == 0) {
@@ -161,8 +165,6 @@ void matmul(const KernelCall& c) {
 
 }  // namespace
 
-void register_matmul_kernels(Registrar& r) {
-  add_kernel<matmul>(r, BP_OP_MATMUL, kFloating);
-}
+void register_matmul_kernels(Registrar& r) { add_kernel<matmul>(r, BP_OP_MATMUL, kFloating); }
 
 }  // namespace bp::opencl

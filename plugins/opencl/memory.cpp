@@ -45,9 +45,7 @@ Pool& pool(int32_t index) {
 }
 
 // The most a device keeps cached: a quarter of its memory.
-uint64_t cache_limit(const Device& d) {
-  return d.memory / 4;
-}
+uint64_t cache_limit(const Device& d) { return d.memory / 4; }
 
 // Releases every cached block of `stream` (all streams when `all`). Holds p.mu.
 void release_cached(Pool& p, bp_stream stream, bool all) {
@@ -70,7 +68,8 @@ void release_cached(Pool& p, bp_stream stream, bool all) {
 cl_mem allocate(int32_t index, bp_stream stream, std::size_t nbytes) {
   const Device& d = device(index);
   if (d.max_alloc != 0 && nbytes > d.max_alloc) throw std::bad_alloc();
-  const std::size_t cls = std::min<std::size_t>(size_class(nbytes), std::max<uint64_t>(d.max_alloc, nbytes));
+  const std::size_t cls =
+      std::min<std::size_t>(size_class(nbytes), std::max<uint64_t>(d.max_alloc, nbytes));
   Pool& p = pool(index);
   std::lock_guard<std::mutex> lock(p.mu);
   ++p.num_allocs;

@@ -41,9 +41,7 @@ void require_contiguous(const KernelCall& c) {
       throw bp::sdk::Unsupported("[pool] writes contiguous outputs only: the composite runs");
 }
 
-ProgramSpec spec_for(bp_dtype t) {
-  return ProgramSpec{"nn", {{"T", t}}, {}};
-}
+ProgramSpec spec_for(bp_dtype t) { return ProgramSpec{"nn", {{"T", t}}, {}}; }
 
 void max_pool2d(const KernelCall& c) {
   OpScope scope("core::max_pool2d");
@@ -95,9 +93,7 @@ struct Bn {
 };
 enum Role { kMean, kVar, kWeight, kBias, kGradWeight, kGradBias };
 
-cl_long off(const TensorRef& t) {
-  return static_cast<cl_long>(t.raw().byte_offset);
-}
+cl_long off(const TensorRef& t) { return static_cast<cl_long>(t.raw().byte_offset); }
 
 Bn bn_of(const bp::sdk::check::BatchNormArgs& a, const TensorRef& x) {
   Bn b{};

@@ -44,9 +44,9 @@ using bp::sdk::OpScope;
 const char* cl_error_name(cl_int err);
 [[noreturn]] void throw_cl_error(const char* call, cl_int err);
 // Runs an OpenCL call; on failure throws "[op] <call> failed: CL_...".
-#define BP_CL_CHECK(expr)                                                       \
-  do {                                                                          \
-    const cl_int bp_cl_err_ = (expr);                                           \
+#define BP_CL_CHECK(expr)                                                          \
+  do {                                                                             \
+    const cl_int bp_cl_err_ = (expr);                                              \
     if (bp_cl_err_ != CL_SUCCESS) ::bp::opencl::throw_cl_error(#expr, bp_cl_err_); \
   } while (0)
 
@@ -90,7 +90,7 @@ bool log_programs();
 struct ProgramSpec {
   const char* family;  // "pointwise", "copy", "sum", ...
   std::vector<std::pair<std::string, bp_dtype>> roles;
-  std::string extra;   // more source, appended after the family's
+  std::string extra;  // more source, appended after the family's
 };
 
 // The kernel `name` of the program for `spec` on `device`, built on first
@@ -194,15 +194,9 @@ Geo plain(int ndim, const int64_t* shape, const std::vector<const int64_t*>& str
 inline int64_t esize(const TensorRef& t) {
   return static_cast<int64_t>(bp::sdk::dtype_size(t.dtype()));
 }
-inline int64_t offset(const TensorRef& t) {
-  return static_cast<int64_t>(t.raw().byte_offset);
-}
-inline int64_t stride_at(const TensorRef& t, int dim) {
-  return t.ndim() == 0 ? 0 : t.stride(dim);
-}
-inline int64_t size_at(const TensorRef& t, int dim) {
-  return t.ndim() == 0 ? 1 : t.size(dim);
-}
+inline int64_t offset(const TensorRef& t) { return static_cast<int64_t>(t.raw().byte_offset); }
+inline int64_t stride_at(const TensorRef& t, int dim) { return t.ndim() == 0 ? 0 : t.stride(dim); }
+inline int64_t size_at(const TensorRef& t, int dim) { return t.ndim() == 0 ? 1 : t.size(dim); }
 
 // The dim an op along one dim takes (ints[0]), checked against `ndim` (a
 // 0-d operand has dim 0).
@@ -250,7 +244,7 @@ void register_reduce_kernels(Registrar& r);
 void register_sort_kernels(Registrar& r);  // sort.cpp: argsort, cumsum
 void register_index_kernels(Registrar& r);
 void register_matmul_kernels(Registrar& r);
-void register_nn_kernels(Registrar& r);  // nn.cpp: the pools (core:: overrides)
+void register_nn_kernels(Registrar& r);     // nn.cpp: the pools (core:: overrides)
 void register_optim_kernels(Registrar& r);  // optim.cpp: sgd_step, adam_step (core:: overrides)
 
 // The copy kernel from `src` to `dst` (any dtypes, same shape), on `s`:

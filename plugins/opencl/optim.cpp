@@ -15,9 +15,7 @@ namespace {
 
 namespace optim = bp::sdk::optim;
 
-cl_long offset_of(const TensorRef& t) {
-  return static_cast<cl_long>(t.raw().byte_offset);
-}
+cl_long offset_of(const TensorRef& t) { return static_cast<cl_long>(t.raw().byte_offset); }
 
 // Runs f(T{}) with T cl_float or cl_double for the call's dtype.
 template <class F>
@@ -44,9 +42,7 @@ void sgd_step(const KernelCall& c) {
   const TensorRef g = c.input(0), p = c.output(0), buf = c.output(1);
   visit(c.dtype(), [&](auto tag) {
     const auto a = optim::sgd_constants<decltype(tag)>(c);
-    Args(k).mem(p.raw().data)
-            .mem(buf.raw().data)
-            .mem(g.raw().data)
+    Args(k).mem(p.raw().data).mem(buf.raw().data).mem(g.raw().data)
         << offset_of(p) << offset_of(buf) << offset_of(g) << static_cast<cl_long>(g.numel()) << a.lr
         << a.momentum << a.keep << cl_int{a.nesterov} << cl_int{a.negate} << cl_int{a.first};
   });
@@ -60,12 +56,10 @@ void adam_step(const KernelCall& c) {
   const TensorRef g = c.input(0), p = c.output(0), m = c.output(1), v = c.output(2);
   visit(c.dtype(), [&](auto tag) {
     const auto a = optim::adam_constants<decltype(tag)>(c);
-    Args(k).mem(p.raw().data)
-            .mem(m.raw().data)
-            .mem(v.raw().data)
-            .mem(g.raw().data)
-        << offset_of(p) << offset_of(m) << offset_of(v) << offset_of(g) << static_cast<cl_long>(g.numel())
-        << a.b1 << a.b2 << a.one_b1 << a.one_b2 << a.eps << a.bc2_sqrt << a.step_size << cl_int{a.negate};
+    Args(k).mem(p.raw().data).mem(m.raw().data).mem(v.raw().data).mem(g.raw().data)
+        << offset_of(p) << offset_of(m) << offset_of(v) << offset_of(g)
+        << static_cast<cl_long>(g.numel()) << a.b1 << a.b2 << a.one_b1 << a.one_b2 << a.eps
+        << a.bc2_sqrt << a.step_size << cl_int{a.negate};
   });
   launch(resolve(c.device(), c.stream()), k, static_cast<std::size_t>(g.numel()));
 }
@@ -77,10 +71,10 @@ void register_optim_kernels(Registrar& r) {
   // float32, and float64 where a device has it (one without declines).
   const uint32_t mask =
       dtype_mask(kFloating) & (BP_DTYPE_BIT(BP_DTYPE_FLOAT32) | BP_DTYPE_BIT(BP_DTYPE_FLOAT64));
-  r.add_named_raw("core::sgd_step", BP_SCHEMA_CORE_SGD_STEP, mask, &bp::sdk::kernel_thunk<sgd_step>, nullptr,
-                  BP_ORIGIN);
-  r.add_named_raw("core::adam_step", BP_SCHEMA_CORE_ADAM_STEP, mask, &bp::sdk::kernel_thunk<adam_step>,
+  r.add_named_raw("core::sgd_step", BP_SCHEMA_CORE_SGD_STEP, mask, &bp::sdk::kernel_thunk<sgd_step>,
                   nullptr, BP_ORIGIN);
+  r.add_named_raw("core::adam_step", BP_SCHEMA_CORE_ADAM_STEP, mask,
+                  &bp::sdk::kernel_thunk<adam_step>, nullptr, BP_ORIGIN);
 }
 
 }  // namespace bp::opencl

@@ -3,9 +3,9 @@
 // command queues as streams, markers as events, and kernels in OpenCL C
 // compiled per device on first use (program.cpp). Loading touches no
 // OpenCL API: the platforms are enumerated on the first device query.
-#include "opencl_backend.h"
-
 #include <backplane/sdk/options.hpp>
+
+#include "opencl_backend.h"
 
 namespace bp::opencl {
 
@@ -39,8 +39,9 @@ class OpenclPlugin final : public bp::sdk::Plugin {
     return {{"cache",
              "folder for compiled OpenCL programs, or 'off' (default: "
              "$XDG_CACHE_HOME/backplane/opencl, else ~/.cache/backplane/opencl)"},
-            {"log", "on: print each OpenCL program built or loaded from the cache, with the time "
-                    "it took, to stderr (default: off)"}};
+            {"log",
+             "on: print each OpenCL program built or loaded from the cache, with the time "
+             "it took, to stderr (default: off)"}};
   }
 
   int32_t device_count(std::string& reason) const override {
@@ -73,15 +74,15 @@ class OpenclPlugin final : public bp::sdk::Plugin {
   void deallocate(int32_t index, bp_stream stream, void* mem, std::size_t) override {
     bp::opencl::deallocate(index, stream, as_mem(mem));
   }
-  void copy_from_host(int32_t index, bp_stream stream, void* mem, uint64_t offset,
-                      const void* host, std::size_t n) override {
+  void copy_from_host(int32_t index, bp_stream stream, void* mem, uint64_t offset, const void* host,
+                      std::size_t n) override {
     OpScope scope("copy_from_host");
     if (n == 0) return;
     // Blocking: the core reuses `host` as soon as this returns. The write
     // is still ordered in the stream (an in-order queue).
     Stream& s = resolve(index, stream);
-    BP_CL_CHECK(clEnqueueWriteBuffer(s.queue, as_mem(mem), CL_TRUE, offset, n, host, 0, nullptr,
-                                     nullptr));
+    BP_CL_CHECK(
+        clEnqueueWriteBuffer(s.queue, as_mem(mem), CL_TRUE, offset, n, host, 0, nullptr, nullptr));
   }
   void copy_to_host(int32_t index, bp_stream stream, void* host, const void* mem, uint64_t offset,
                     std::size_t n) override {
@@ -89,8 +90,8 @@ class OpenclPlugin final : public bp::sdk::Plugin {
     if (n == 0) return;
     // Enqueued only: the core synchronises the stream before it reads `host`.
     Stream& s = resolve(index, stream);
-    BP_CL_CHECK(clEnqueueReadBuffer(s.queue, as_mem(mem), CL_FALSE, offset, n, host, 0, nullptr,
-                                    nullptr));
+    BP_CL_CHECK(
+        clEnqueueReadBuffer(s.queue, as_mem(mem), CL_FALSE, offset, n, host, 0, nullptr, nullptr));
     ++s.submitted;
     clFlush(s.queue);
   }
@@ -110,8 +111,8 @@ class OpenclPlugin final : public bp::sdk::Plugin {
     // ordered the source's stream before this one.
     std::vector<unsigned char> staging(n);
     Stream& from = resolve(src_device, nullptr);
-    BP_CL_CHECK(clEnqueueReadBuffer(from.queue, as_mem(src), CL_TRUE, src_offset, n,
-                                    staging.data(), 0, nullptr, nullptr));
+    BP_CL_CHECK(clEnqueueReadBuffer(from.queue, as_mem(src), CL_TRUE, src_offset, n, staging.data(),
+                                    0, nullptr, nullptr));
     BP_CL_CHECK(clEnqueueWriteBuffer(s.queue, as_mem(dst), CL_TRUE, dst_offset, n, staging.data(),
                                      0, nullptr, nullptr));
   }
@@ -121,14 +122,14 @@ class OpenclPlugin final : public bp::sdk::Plugin {
     if (n == 0) return;
     const cl_uchar pattern = static_cast<cl_uchar>(value);
     Stream& s = resolve(index, stream);
-    BP_CL_CHECK(clEnqueueFillBuffer(s.queue, as_mem(mem), &pattern, 1, offset, n, 0, nullptr,
-                                    nullptr));
+    BP_CL_CHECK(
+        clEnqueueFillBuffer(s.queue, as_mem(mem), &pattern, 1, offset, n, 0, nullptr, nullptr));
     ++s.submitted;
   }
   void* host_pointer(int32_t index, const void*, uint64_t) override {
     OpScope scope("host_pointer");
-    BP_SDK_UNSUPPORTED("memory of opencl device " << index
-                                              << " is not host addressable; copy it to the host");
+    BP_SDK_UNSUPPORTED("memory of opencl device "
+                       << index << " is not host addressable; copy it to the host");
   }
 
   bp_stream stream_create(int32_t index) override {

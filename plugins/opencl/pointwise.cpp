@@ -17,20 +17,34 @@ struct PointwiseOp {
 };
 
 constexpr PointwiseOp kOps[] = {
-    {BP_OP_FILL, "fill", 0},          {BP_OP_ADD, "add", 2, "add_s"},
-    {BP_OP_SUB, "sub", 2, "sub_s"},   {BP_OP_MUL, "mul", 2, "mul_s"},
-    {BP_OP_DIV, "div_", 2, "div_s"},  {BP_OP_RELU, "relu", 1},
-    {BP_OP_NEG, "neg", 1},            {BP_OP_ABS, "abs_", 1},
-    {BP_OP_EXP, "exp_", 1},           {BP_OP_LOG, "log_", 1},
-    {BP_OP_SQRT, "sqrt_", 1},         {BP_OP_SIGMOID, "sigmoid", 1},
-    {BP_OP_TANH, "tanh_", 1},         {BP_OP_CLAMP, "clamp_", 1},
-    {BP_OP_LOGICAL_NOT, "logical_not", 1}, {BP_OP_MAXIMUM, "maximum", 2},
-    {BP_OP_MINIMUM, "minimum", 2},    {BP_OP_POW, "pow_", 2},
-    {BP_OP_EQ, "eq", 2},              {BP_OP_NE, "ne", 2},
-    {BP_OP_LT, "lt", 2},              {BP_OP_LE, "le", 2},
-    {BP_OP_GT, "gt", 2},              {BP_OP_GE, "ge", 2},
-    {BP_OP_LOGICAL_AND, "logical_and", 2}, {BP_OP_LOGICAL_OR, "logical_or", 2},
-    {BP_OP_WHERE, "where_", 3},       {BP_OP_ERF, "erf_", 1},
+    {BP_OP_FILL, "fill", 0},
+    {BP_OP_ADD, "add", 2, "add_s"},
+    {BP_OP_SUB, "sub", 2, "sub_s"},
+    {BP_OP_MUL, "mul", 2, "mul_s"},
+    {BP_OP_DIV, "div_", 2, "div_s"},
+    {BP_OP_RELU, "relu", 1},
+    {BP_OP_NEG, "neg", 1},
+    {BP_OP_ABS, "abs_", 1},
+    {BP_OP_EXP, "exp_", 1},
+    {BP_OP_LOG, "log_", 1},
+    {BP_OP_SQRT, "sqrt_", 1},
+    {BP_OP_SIGMOID, "sigmoid", 1},
+    {BP_OP_TANH, "tanh_", 1},
+    {BP_OP_CLAMP, "clamp_", 1},
+    {BP_OP_LOGICAL_NOT, "logical_not", 1},
+    {BP_OP_MAXIMUM, "maximum", 2},
+    {BP_OP_MINIMUM, "minimum", 2},
+    {BP_OP_POW, "pow_", 2},
+    {BP_OP_EQ, "eq", 2},
+    {BP_OP_NE, "ne", 2},
+    {BP_OP_LT, "lt", 2},
+    {BP_OP_LE, "le", 2},
+    {BP_OP_GT, "gt", 2},
+    {BP_OP_GE, "ge", 2},
+    {BP_OP_LOGICAL_AND, "logical_and", 2},
+    {BP_OP_LOGICAL_OR, "logical_or", 2},
+    {BP_OP_WHERE, "where_", 3},
+    {BP_OP_ERF, "erf_", 1},
 };
 
 // The 16-bit floats compute in float32 here: their scalar operand is first
@@ -58,10 +72,12 @@ void pointwise(const KernelCall& c) {
   // The scalar form: one input fewer, the second operand in scalars[1].
   const bool scalar_form = p.scalar_kernel && c.num_inputs() == p.inputs - 1;
   const int inputs = scalar_form ? p.inputs - 1 : p.inputs;
-  BP_SDK_REQUIRE(c.num_outputs() == 1 && c.num_inputs() == inputs,
-           "expected " << p.inputs << (p.scalar_kernel ? " inputs (or 1 and a scalar)" : " inputs")
-                       << " and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
-  BP_SDK_REQUIRE(!scalar_form || a.num_scalars >= 2, "the scalar form takes the operand as scalars[1]");
+  BP_SDK_REQUIRE(
+      c.num_outputs() == 1 && c.num_inputs() == inputs,
+      "expected " << p.inputs << (p.scalar_kernel ? " inputs (or 1 and a scalar)" : " inputs")
+                  << " and 1 output, got " << c.num_inputs() << " and " << c.num_outputs());
+  BP_SDK_REQUIRE(!scalar_form || a.num_scalars >= 2,
+                 "the scalar form takes the operand as scalars[1]");
   std::vector<TensorRef> ops{c.output(0)};
   for (int i = 0; i < inputs; ++i) ops.push_back(c.input(i));
   if (ops[0].numel() == 0) return;
@@ -88,8 +104,7 @@ void pointwise(const KernelCall& c) {
   }
   const void* out = ops[0].raw().data;
   auto in = [&](int i) { return i < inputs ? c.input(i).raw().data : out; };
-  Args(k).mem(out).mem(in(0)).mem(in(1)).mem(in(2))
-      << g << s0 << s1 << iarg << s.errors;
+  Args(k).mem(out).mem(in(0)).mem(in(1)).mem(in(2)) << g << s0 << s1 << iarg << s.errors;
   launch(s, k, static_cast<std::size_t>(g.n));
 }
 
@@ -102,10 +117,10 @@ void random(const KernelCall& c) {
   const bp_attrs& a = c.attrs();
   BP_SDK_REQUIRE(a.num_ints >= 3, "random takes the distribution, seed and offset as ints[0..2]");
   BP_SDK_REQUIRE(a.ints[0] == 0 || a.ints[0] == 1,
-           "distribution " << a.ints[0] << " is neither 0 (uniform) nor 1 (normal)");
+                 "distribution " << a.ints[0] << " is neither 0 (uniform) nor 1 (normal)");
   if (a.ints[0] == 1 && !device(c.device()).fp64)
     BP_SDK_UNSUPPORTED("normal numbers are defined through float64, which "
-                   << device(c.device()).name << " lacks (cl_khr_fp64)");
+                       << device(c.device()).name << " lacks (cl_khr_fp64)");
   Stream& s = resolve(c.device(), c.stream());
   cl_kernel k = kernel(c.device(), ProgramSpec{"random", {{"T", t}}, {}}, "random");
   const Geo g = plain(out.ndim(), out.shape(), {out.strides()},
@@ -129,15 +144,20 @@ void register_pointwise_kernels(Registrar& r) {
       case BP_OP_NEG:
       case BP_OP_ABS:
       case BP_OP_CLAMP:
-      case BP_OP_POW: set = kNumeric; break;
+      case BP_OP_POW:
+        set = kNumeric;
+        break;
       case BP_OP_DIV:
       case BP_OP_EXP:
       case BP_OP_LOG:
       case BP_OP_SQRT:
       case BP_OP_SIGMOID:
       case BP_OP_TANH:
-      case BP_OP_ERF: set = kFloating; break;
-      default: break;
+      case BP_OP_ERF:
+        set = kFloating;
+        break;
+      default:
+        break;
     }
     add_kernel<pointwise>(r, p.op, set, nullptr, p.scalar_kernel ? BP_KERNEL_SCALAR_OPERAND : 0u);
   }

@@ -36,46 +36,122 @@ struct RoleType {
 RoleType role_type(bp_dtype d, bool fp64) {
   switch (d) {
     case BP_DTYPE_BOOL:
-      return {"int", "uint", "((int)(*(__global const uchar *)(p) != 0))",
-              "(*(__global uchar *)(p) = (uchar)((v) != 0))", "((int)((bits) != 0))", "0", "1",
-              0, 1, 0};
+      return {"int",
+              "uint",
+              "((int)(*(__global const uchar *)(p) != 0))",
+              "(*(__global uchar *)(p) = (uchar)((v) != 0))",
+              "((int)((bits) != 0))",
+              "0",
+              "1",
+              0,
+              1,
+              0};
     case BP_DTYPE_INT8:
-      return {"char", "uchar", "(*(__global const char *)(p))", "(*(__global char *)(p) = (char)(v))",
-              "((char)(bits))", "CHAR_MIN", "CHAR_MAX", 0, 0, 0};
+      return {"char",
+              "uchar",
+              "(*(__global const char *)(p))",
+              "(*(__global char *)(p) = (char)(v))",
+              "((char)(bits))",
+              "CHAR_MIN",
+              "CHAR_MAX",
+              0,
+              0,
+              0};
     case BP_DTYPE_UINT8:
-      return {"uchar", "uchar", "(*(__global const uchar *)(p))",
-              "(*(__global uchar *)(p) = (uchar)(v))", "((uchar)(bits))", "0", "UCHAR_MAX", 0, 0, 0};
+      return {"uchar",
+              "uchar",
+              "(*(__global const uchar *)(p))",
+              "(*(__global uchar *)(p) = (uchar)(v))",
+              "((uchar)(bits))",
+              "0",
+              "UCHAR_MAX",
+              0,
+              0,
+              0};
     case BP_DTYPE_INT16:
-      return {"short", "ushort", "(*(__global const short *)(p))",
-              "(*(__global short *)(p) = (short)(v))", "((short)(bits))", "SHRT_MIN", "SHRT_MAX", 0, 0,
+      return {"short",
+              "ushort",
+              "(*(__global const short *)(p))",
+              "(*(__global short *)(p) = (short)(v))",
+              "((short)(bits))",
+              "SHRT_MIN",
+              "SHRT_MAX",
+              0,
+              0,
               0};
     case BP_DTYPE_INT32:
-      return {"int", "uint", "(*(__global const int *)(p))", "(*(__global int *)(p) = (int)(v))",
-              "((int)(bits))", "INT_MIN", "INT_MAX", 0, 0, 0};
+      return {"int",
+              "uint",
+              "(*(__global const int *)(p))",
+              "(*(__global int *)(p) = (int)(v))",
+              "((int)(bits))",
+              "INT_MIN",
+              "INT_MAX",
+              0,
+              0,
+              0};
     case BP_DTYPE_INT64:
-      return {"long", "ulong", "(*(__global const long *)(p))", "(*(__global long *)(p) = (long)(v))",
-              "((long)(bits))", "LONG_MIN", "LONG_MAX", 0, 0, 0};
+      return {"long",
+              "ulong",
+              "(*(__global const long *)(p))",
+              "(*(__global long *)(p) = (long)(v))",
+              "((long)(bits))",
+              "LONG_MIN",
+              "LONG_MAX",
+              0,
+              0,
+              0};
     case BP_DTYPE_FLOAT32:
-      return {"float", "float", "(*(__global const float *)(p))",
-              "(*(__global float *)(p) = (float)(v))", "as_float((uint)(bits))", "(-INFINITY)",
-              "INFINITY", 1, 0, 0};
+      return {"float",
+              "float",
+              "(*(__global const float *)(p))",
+              "(*(__global float *)(p) = (float)(v))",
+              "as_float((uint)(bits))",
+              "(-INFINITY)",
+              "INFINITY",
+              1,
+              0,
+              0};
     case BP_DTYPE_FLOAT64:
       if (fp64)
-        return {"double", "double", "(*(__global const double *)(p))",
-                "(*(__global double *)(p) = (double)(v))", "as_double((ulong)(bits))", "(-INFINITY)",
-                "INFINITY", 1, 0, 1};
+        return {"double",
+                "double",
+                "(*(__global const double *)(p))",
+                "(*(__global double *)(p) = (double)(v))",
+                "as_double((ulong)(bits))",
+                "(-INFINITY)",
+                "INFINITY",
+                1,
+                0,
+                1};
       break;
     case BP_DTYPE_FLOAT16:
-      return {"float", "float", "vload_half(0, (__global const half *)(p))",
-              "vstore_half_rte((float)(v), 0, (__global half *)(p))", "as_float((uint)(bits))",
-              "(-INFINITY)", "INFINITY", 1, 0, 0};
+      return {"float",
+              "float",
+              "vload_half(0, (__global const half *)(p))",
+              "vstore_half_rte((float)(v), 0, (__global half *)(p))",
+              "as_float((uint)(bits))",
+              "(-INFINITY)",
+              "INFINITY",
+              1,
+              0,
+              0};
     case BP_DTYPE_BFLOAT16:
-      return {"float", "float", "bf16_to_float(*(__global const ushort *)(p))",
-              "(*(__global ushort *)(p) = float_to_bf16((float)(v)))", "as_float((uint)(bits))",
-              "(-INFINITY)", "INFINITY", 1, 0, 0};
-    default: break;
+      return {"float",
+              "float",
+              "bf16_to_float(*(__global const ushort *)(p))",
+              "(*(__global ushort *)(p) = float_to_bf16((float)(v)))",
+              "as_float((uint)(bits))",
+              "(-INFINITY)",
+              "INFINITY",
+              1,
+              0,
+              0};
+    default:
+      break;
   }
-  BP_SDK_UNSUPPORTED("dtype " << bp::sdk::dtype_name(d) << " is not available on this OpenCL device");
+  BP_SDK_UNSUPPORTED("dtype " << bp::sdk::dtype_name(d)
+                              << " is not available on this OpenCL device");
 }
 
 std::string role_macros(const std::string& r, bp_dtype d, bool fp64) {
@@ -160,8 +236,8 @@ void store_cached(const Device& d, cl_program p, const std::string& dir, const s
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   static std::atomic<unsigned> counter{0};
-  const std::string tmp = path + ".tmp" + std::to_string(::getpid()) + "." +
-                          std::to_string(counter.fetch_add(1));
+  const std::string tmp =
+      path + ".tmp" + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
   {
     std::ofstream f(tmp, std::ios::binary);
     if (!f) return;
@@ -199,7 +275,7 @@ cl_program build(const Device& d, const ProgramSpec& spec) {
   std::string path;
   if (!dir.empty()) {
     const uint64_t h = fnv1a(source, fnv1a(options, fnv1a(d.name + '\n' + d.vendor + '\n' +
-                                                           d.driver_version + '\n' + d.version)));
+                                                          d.driver_version + '\n' + d.version)));
     path = dir + "/" + spec.family + "-" + hex(h) + ".bin";
     if (cl_program p = load_cached(d, path, options)) {
       log_program(spec, "loaded from the cache", start);
@@ -215,10 +291,10 @@ cl_program build(const Device& d, const ProgramSpec& spec) {
     const std::string log = build_log(d, p);
     clReleaseProgram(p);
     BP_SDK_FAIL(std::runtime_error, "building the OpenCL program '"
-                                       << spec.family << "' (" << roles_text(spec) << ") for "
-                                       << d.name
-                                       << " failed: " << cl_error_name(err) << "; build log:\n"
-                                       << log);
+                                        << spec.family << "' (" << roles_text(spec) << ") for "
+                                        << d.name << " failed: " << cl_error_name(err)
+                                        << "; build log:\n"
+                                        << log);
   }
   if (!path.empty()) store_cached(d, p, dir, path);
   log_program(spec, path.empty() ? "built (cache off)" : "built and cached", start);

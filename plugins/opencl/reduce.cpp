@@ -2,11 +2,11 @@
 // 1; argmax, argmin over one dim) and softmax / log_softmax along a dim:
 // kernels/reduce.cl, one work-group per output element (per row for
 // softmax), the group's work-items splitting the reduced elements.
-#include "opencl_backend.h"
-#include "registration.h"
-
 #include <algorithm>
 #include <string>
+
+#include "opencl_backend.h"
+#include "registration.h"
 
 namespace bp::opencl {
 
@@ -45,8 +45,8 @@ void run_in_parts(const KernelCall& c, Stream& s, const ProgramSpec& spec, const
                   int64_t chunks) {
   cl_int err = CL_SUCCESS;
   const std::size_t groups = static_cast<std::size_t>(outer.n * chunks);
-  cl_mem part = clCreateBuffer(device(c.device()).context, CL_MEM_READ_WRITE, groups * 8, nullptr,
-                               &err);
+  cl_mem part =
+      clCreateBuffer(device(c.device()).context, CL_MEM_READ_WRITE, groups * 8, nullptr, &err);
   BP_CL_CHECK(err);
   struct Release {
     cl_mem m;
@@ -101,15 +101,17 @@ void reduce(const KernelCall& c) {
   const bp_dtype t = c.dtype();
   check_dtype(c.device(), t);
   const TensorRef in = c.input(0), out = c.output(0);
-  BP_SDK_REQUIRE(in.ndim() == out.ndim(), "the output has " << out.ndim() << " dims where the input has "
-                                                      << in.ndim());
+  BP_SDK_REQUIRE(in.ndim() == out.ndim(),
+                 "the output has " << out.ndim() << " dims where the input has " << in.ndim());
   std::vector<bool> reduced(static_cast<std::size_t>(in.ndim()));
-  for (int d = 0; d < in.ndim(); ++d) reduced[static_cast<std::size_t>(d)] = out.size(d) != in.size(d);
+  for (int d = 0; d < in.ndim(); ++d)
+    reduced[static_cast<std::size_t>(d)] = out.size(d) != in.size(d);
   const bool widen = c.op() == BP_OP_SUM || c.op() == BP_OP_PROD;
   ProgramSpec spec;
   if (widen) {
-    const bp_dtype acc = floating(t) ? (device(c.device()).fp64 ? BP_DTYPE_FLOAT64 : BP_DTYPE_FLOAT32)
-                                     : BP_DTYPE_INT64;
+    const bp_dtype acc = floating(t)
+                             ? (device(c.device()).fp64 ? BP_DTYPE_FLOAT64 : BP_DTYPE_FLOAT32)
+                             : BP_DTYPE_INT64;
     spec = ProgramSpec{"sum", {{"T", t}, {"O", out.dtype()}, {"A", acc}}, {}};
   } else {
     spec = ProgramSpec{"minmax", {{"T", t}, {"O", t}, {"A", compute_of(t)}}, {}};

@@ -5,11 +5,11 @@
 // buffers), then writes the positions out. cumsum runs one work-item per
 // line, or for few long lines, per chunk of a line in three passes (chunk
 // sums, their running sums per line, the chunks' running sums from those).
-#include "opencl_backend.h"
-#include "registration.h"
-
 #include <algorithm>
 #include <utility>
+
+#include "opencl_backend.h"
+#include "registration.h"
 
 namespace bp::opencl {
 

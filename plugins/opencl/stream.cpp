@@ -17,12 +17,12 @@ namespace bp::opencl {
 namespace {
 
 struct Event {
-  std::mutex mu;                  // guards everything below
+  std::mutex mu;  // guards everything below
   int device = 0;
-  Stream* stream = nullptr;       // where it was last recorded
-  uint64_t stream_id = 0;         // that stream's id (its address may be reused)
-  cl_event marker = nullptr;      // the last record's marker
-  cl_mem snapshot = nullptr;      // the stream's error record as of the marker
+  Stream* stream = nullptr;   // where it was last recorded
+  uint64_t stream_id = 0;     // that stream's id (its address may be reused)
+  cl_event marker = nullptr;  // the last record's marker
+  cl_mem snapshot = nullptr;  // the stream's error record as of the marker
 };
 
 // What one query works on, taken under the event's lock with references of
@@ -61,8 +61,8 @@ std::string describe_record(const cl_int* r) {
 
 cl_mem make_record(const Device& d) {
   cl_int err = CL_SUCCESS;
-  cl_mem m = clCreateBuffer(d.context, CL_MEM_READ_WRITE, sizeof(cl_int) * kRecordInts, nullptr,
-                            &err);
+  cl_mem m =
+      clCreateBuffer(d.context, CL_MEM_READ_WRITE, sizeof(cl_int) * kRecordInts, nullptr, &err);
   BP_CL_CHECK(err);
   return m;
 }
@@ -165,9 +165,7 @@ cl_command_queue reader_queue(int32_t index) {
   return q;
 }
 
-Event& as_event(bp_event e) {
-  return *reinterpret_cast<Event*>(e);
-}
+Event& as_event(bp_event e) { return *reinterpret_cast<Event*>(e); }
 
 void take(bp_event event, Taken& t) {
   Event& e = as_event(event);
@@ -255,8 +253,8 @@ bool query_stream(Stream& s) {
   BP_CL_CHECK(clEnqueueMarkerWithWaitList(s.queue, 0, nullptr, &marker));
   clFlush(s.queue);
   cl_int status = CL_QUEUED;
-  const cl_int err = clGetEventInfo(marker, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status,
-                                    &status, nullptr);
+  const cl_int err =
+      clGetEventInfo(marker, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr);
   clReleaseEvent(marker);
   BP_CL_CHECK(err);
   if (status != CL_COMPLETE) return false;
@@ -309,8 +307,8 @@ void record_event(int32_t index, bp_event event, bp_stream stream) {
     if (e.snapshot != nullptr) clReleaseMemObject(e.snapshot);
     e.snapshot = fresh;
   }
-  BP_CL_CHECK(clEnqueueCopyBuffer(s.queue, s.errors, e.snapshot, 0, 0,
-                                  sizeof(cl_int) * kRecordInts, 0, nullptr, nullptr));
+  BP_CL_CHECK(clEnqueueCopyBuffer(s.queue, s.errors, e.snapshot, 0, 0, sizeof(cl_int) * kRecordInts,
+                                  0, nullptr, nullptr));
   cl_event marker = nullptr;
   BP_CL_CHECK(clEnqueueMarkerWithWaitList(s.queue, 0, nullptr, &marker));
   s.submitted += 2;
@@ -342,8 +340,8 @@ bool query_event(bp_event event) {
   take(event, t);
   if (t.marker == nullptr) return true;
   cl_int status = CL_QUEUED;
-  BP_CL_CHECK(clGetEventInfo(t.marker, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status,
-                             nullptr));
+  BP_CL_CHECK(
+      clGetEventInfo(t.marker, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr));
   if (status < 0) throw_cl_error("the event's work", status);
   if (status != CL_COMPLETE) return false;
   check_snapshot(t);
@@ -360,7 +358,8 @@ std::optional<double> elapsed_events(bp_event start, bp_event end) {
   for (int k = 0; k < 2; ++k) {
     cl_event m = k == 0 ? a.marker : b.marker;
     cl_int status = CL_QUEUED;
-    BP_CL_CHECK(clGetEventInfo(m, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr));
+    BP_CL_CHECK(
+        clGetEventInfo(m, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr));
     if (status < 0) throw_cl_error("the event's work", status);
     if (status != CL_COMPLETE) return std::nullopt;
     BP_CL_CHECK(clGetEventProfilingInfo(m, CL_PROFILING_COMMAND_END, sizeof t[k], &t[k], nullptr));

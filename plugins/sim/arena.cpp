@@ -6,8 +6,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <backplane/sdk/tensor.hpp>
 #include <algorithm>
+#include <backplane/sdk/tensor.hpp>
 #include <cerrno>
 #include <cstring>
 #include <iterator>
@@ -20,9 +20,7 @@ namespace bp::sim {
 
 namespace {
 
-std::size_t round_up(std::size_t n, std::size_t a) {
-  return (n + a - 1) / a * a;
-}
+std::size_t round_up(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; }
 
 std::size_t page_size() {
   static const std::size_t size = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
@@ -40,9 +38,7 @@ Arena::Arena(std::size_t capacity) : capacity_(round_up(capacity, page_size())) 
   base_ = static_cast<char*>(p);
 }
 
-Arena::~Arena() {
-  munmap(base_, capacity_);
-}
+Arena::~Arena() { munmap(base_, capacity_); }
 
 void* Arena::allocate(std::size_t nbytes, std::size_t alignment) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -152,8 +148,8 @@ Arena::Access::Access(Arena& arena, const Range* ranges, std::size_t count)
   const std::size_t page = page_size();
   for (std::size_t i = 0; i < count && count_ < kMaxRanges; ++i) {
     if (ranges[i].nbytes == 0) continue;
-    const std::size_t at = static_cast<std::size_t>(static_cast<const char*>(ranges[i].ptr) -
-                                                    arena_.base_);
+    const std::size_t at =
+        static_cast<std::size_t>(static_cast<const char*>(ranges[i].ptr) - arena_.base_);
     const std::size_t begin = at / page * page;
     const std::size_t end = std::min(round_up(at + ranges[i].nbytes, page), arena_.capacity_);
     arena_.protect(begin, end, PROT_READ | PROT_WRITE);

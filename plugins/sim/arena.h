@@ -9,10 +9,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
-#include <utility>
 #include <map>
 #include <mutex>
 #include <unordered_map>
+#include <utility>
 
 namespace bp::sim {
 

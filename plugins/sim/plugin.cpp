@@ -11,10 +11,9 @@
 //   - Kernels written as an accelerator's (kernels/grid.h): a launch of one
 //     thread per output element, blocks run last first; each runs on the
 //     queue inside a guard that opens the arena for the operands it touches.
+#include <atomic>
 #include <backplane/sdk/checks.hpp>
 #include <backplane/sdk/plugin.hpp>
-
-#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <deque>
@@ -65,8 +64,8 @@ void delay_kernel(const bp::sdk::KernelCall& c) {
   const bp::sdk::TensorRef x = c.input(0), out = c.output(0);
   if (!x.is_contiguous() || !out.is_contiguous())
     throw bp::sdk::InvalidArgument("[sim::delay] takes contiguous tensors");
-  std::memcpy(out.base(), x.base(), static_cast<std::size_t>(x.numel()) *
-                                        bp::sdk::dtype_size(x.dtype()));
+  std::memcpy(out.base(), x.base(),
+              static_cast<std::size_t>(x.numel()) * bp::sdk::dtype_size(x.dtype()));
 }
 
 // A stream: its queue (shared with the marks recorded on it).
@@ -82,7 +81,8 @@ struct Event {
 };
 
 int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
@@ -110,12 +110,15 @@ class SimPlugin final : public bp::sdk::Plugin {
   int32_t dl_device_type() const override { return kDLExtDev; }
 
   std::vector<bp_option_info> options() const override {
-    return {{"devices", "number of devices, 1 to 16 (default 1); they share one arena and its "
-                        "streams, for testing code that picks a device"},
-            {"memory_mib", "size of the device memory in MiB (default $BACKPLANE_SIM_MEMORY_MB, "
-                           "else 1024)"},
-            {"delay_us", "largest random delay before each item of a stream's work, in "
-                         "microseconds (default $BACKPLANE_SIM_DELAY_US, else 20; 0: none)"}};
+    return {{"devices",
+             "number of devices, 1 to 16 (default 1); they share one arena and its "
+             "streams, for testing code that picks a device"},
+            {"memory_mib",
+             "size of the device memory in MiB (default $BACKPLANE_SIM_MEMORY_MB, "
+             "else 1024)"},
+            {"delay_us",
+             "largest random delay before each item of a stream's work, in "
+             "microseconds (default $BACKPLANE_SIM_DELAY_US, else 20; 0: none)"}};
   }
 
   int32_t device_count(std::string&) const override { return devices_; }
@@ -331,7 +334,8 @@ class SimPlugin final : public bp::sdk::Plugin {
   static int64_t stamp_of(bp_event event) {
     auto* e = reinterpret_cast<Event*>(event);
     std::lock_guard lock(e->mu);
-    if (!e->stamp_ns) throw bp::sdk::InvalidArgument("[event_elapsed] an event that was never recorded");
+    if (!e->stamp_ns)
+      throw bp::sdk::InvalidArgument("[event_elapsed] an event that was never recorded");
     return e->stamp_ns->load();
   }
   static Mark mark_of(bp_event event) {
@@ -390,8 +394,8 @@ class SimPlugin final : public bp::sdk::Plugin {
   }
 
   template <class Reg, class Add>
-  static bp_status forward(void* ctx, const Reg* reg, bool overrides, bool delays,
-                           bp_error* error, Add add) noexcept {
+  static bp_status forward(void* ctx, const Reg* reg, bool overrides, bool delays, bp_error* error,
+                           Add add) noexcept {
     auto* f = static_cast<Forward*>(ctx);
     return bp::sdk::guarded(error, [&] {
       GuardedKernel& k = f->self->kernels_.emplace_back(
@@ -403,17 +407,18 @@ class SimPlugin final : public bp::sdk::Plugin {
                                         bp_error* error) noexcept {
     return forward(ctx, reg, false, false, error,
                    [reg](bp::sdk::Registrar& core, GuardedKernel* k) {
-      core.add_raw(static_cast<bp_op>(reg->op), reg->dtype_mask, &enqueue, k, reg->origin,
-                   reg->flags);
-    });
+                     core.add_raw(static_cast<bp_op>(reg->op), reg->dtype_mask, &enqueue, k,
+                                  reg->origin, reg->flags);
+                   });
   }
   static bp_status forward_named_registration(void* ctx, const bp_named_kernel_registration* reg,
                                               bp_error* error) noexcept {
     const std::string_view name(reg->name);
     return forward(ctx, reg, name.starts_with("core::"), name == "sim::delay", error,
                    [reg](bp::sdk::Registrar& core, GuardedKernel* k) {
-      core.add_named_raw(reg->name, reg->schema, reg->dtype_mask, &enqueue, k, reg->origin);
-    });
+                     core.add_named_raw(reg->name, reg->schema, reg->dtype_mask, &enqueue, k,
+                                        reg->origin);
+                   });
   }
 
   // Runs a prepared call with the operands' pages open; the status and message.
@@ -451,18 +456,18 @@ class SimPlugin final : public bp::sdk::Plugin {
       q.push([k, job] {
         std::string message;
         if (run(*k, *job, message) != BP_STATUS_OK)
-          throw std::runtime_error(message.empty() ? std::string("[") +
-                                                         bp::sdk::op_name(job->call.op) +
-                                                         "] failed on the device"
-                                                   : message);
+          throw std::runtime_error(message.empty()
+                                       ? std::string("[") + bp::sdk::op_name(job->call.op) +
+                                             "] failed on the device"
+                                       : message);
       });
     });
     return checked != BP_STATUS_OK ? checked : status;
   }
 
   const int32_t devices_;
-  Arena arena_;  // first: destroyed after the queues that use it
-  std::deque<GuardedKernel> kernels_;  // a deque: kernel_ctx pointers stay valid
+  Arena arena_;                           // first: destroyed after the queues that use it
+  std::deque<GuardedKernel> kernels_;     // a deque: kernel_ctx pointers stay valid
   std::deque<bp::sdk::WideKernel> wide_;  // the narrow dtypes' adapters
   const unsigned delay_us_;
   std::atomic<uint64_t> seeds_{0};  // streams may be made on any thread

@@ -2,6 +2,6 @@
 #include <backplane/conformance/cases_library.h>
 
 BP_CONFORMANCE_CASES(suite) {
-  suite.add({"op.add.float32.contiguous", {"VX-1"}, "vendor",
-             [](const bp::conformance::Context&) {}});
+  suite.add(
+      {"op.add.float32.contiguous", {"VX-1"}, "vendor", [](const bp::conformance::Context&) {}});
 }

@@ -65,9 +65,7 @@ class BrokenPlugin final : public bp::sdk::Plugin {
 // 300 letters and no NUL: a name (or device name) that never ends.
 char endless[300];
 
-int32_t huge_device_count(void*, char*, size_t) {
-  return BROKEN == COUNT_HUGE ? INT32_MAX : -5;
-}
+int32_t huge_device_count(void*, char*, size_t) { return BROKEN == COUNT_HUGE ? INT32_MAX : -5; }
 
 bp_status props_overflow(void*, int32_t, bp_device_props* props, bp_error*) {
   std::memset(props, 'p', sizeof(bp_device_props) + 64);
@@ -100,17 +98,25 @@ bp_plugin table;
 extern "C" BP_PLUGIN_EXPORT bp_status bp_plugin_init(const bp_host*, const bp_plugin** plugin,
                                                      bp_error* error) {
   switch (BROKEN) {
-    case INIT_ABORT: std::abort();
-    case INIT_EXIT: std::exit(0);
-    case INIT_SEGV: std::raise(SIGSEGV); break;
-    case INIT_HANG: hang();
-    case INIT_THROW_STD: throw std::runtime_error("broken on purpose");
-    case INIT_THROW_INT: throw 42;
+    case INIT_ABORT:
+      std::abort();
+    case INIT_EXIT:
+      std::exit(0);
+    case INIT_SEGV:
+      std::raise(SIGSEGV);
+      break;
+    case INIT_HANG:
+      hang();
+    case INIT_THROW_STD:
+      throw std::runtime_error("broken on purpose");
+    case INIT_THROW_INT:
+      throw 42;
     case ERROR_OVERFLOW:
       // 100 bytes more than the capacity it was given (and no NUL).
       std::memset(error->message, 'e', error->capacity + 100);
       return BP_STATUS_RUNTIME_ERROR;
-    default: break;
+    default:
+      break;
   }
   table = *(new BrokenPlugin())->table();
   switch (BROKEN) {
@@ -119,18 +125,31 @@ extern "C" BP_PLUGIN_EXPORT bp_status bp_plugin_init(const bp_host*, const bp_pl
       table.name = "Not-A-Valid-Name";  // refused, then destroyed
       table.destroy = &destroy_breaks;
       break;
-    case REGISTER_THROW: table.register_kernels = &register_throws; break;
+    case REGISTER_THROW:
+      table.register_kernels = &register_throws;
+      break;
     case NAME_NO_NUL:
       std::memset(endless, 'x', sizeof endless);
       table.name = endless;
       break;
-    case PROPS_OVERFLOW: table.device_props = &props_overflow; break;
-    case PROPS_NO_NUL: table.device_props = &props_no_nul; break;
+    case PROPS_OVERFLOW:
+      table.device_props = &props_overflow;
+      break;
+    case PROPS_NO_NUL:
+      table.device_props = &props_no_nul;
+      break;
     case COUNT_HUGE:
-    case COUNT_NEGATIVE: table.device_count = &huge_device_count; break;
-    case STRUCT_HUGE: table.struct_size = std::size_t{1} << 30; break;
-    case ALLOC_NULL: table.allocate = &allocate_null; break;
-    default: break;
+    case COUNT_NEGATIVE:
+      table.device_count = &huge_device_count;
+      break;
+    case STRUCT_HUGE:
+      table.struct_size = std::size_t{1} << 30;
+      break;
+    case ALLOC_NULL:
+      table.allocate = &allocate_null;
+      break;
+    default:
+      break;
   }
   *plugin = &table;
   return BP_STATUS_OK;

@@ -20,13 +20,9 @@ namespace {
 
 // Would be the future minor's new entry point: the current core must never
 // call it, since it does not know the field.
-bp_status future_entry(void*, bp_error*) {
-  std::abort();
-}
+bp_status future_entry(void*, bp_error*) { std::abort(); }
 
-void future_override(const bp::sdk::KernelCall&) {
-  std::abort();
-}
+void future_override(const bp::sdk::KernelCall&) { std::abort(); }
 
 // The add kernel checks that no call hands it the future fields.
 void add_checking_call(const bp::sdk::KernelCall& call) {

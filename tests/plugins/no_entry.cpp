@@ -6,6 +6,4 @@ extern "C" BP_PLUGIN_EXPORT int bp_plugin_initialise(const bp_host*, const bp_pl
   return 0;
 }
 
-extern "C" BP_PLUGIN_EXPORT int no_entry_helper(int x) {
-  return x + 1;
-}
+extern "C" BP_PLUGIN_EXPORT int no_entry_helper(int x) { return x + 1; }

@@ -1,7 +1,6 @@
 // Named ops of a plugin's own, for named_ops_test: host memory,
-// fill and copy, three vendor ops and an override of the core's silu. Built twice: as `vendor_ops`, and
-// with VENDOR_OPS_BAD_SCHEMA as `bad_schema`, whose registration the core
-// must refuse.
+// fill and copy, three vendor ops and an override of the core's silu. Built twice: as `vendor_ops`,
+// and with VENDOR_OPS_BAD_SCHEMA as `bad_schema`, whose registration the core must refuse.
 #include <algorithm>
 #include <backplane/sdk/checks.hpp>
 #include <backplane/sdk/loops.hpp>

@@ -24,9 +24,7 @@ namespace bp {
 // (a Device value kept across an unload) names nothing.
 inline constexpr int kMaxBackends = 32;
 static_assert((kMaxBackends & (kMaxBackends - 1)) == 0, "slot = id & (kMaxBackends - 1)");
-inline constexpr int backend_slot(int id) {
-  return id & (kMaxBackends - 1);
-}
+inline constexpr int backend_slot(int id) { return id & (kMaxBackends - 1); }
 inline constexpr const char* kDefaultBackend = "cpu_onednn";
 
 // Most devices one plugin may report.
@@ -288,7 +286,7 @@ class PluginLoader {
   // so that no acquire() can pick up a backend being destroyed.
   mutable std::shared_mutex slots_mu_;
   std::vector<std::string> extra_dirs_;
-  std::vector<std::pair<std::string, BackendOptions>> options_;     // by name or path as given
+  std::vector<std::pair<std::string, BackendOptions>> options_;   // by name or path as given
   std::optional<ProbeMode> probe_mode_;                           // unset: BACKPLANE_PROBE, else On
   std::vector<std::pair<std::string, std::string>> probe_notes_;  // path, how it was vetted
   std::vector<IntrusivePtr<Backend>> backends_;                   // loaded, by name

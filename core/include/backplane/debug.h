@@ -95,6 +95,7 @@ class KernelRecording {
 // synchronisation. What `backplane perf` sets against the full path of the
 // same op to show the framework's share of a tiny op. Throws the kernel's
 // error, or NotImplementedError when the backend has no such kernel.
-void call_kernel_directly(Op op, const std::vector<Tensor>& inputs, const Tensor& out, int64_t calls);
+void call_kernel_directly(Op op, const std::vector<Tensor>& inputs, const Tensor& out,
+                          int64_t calls);
 
 }  // namespace bp::debug

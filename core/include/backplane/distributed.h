@@ -63,7 +63,7 @@ class Work {
 };
 
 struct CallOptions {
-  bool async_op = false;                 // return at once; wait() on the Work
+  bool async_op = false;                  // return at once; wait() on the Work
   std::optional<Milliseconds> timeout{};  // this call's limit (else the group's)
 };
 
@@ -109,8 +109,8 @@ class ProcessGroup {
   Work reduce_scatter(const Tensor& output, const std::vector<Tensor>& inputs,
                       ReduceOp op = ReduceOp::Sum, CallOptions o = {});
   // output = this rank's chunk of the reduction of `input` (size() chunks).
-  Work reduce_scatter_tensor(const Tensor& output, const Tensor& input,
-                             ReduceOp op = ReduceOp::Sum, CallOptions o = {});
+  Work reduce_scatter_tensor(const Tensor& output, const Tensor& input, ReduceOp op = ReduceOp::Sum,
+                             CallOptions o = {});
   Work barrier(CallOptions o = {});
   // Point to point: the receiver checks dtype and element count first.
   Work send(const Tensor& tensor, int dst, int tag = 0, CallOptions o = {});
@@ -137,8 +137,8 @@ Work all_gather(const std::vector<Tensor>& outputs, const Tensor& input, CallOpt
 Work all_gather_into_tensor(const Tensor& output, const Tensor& input, CallOptions o = {});
 Work reduce_scatter(const Tensor& output, const std::vector<Tensor>& inputs,
                     ReduceOp op = ReduceOp::Sum, CallOptions o = {});
-Work reduce_scatter_tensor(const Tensor& output, const Tensor& input,
-                           ReduceOp op = ReduceOp::Sum, CallOptions o = {});
+Work reduce_scatter_tensor(const Tensor& output, const Tensor& input, ReduceOp op = ReduceOp::Sum,
+                           CallOptions o = {});
 Work barrier(CallOptions o = {});
 Work send(const Tensor& tensor, int dst, int tag = 0, CallOptions o = {});
 Work recv(const Tensor& tensor, int src, int tag = 0, CallOptions o = {});

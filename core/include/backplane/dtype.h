@@ -2,8 +2,8 @@
 #pragma once
 
 #include <backplane/plugin.h>
-#include <backplane/sdk/half.hpp>
 
+#include <backplane/sdk/half.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <ostream>
@@ -36,32 +36,40 @@ inline constexpr DType kDefaultFloat = DType::Float32;
 
 constexpr std::size_t itemsize(DType d) {
   switch (d) {
-    case DType::Bool: return 1;
-    case DType::Int32: return 4;
-    case DType::Int64: return 8;
-    case DType::Float32: return 4;
-    case DType::Float64: return 8;
-    case DType::Float16: return 2;
-    case DType::BFloat16: return 2;
-    case DType::Int8: return 1;
-    case DType::UInt8: return 1;
-    case DType::Int16: return 2;
+    case DType::Bool:
+      return 1;
+    case DType::Int32:
+      return 4;
+    case DType::Int64:
+      return 8;
+    case DType::Float32:
+      return 4;
+    case DType::Float64:
+      return 8;
+    case DType::Float16:
+      return 2;
+    case DType::BFloat16:
+      return 2;
+    case DType::Int8:
+      return 1;
+    case DType::UInt8:
+      return 1;
+    case DType::Int16:
+      return 2;
   }
   return 0;
 }
 constexpr bool is_floating(DType d) {
-  return d == DType::Float32 || d == DType::Float64 || d == DType::Float16 ||
-         d == DType::BFloat16;
+  return d == DType::Float32 || d == DType::Float64 || d == DType::Float16 || d == DType::BFloat16;
 }
 constexpr bool is_integral(DType d) {
   return d == DType::Int32 || d == DType::Int64 || d == DType::Int8 || d == DType::UInt8 ||
          d == DType::Int16;
 }
 // Every dtype, in the order of their enum values.
-inline constexpr DType kAllDTypes[] = {DType::Bool,    DType::Int32,    DType::Int64,
-                                       DType::Float32, DType::Float64,  DType::Float16,
-                                       DType::BFloat16, DType::Int8,    DType::UInt8,
-                                       DType::Int16};
+inline constexpr DType kAllDTypes[] = {
+    DType::Bool,    DType::Int32,    DType::Int64, DType::Float32, DType::Float64,
+    DType::Float16, DType::BFloat16, DType::Int8,  DType::UInt8,   DType::Int16};
 // True for the C++ types that stand for a floating dtype (float, double,
 // Half, BFloat16).
 template <class T>
@@ -77,33 +85,75 @@ std::ostream& operator<<(std::ostream& os, DType d);
 // The smallest dtype that holds both (PyTorch's promote_types).
 DType promote_types(DType a, DType b);
 
-template <class T> struct DTypeOf;
-template <> struct DTypeOf<bool> { static constexpr DType value = DType::Bool; };
-template <> struct DTypeOf<int32_t> { static constexpr DType value = DType::Int32; };
-template <> struct DTypeOf<int64_t> { static constexpr DType value = DType::Int64; };
-template <> struct DTypeOf<float> { static constexpr DType value = DType::Float32; };
-template <> struct DTypeOf<double> { static constexpr DType value = DType::Float64; };
-template <> struct DTypeOf<Half> { static constexpr DType value = DType::Float16; };
-template <> struct DTypeOf<BFloat16> { static constexpr DType value = DType::BFloat16; };
-template <> struct DTypeOf<int8_t> { static constexpr DType value = DType::Int8; };
-template <> struct DTypeOf<uint8_t> { static constexpr DType value = DType::UInt8; };
-template <> struct DTypeOf<int16_t> { static constexpr DType value = DType::Int16; };
-template <class T> inline constexpr DType dtype_of = DTypeOf<T>::value;
+template <class T>
+struct DTypeOf;
+template <>
+struct DTypeOf<bool> {
+  static constexpr DType value = DType::Bool;
+};
+template <>
+struct DTypeOf<int32_t> {
+  static constexpr DType value = DType::Int32;
+};
+template <>
+struct DTypeOf<int64_t> {
+  static constexpr DType value = DType::Int64;
+};
+template <>
+struct DTypeOf<float> {
+  static constexpr DType value = DType::Float32;
+};
+template <>
+struct DTypeOf<double> {
+  static constexpr DType value = DType::Float64;
+};
+template <>
+struct DTypeOf<Half> {
+  static constexpr DType value = DType::Float16;
+};
+template <>
+struct DTypeOf<BFloat16> {
+  static constexpr DType value = DType::BFloat16;
+};
+template <>
+struct DTypeOf<int8_t> {
+  static constexpr DType value = DType::Int8;
+};
+template <>
+struct DTypeOf<uint8_t> {
+  static constexpr DType value = DType::UInt8;
+};
+template <>
+struct DTypeOf<int16_t> {
+  static constexpr DType value = DType::Int16;
+};
+template <class T>
+inline constexpr DType dtype_of = DTypeOf<T>::value;
 
 // Calls f(T{}) with the C++ type of `d`.
 template <class F>
 decltype(auto) visit(DType d, F&& f) {
   switch (d) {
-    case DType::Bool: return f(bool{});
-    case DType::Int32: return f(int32_t{});
-    case DType::Int64: return f(int64_t{});
-    case DType::Float32: return f(float{});
-    case DType::Float64: return f(double{});
-    case DType::Float16: return f(Half{});
-    case DType::BFloat16: return f(BFloat16{});
-    case DType::Int8: return f(int8_t{});
-    case DType::UInt8: return f(uint8_t{});
-    case DType::Int16: return f(int16_t{});
+    case DType::Bool:
+      return f(bool{});
+    case DType::Int32:
+      return f(int32_t{});
+    case DType::Int64:
+      return f(int64_t{});
+    case DType::Float32:
+      return f(float{});
+    case DType::Float64:
+      return f(double{});
+    case DType::Float16:
+      return f(Half{});
+    case DType::BFloat16:
+      return f(BFloat16{});
+    case DType::Int8:
+      return f(int8_t{});
+    case DType::UInt8:
+      return f(uint8_t{});
+    case DType::Int16:
+      return f(int16_t{});
   }
   return f(float{});
 }

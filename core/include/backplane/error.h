@@ -96,10 +96,9 @@ template <class E, class... Args>
 
 }  // namespace bp
 
-#define BP_CHECK_T(ErrorType, cond, ...)                    \
-  do {                                                      \
-    if (__builtin_expect(!(cond), 0))                       \
-      ::bp::detail::raise<::bp::ErrorType>(__VA_ARGS__);    \
+#define BP_CHECK_T(ErrorType, cond, ...)                                                 \
+  do {                                                                                   \
+    if (__builtin_expect(!(cond), 0)) ::bp::detail::raise<::bp::ErrorType>(__VA_ARGS__); \
   } while (0)
 
 // User errors.
@@ -109,6 +108,6 @@ template <class E, class... Args>
 #define BP_CHECK_NOT_IMPLEMENTED(cond, ...) BP_CHECK_T(NotImplementedError, cond, __VA_ARGS__)
 
 // Invariants of the framework.
-#define BP_ASSERT(cond, ...)                                                              \
-  BP_CHECK_T(InternalError, cond, "internal error at ", __FILE__, ":", __LINE__, ": ", \
-             #cond, " failed. ", ##__VA_ARGS__)
+#define BP_ASSERT(cond, ...)                                                                  \
+  BP_CHECK_T(InternalError, cond, "internal error at ", __FILE__, ":", __LINE__, ": ", #cond, \
+             " failed. ", ##__VA_ARGS__)

@@ -46,14 +46,14 @@ class IntrusivePtr {
   }
   IntrusivePtr(IntrusivePtr&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
   template <class U>
-    requires std::is_convertible_v<U*, T*>
-  IntrusivePtr(const IntrusivePtr<U>& o) noexcept : p_(o.get()) {
+  requires std::is_convertible_v<U*, T*> IntrusivePtr(const IntrusivePtr<U>& o)
+  noexcept : p_(o.get()) {
     if (p_) p_->retain();
   }
   // Takes over o's reference (no count changes: no locked instruction).
   template <class U>
-    requires std::is_convertible_v<U*, T*>
-  IntrusivePtr(IntrusivePtr<U>&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
+  requires std::is_convertible_v<U*, T*> IntrusivePtr(IntrusivePtr<U>&& o)
+  noexcept : p_(std::exchange(o.p_, nullptr)) {}
   ~IntrusivePtr() {
     if (p_) p_->release();
   }

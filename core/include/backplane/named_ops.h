@@ -43,8 +43,8 @@ void call_op_out(std::string_view name, const std::vector<Tensor>& inputs,
 // recorded (grad mode off, or no input requiring one); otherwise, or when
 // the kernel declines the call (BP_STATUS_UNSUPPORTED), the composite runs.
 struct CompositeOverride {
-  const char* name;    // "core::silu"
-  const char* schema;  // what the kernel receives
+  const char* name;     // "core::silu"
+  const char* schema;   // what the kernel receives
   const char* meaning;  // one line
 };
 const std::vector<CompositeOverride>& overridable_composites();

@@ -23,7 +23,7 @@ namespace bp {
 // Two sizes (height, width); one number stands for both.
 struct Size2 {
   std::array<int64_t, 2> v{0, 0};
-  bool pair = false;  // given as two numbers (printed as a tuple, as PyTorch)
+  bool pair = false;                      // given as two numbers (printed as a tuple, as PyTorch)
   Size2(int64_t both) : v{both, both} {}  // NOLINT: implicit, as PyTorch's ints
   Size2(int64_t h, int64_t w) : v{h, w}, pair(true) {}
   int64_t operator[](int i) const { return v[static_cast<std::size_t>(i)]; }
@@ -56,12 +56,14 @@ std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, Size2 ker
                                                   std::optional<Size2> stride = std::nullopt,
                                                   Size2 padding = 0, Size2 dilation = 1,
                                                   bool ceil_mode = false);
-Tensor max_pool2d(const Tensor& input, Size2 kernel_size, std::optional<Size2> stride = std::nullopt,
-                  Size2 padding = 0, Size2 dilation = 1, bool ceil_mode = false);
+Tensor max_pool2d(const Tensor& input, Size2 kernel_size,
+                  std::optional<Size2> stride = std::nullopt, Size2 padding = 0, Size2 dilation = 1,
+                  bool ceil_mode = false);
 // Mean over each window; count_include_pad counts the zero padding in the
 // divisor (never the part of a ceil_mode window beyond it).
-Tensor avg_pool2d(const Tensor& input, Size2 kernel_size, std::optional<Size2> stride = std::nullopt,
-                  Size2 padding = 0, bool ceil_mode = false, bool count_include_pad = true);
+Tensor avg_pool2d(const Tensor& input, Size2 kernel_size,
+                  std::optional<Size2> stride = std::nullopt, Size2 padding = 0,
+                  bool ceil_mode = false, bool count_include_pad = true);
 // Mean over windows [floor(i*H/OH), ceil((i+1)*H/OH)) giving output_size.
 Tensor adaptive_avg_pool2d(const Tensor& input, Size2 output_size);
 
@@ -71,8 +73,8 @@ Tensor adaptive_avg_pool2d(const Tensor& input, Size2 output_size);
 // (1 - momentum) * running + momentum * batch (the unbiased variance); in
 // evaluation, the running statistics normalise. weight and bias are optional.
 Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
-                  const Tensor& weight = Tensor(), const Tensor& bias = Tensor(), bool training = false,
-                  double momentum = 0.1, double eps = 1e-5);
+                  const Tensor& weight = Tensor(), const Tensor& bias = Tensor(),
+                  bool training = false, double momentum = 0.1, double eps = 1e-5);
 // Channels split into num_groups groups, each normalised over its channels
 // and spatial positions, then weight[c] * y + bias[c].
 Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight = Tensor(),

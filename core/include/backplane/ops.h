@@ -44,13 +44,17 @@ Tensor from_blob(const void* host_data, DType dtype, IntArrayRef shape, Device d
 namespace detail {
 template <class T>
 constexpr DType literal_dtype() {
-  if constexpr (std::is_same_v<T, bool>) return DType::Bool;
-  else if constexpr (std::is_floating_point_v<T>) return kDefaultFloat;
-  else return DType::Int64;
+  if constexpr (std::is_same_v<T, bool>)
+    return DType::Bool;
+  else if constexpr (std::is_floating_point_v<T>)
+    return kDefaultFloat;
+  else
+    return DType::Int64;
 }
 template <class T>
-using Storage = std::conditional_t<std::is_same_v<T, bool>, bool,
-                                   std::conditional_t<std::is_floating_point_v<T>, double, int64_t>>;
+using Storage =
+    std::conditional_t<std::is_same_v<T, bool>, bool,
+                       std::conditional_t<std::is_floating_point_v<T>, double, int64_t>>;
 }  // namespace detail
 
 template <class T>

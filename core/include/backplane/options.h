@@ -16,7 +16,6 @@
 
 #include <boost/program_options/options_description.hpp>
 #include <boost/program_options/variables_map.hpp>
-
 #include <string>
 #include <vector>
 
@@ -25,9 +24,9 @@ namespace bp {
 struct BackendFlags {
   std::string backend = "cpu_onednn";  // NAME, NAME:N, PATH or PATH:N
   std::vector<std::string> plugin_paths;
-  std::string fallback = "deny";  // deny | warn | allow (see fallback.h)
-  std::string reference;          // empty: BACKPLANE_REFERENCE, else cpu_onednn
-  std::string probe;              // on | off | fresh; empty: BACKPLANE_PROBE, else on
+  std::string fallback = "deny";     // deny | warn | allow (see fallback.h)
+  std::string reference;             // empty: BACKPLANE_REFERENCE, else cpu_onednn
+  std::string probe;                 // on | off | fresh; empty: BACKPLANE_PROBE, else on
   std::vector<std::string> options;  // --backend-option KEY=VALUE, for the --backend plugin
 };
 

@@ -86,7 +86,8 @@ std::vector<std::byte> serialize(const nn::NamedTensors& tensors, const Metadata
 Header parse_header(std::span<const std::byte> bytes, const std::string& what = "safetensors data",
                     Checksums checksums = Checksums::Required);
 // Tensors on `device` (the default device when not given), in file order.
-nn::NamedTensors deserialize(std::span<const std::byte> bytes, std::optional<Device> device = std::nullopt,
+nn::NamedTensors deserialize(std::span<const std::byte> bytes,
+                             std::optional<Device> device = std::nullopt,
                              const std::string& what = "safetensors data",
                              Checksums checksums = Checksums::Required);
 
@@ -94,7 +95,8 @@ nn::NamedTensors deserialize(std::span<const std::byte> bytes, std::optional<Dev
 // fsync'ed, renamed over `path`, and the folder fsync'ed; a failed or killed
 // save leaves any earlier file as it was (a killed one may leave its
 // temporary "<path>.XXXXXX" behind).
-void save_file(const nn::NamedTensors& tensors, const std::string& path, const Metadata& metadata = {});
+void save_file(const nn::NamedTensors& tensors, const std::string& path,
+               const Metadata& metadata = {});
 // Maps the file and copies each tensor from the mapping to `device` once;
 // `header`, when given, receives the file's header (from the same mapping).
 nn::NamedTensors load_file(const std::string& path, std::optional<Device> device = std::nullopt,
@@ -109,8 +111,9 @@ namespace bp::nn {
 
 // A module's state_dict() as a safetensors file, and back through
 // load_state_dict (checked as a whole; nothing changes when it fails).
-void save(const Module& module, const std::string& path, const safetensors::Metadata& metadata = {});
+void save(const Module& module, const std::string& path,
+          const safetensors::Metadata& metadata = {});
 LoadResult load(Module& module, const std::string& path, bool strict = true,
-               safetensors::Checksums checksums = safetensors::Checksums::Required);
+                safetensors::Checksums checksums = safetensors::Checksums::Required);
 
 }  // namespace bp::nn

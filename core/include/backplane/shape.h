@@ -206,8 +206,7 @@ DimVector broadcast_strides(IntArrayRef shape, IntArrayRef strides, IntArrayRef 
 int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op);
 // Strides for viewing (shape, strides) as `new_shape` without a copy, or
 // false when the memory layout does not allow it (PyTorch's computeStride).
-bool view_strides(IntArrayRef shape, IntArrayRef strides, IntArrayRef new_shape,
-                  DimVector& out);
+bool view_strides(IntArrayRef shape, IntArrayRef strides, IntArrayRef new_shape, DimVector& out);
 // Resolves one -1 in `shape` for `numel` elements; throws when it cannot.
 DimVector infer_shape(IntArrayRef shape, int64_t numel, const char* op);
 

@@ -50,8 +50,7 @@ class SharedVersionCounter : public RefCounted {
 class StorageImpl : public RefCounted {
  public:
   // Allocates `nbytes` on `device` for work on `stream` (ABI 2.0 handle).
-  StorageImpl(IntrusivePtr<Backend> backend, Device device, std::size_t nbytes,
-              bp_stream stream);
+  StorageImpl(IntrusivePtr<Backend> backend, Device device, std::size_t nbytes, bp_stream stream);
   ~StorageImpl() override;
   // From a per-thread cache of freed objects (tensor.cpp).
   static void* operator new(std::size_t size);
@@ -107,9 +106,9 @@ class TensorImpl : public RefCounted {
   static void operator delete(void* p, std::size_t size) noexcept;
 
   IntrusivePtr<StorageImpl> storage;
-  VersionCounter* version = nullptr;  // the storage's, or own_version's
+  VersionCounter* version = nullptr;               // the storage's, or own_version's
   IntrusivePtr<SharedVersionCounter> own_version;  // set only for a separate history
-  IntrusivePtr<TensorImpl> base;  // the tensor that owns the memory, for views
+  IntrusivePtr<TensorImpl> base;                   // the tensor that owns the memory, for views
   DimVector sizes;
   DimVector strides;
   int64_t offset = 0;  // in elements

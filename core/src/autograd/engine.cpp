@@ -1,17 +1,16 @@
 // The backward pass: runs the graph from the roots in reverse creation
 // order, summing gradients into each node's inputs, and the per-tensor
 // autograd calls of Tensor.
-#include "graph.h"
-
 #include <backplane/ops.h>
-
-#include "../internal.h"
 
 #include <iostream>
 #include <mutex>
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
+
+#include "../internal.h"
+#include "graph.h"
 
 namespace bp {
 
@@ -160,9 +159,10 @@ Edge root_edge(const Tensor& t, std::size_t i) {
 
 Tensor root_gradient(const Tensor& t, const Tensor& g) {
   if (!g.defined()) {
-    BP_CHECK_T(AutogradError, t.numel() == 1, "[backward] a gradient can be created implicitly "
-               "only for one-element outputs; this output is a ", detail::describe_tensor(t),
-               ". Pass backward(gradient) with a tensor of its shape");
+    BP_CHECK_T(AutogradError, t.numel() == 1,
+               "[backward] a gradient can be created implicitly "
+               "only for one-element outputs; this output is a ",
+               detail::describe_tensor(t), ". Pass backward(gradient) with a tensor of its shape");
     return detail::full_on(t.sizes(), 1, t.dtype(), t);
   }
   BP_CHECK_T(AutogradError, DimVector(g.sizes()) == DimVector(t.sizes()),
@@ -177,7 +177,8 @@ Tensor root_gradient(const Tensor& t, const Tensor& g) {
 uint64_t current_pass() { return t_pass; }
 
 void queue_callback(std::function<void()> callback) {
-  BP_CHECK_T(AutogradError, t_callbacks != nullptr, "[queue_callback] no backward pass is running "
+  BP_CHECK_T(AutogradError, t_callbacks != nullptr,
+             "[queue_callback] no backward pass is running "
              "on this thread: a callback can be queued only from a hook during backward");
   t_callbacks->push_back(std::move(callback));
 }
@@ -203,11 +204,14 @@ using autograd::meta;
 using autograd::meta_if;
 
 Tensor& Tensor::requires_grad_(bool r) {
-  BP_CHECK_TYPE(!r || is_floating(dtype()), "[requires_grad_] only floating tensors can require "
-                "gradients, got ", detail::describe_tensor(*this), "; convert it with .to(float32)");
-  BP_CHECK_T(AutogradError, is_leaf() || r, "[requires_grad_] only leaves can change this flag; "
-             "this tensor was computed by ", grad_fn_name(),
-             ". Use .detach() to get a tensor outside the graph");
+  BP_CHECK_TYPE(!r || is_floating(dtype()),
+                "[requires_grad_] only floating tensors can require "
+                "gradients, got ",
+                detail::describe_tensor(*this), "; convert it with .to(float32)");
+  BP_CHECK_T(AutogradError, is_leaf() || r,
+             "[requires_grad_] only leaves can change this flag; "
+             "this tensor was computed by ",
+             grad_fn_name(), ". Use .detach() to get a tensor outside the graph");
   impl()->requires_grad = r;
   return *this;
 }
@@ -224,19 +228,21 @@ Tensor Tensor::grad() const {
     const AutogradMeta* m = meta_if(*this);
     if (m && m->retained) return m->retained->grad;
     warn("[grad] the .grad of a tensor that is not a leaf is being read (" +
-         detail::describe_tensor(*this) + "); it is not filled by backward. Call .retain_grad() "
+         detail::describe_tensor(*this) +
+         "); it is not filled by backward. Call .retain_grad() "
          "on it before backward if you need it, or use the gradient of a leaf");
     return Tensor();
   }
   const AutogradMeta* m = meta_if(*this);
-  const autograd::AccumulateGrad* acc = m ? m->accumulator.load(std::memory_order_acquire) : nullptr;
+  const autograd::AccumulateGrad* acc =
+      m ? m->accumulator.load(std::memory_order_acquire) : nullptr;
   return acc ? acc->grad() : Tensor();
 }
 
 void Tensor::set_grad(const Tensor& g) {
   if (g.defined()) {
-    BP_CHECK(DimVector(g.sizes()) == impl()->sizes, "[set_grad] the gradient has shape ",
-             g.sizes(), " but the tensor has shape ", sizes());
+    BP_CHECK(DimVector(g.sizes()) == impl()->sizes, "[set_grad] the gradient has shape ", g.sizes(),
+             " but the tensor has shape ", sizes());
     detail::check_same_device("set_grad", *this, g);
   }
   if (!is_leaf()) {
@@ -257,8 +263,8 @@ std::string Tensor::grad_fn_name() const {
 }
 
 Tensor& Tensor::retain_grad() {
-  BP_CHECK_T(AutogradError, requires_grad(), "[retain_grad] this tensor does not require grad: ",
-             detail::describe_tensor(*this));
+  BP_CHECK_T(AutogradError, requires_grad(),
+             "[retain_grad] this tensor does not require grad: ", detail::describe_tensor(*this));
   if (is_leaf()) return *this;  // leaves keep their grad anyway
   const autograd::Edge e = autograd::gradient_edge(*this);
   AutogradMeta& m = meta(*this);
@@ -275,8 +281,10 @@ bool Tensor::retains_grad() const {
 }
 
 void Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) {
-  BP_CHECK_T(AutogradError, requires_grad(), "[register_hook] cannot register a hook on a tensor "
-             "that does not require grad: ", detail::describe_tensor(*this));
+  BP_CHECK_T(AutogradError, requires_grad(),
+             "[register_hook] cannot register a hook on a tensor "
+             "that does not require grad: ",
+             detail::describe_tensor(*this));
   if (is_leaf()) {
     autograd::accumulator(*this).add_hook(std::move(hook));
     return;
@@ -286,8 +294,10 @@ void Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) {
 }
 
 void Tensor::register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) {
-  BP_CHECK_T(AutogradError, requires_grad() && is_leaf(), "[register_post_accumulate_grad_hook] "
-             "needs a leaf that requires grad, got ", detail::describe_tensor(*this));
+  BP_CHECK_T(AutogradError, requires_grad() && is_leaf(),
+             "[register_post_accumulate_grad_hook] "
+             "needs a leaf that requires grad, got ",
+             detail::describe_tensor(*this));
   // The hook lives in the leaf's accumulator, which a graph may keep after
   // the leaf is gone: it gets the gradient, not the leaf (a hook that needs
   // the leaf holds it itself).
@@ -316,7 +326,8 @@ Tensor Tensor::detach() const {
 
 Tensor& Tensor::detach_() {
   BP_CHECK_T(AutogradError, !is_view(), "[detach_] cannot detach a view in place (",
-             detail::describe_tensor(*this), "); its base would keep the history. Use .detach(), "
+             detail::describe_tensor(*this),
+             "); its base would keep the history. Use .detach(), "
              "which returns a new tensor on the same memory");
   if (AutogradMeta* m = meta_if(*this)) {
     m->grad_fn.reset();

@@ -2,10 +2,10 @@
 #include <backplane/autograd.h>
 #include <backplane/ops.h>
 
-#include "../internal.h"
-
 #include <cmath>
 #include <sstream>
+
+#include "../internal.h"
 
 namespace bp {
 

@@ -4,10 +4,10 @@
 
 #include <backplane/ops.h>
 
+#include <algorithm>
+
 #include "../block_cache.h"
 #include "../internal.h"
-
-#include <algorithm>
 
 namespace bp {
 
@@ -137,8 +137,7 @@ void accumulate_into(const Tensor& buffer, const Geometry& g, int64_t lo, Tensor
   }
   // Elements still overlap: scatter-add by storage position.
   Tensor flat_buffer = buffer;
-  flat_buffer.scatter_add_(0, positions(geo, lo, buffer.device()),
-                           grad.reshape({-1}).contiguous());
+  flat_buffer.scatter_add_(0, positions(geo, lo, buffer.device()), grad.reshape({-1}).contiguous());
 }
 
 // The backward of a view op, as PyTorch defines it per op (AG-14): the op
@@ -246,7 +245,8 @@ void move_retained(AutogradMeta& m, const Edge& from, const Edge& to) {
   if (from.valid())
     std::erase_if(from.fn->retained, [&](const auto& r) { return r.second == m.retained; });
   if (to.valid()) to.fn->retained.emplace_back(to.input_nr, m.retained);
-}}  // namespace
+}
+}  // namespace
 
 AutogradMeta& meta(const Tensor& t) {
   std::atomic<AutogradMeta*>& slot = t.impl()->autograd;
@@ -273,9 +273,10 @@ Tensor SavedTensor::unpack() const {
              ": trying to backward through the graph a second time; its saved tensors were "
              "freed by the first backward. Pass retain_graph=true to the first backward if you "
              "need to run backward twice");
-  BP_CHECK_T(AutogradError, data_.version() == version_, "[backward] one of the tensors needed "
-             "for gradient computation has been modified by an in-place operation: ", saved_by_,
-             " saved a ", detail::describe_tensor(data_), " at version ", version_,
+  BP_CHECK_T(AutogradError, data_.version() == version_,
+             "[backward] one of the tensors needed "
+             "for gradient computation has been modified by an in-place operation: ",
+             saved_by_, " saved a ", detail::describe_tensor(data_), " at version ", version_,
              "; it is now at version ", data_.version(),
              ". Clone it before modifying it in place, or modify it under no_grad");
   return data_;
@@ -443,20 +444,26 @@ void check_inplace_allowed(const char* op, const Tensor& self) {
   if (self.is_view()) {
     if (self.impl()->view_made_in_no_grad)
       detail::raise<AutogradError>(
-          "[", op, "] a view was created in no_grad mode and is being modified in place with "
-          "grad mode enabled (", detail::describe_tensor(self), "). This is ambiguous and "
+          "[", op,
+          "] a view was created in no_grad mode and is being modified in place with "
+          "grad mode enabled (",
+          detail::describe_tensor(self),
+          "). This is ambiguous and "
           "forbidden: make the view and the in-place op both inside the no_grad block (if the "
           "change should not be tracked) or both outside it (if it should)");
     const AutogradMeta* bm = meta_if(self.base());
     BP_CHECK_T(AutogradError, !(self.requires_grad() && !(bm && bm->grad_fn)), "[", op,
                "] a view of a leaf tensor that requires grad is being used in an in-place "
-               "operation (", detail::describe_tensor(self), "). Do it under NoGradGuard (as "
+               "operation (",
+               detail::describe_tensor(self),
+               "). Do it under NoGradGuard (as "
                "optimizer steps do), or on a clone()");
     return;
   }
   BP_CHECK_T(AutogradError, !(self.requires_grad() && self.is_leaf()), "[", op,
              "] a leaf tensor that requires grad is being used in an in-place operation (",
-             detail::describe_tensor(self), "). Do it under NoGradGuard (as optimizer steps "
+             detail::describe_tensor(self),
+             "). Do it under NoGradGuard (as optimizer steps "
              "do), or on a clone()");
 }
 

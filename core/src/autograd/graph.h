@@ -6,9 +6,8 @@
 #include <backplane/error.h>
 #include <backplane/tensor.h>
 
-#include <boost/container/small_vector.hpp>
-
 #include <atomic>
+#include <boost/container/small_vector.hpp>
 #include <functional>
 #include <initializer_list>
 #include <limits>
@@ -78,8 +77,8 @@ class Node : public RefCounted {
 
   // Most ops have one or two inputs and one output: kept inside the node,
   // not in allocations of their own.
-  boost::container::small_vector<Edge, 2> next_edges;      // one per input
-  boost::container::small_vector<OutputInfo, 1> outputs;   // one per output
+  boost::container::small_vector<Edge, 2> next_edges;     // one per input
+  boost::container::small_vector<OutputInfo, 1> outputs;  // one per output
   // Per output: tensor hooks, sized only once one is added (an allocation
   // saved on every recorded op).
   std::vector<std::vector<Hook>> pre_hooks;

@@ -1,11 +1,11 @@
 // The process group's calls: argument checks, host staging, the engine.
-#include "group.h"
-
 #include <backplane/autograd.h>
 #include <backplane/dtype.h>
 #include <backplane/ops.h>
 
 #include <cstring>
+
+#include "group.h"
 
 namespace bp::distributed {
 
@@ -61,7 +61,8 @@ void check_like(const char* call, const Tensor& t, const Tensor& like, const cha
 Body reduce_own_chunk(Engine* e, const Tensor& all, const Tensor& output, ReduceOp op, int me) {
   auto buf = std::make_shared<HostBuffer>(all, true, *e);
   return [e, buf, all, output, op, me](const Fingerprint& fp, Milliseconds to) {
-    e->all_reduce(buf->data(), static_cast<std::size_t>(all.numel()), all.dtype(), op, data_tag(fp), to);
+    e->all_reduce(buf->data(), static_cast<std::size_t>(all.numel()), all.dtype(), op, data_tag(fp),
+                  to);
     buf->finish();
     NoGradGuard no_grad;
     Tensor out = output;
@@ -96,16 +97,17 @@ Work ProcessGroup::all_reduce(const Tensor& tensor, ReduceOp op, CallOptions o) 
 Work ProcessGroup::broadcast(const Tensor& tensor, int src, CallOptions o) {
   Engine* e = impl_->engine.get();
   const int me = impl_->rank;
-  return impl_->submit(call(CallKind::Broadcast, ReduceOp::Sum, src), o, [&](Fingerprint& f) -> Body {
-    need(tensor, "broadcast", "tensor");
-    describe_tensor(f, tensor);
-    check_rank("broadcast", "src", src, impl_->size);
-    auto hb = std::make_shared<HostBuffer>(tensor, me == src, *e);
-    return [e, hb, src, me](const Fingerprint& fp, Milliseconds to) {
-      e->broadcast(hb->data(), hb->nbytes(), src, data_tag(fp), to);
-      if (me != src) hb->finish();
-    };
-  });
+  return impl_->submit(call(CallKind::Broadcast, ReduceOp::Sum, src), o,
+                       [&](Fingerprint& f) -> Body {
+                         need(tensor, "broadcast", "tensor");
+                         describe_tensor(f, tensor);
+                         check_rank("broadcast", "src", src, impl_->size);
+                         auto hb = std::make_shared<HostBuffer>(tensor, me == src, *e);
+                         return [e, hb, src, me](const Fingerprint& fp, Milliseconds to) {
+                           e->broadcast(hb->data(), hb->nbytes(), src, data_tag(fp), to);
+                           if (me != src) hb->finish();
+                         };
+                       });
 }
 
 Work ProcessGroup::all_gather(const std::vector<Tensor>& outputs, const Tensor& input,
@@ -123,7 +125,8 @@ Work ProcessGroup::all_gather(const std::vector<Tensor>& outputs, const Tensor& 
     }
     auto in = std::make_shared<HostBuffer>(input, true, *e);
     // Gathered into one tensor where the engine works, then copied out.
-    const Tensor all = empty({n * input.numel()}, TensorOptions(input.dtype()).device(input.device()));
+    const Tensor all =
+        empty({n * input.numel()}, TensorOptions(input.dtype()).device(input.device()));
     auto buf = std::make_shared<HostBuffer>(all, false, *e);
     return [e, in, buf, all, outputs](const Fingerprint& fp, Milliseconds to) {
       e->all_gather(in->data(), buf->data(), in->nbytes(), data_tag(fp), to);
@@ -137,7 +140,8 @@ Work ProcessGroup::all_gather(const std::vector<Tensor>& outputs, const Tensor& 
   });
 }
 
-Work ProcessGroup::all_gather_into_tensor(const Tensor& output, const Tensor& input, CallOptions o) {
+Work ProcessGroup::all_gather_into_tensor(const Tensor& output, const Tensor& input,
+                                          CallOptions o) {
   Engine* e = impl_->engine.get();
   const int n = impl_->size;
   return impl_->submit(call(CallKind::AllGather), o, [&](Fingerprint& f) -> Body {
@@ -208,31 +212,33 @@ Work ProcessGroup::barrier(CallOptions o) {
 
 Work ProcessGroup::send(const Tensor& tensor, int dst, int tag, CallOptions o) {
   Impl* g = impl_.get();
-  return impl_->submit(call(CallKind::Send, ReduceOp::Sum, dst, tag), o, [&](Fingerprint& f) -> Body {
-    need(tensor, "send", "tensor");
-    describe_tensor(f, tensor);
-    check_rank("send", "dst", dst, g->size);
-    BP_CHECK(dst != g->rank, "[send] rank ", dst, " cannot send to itself");
-    auto hb = std::make_shared<HostBuffer>(tensor, true, *g->engine);
-    return [g, hb, dst](const Fingerprint& fp, Milliseconds to) {
-      g->engine->send(hb->data(), hb->nbytes(), dst, detail::p2p_slot(fp, 2), to);
-    };
-  });
+  return impl_->submit(
+      call(CallKind::Send, ReduceOp::Sum, dst, tag), o, [&](Fingerprint& f) -> Body {
+        need(tensor, "send", "tensor");
+        describe_tensor(f, tensor);
+        check_rank("send", "dst", dst, g->size);
+        BP_CHECK(dst != g->rank, "[send] rank ", dst, " cannot send to itself");
+        auto hb = std::make_shared<HostBuffer>(tensor, true, *g->engine);
+        return [g, hb, dst](const Fingerprint& fp, Milliseconds to) {
+          g->engine->send(hb->data(), hb->nbytes(), dst, detail::p2p_slot(fp, 2), to);
+        };
+      });
 }
 
 Work ProcessGroup::recv(const Tensor& tensor, int src, int tag, CallOptions o) {
   Impl* g = impl_.get();
-  return impl_->submit(call(CallKind::Recv, ReduceOp::Sum, src, tag), o, [&](Fingerprint& f) -> Body {
-    need(tensor, "recv", "tensor");
-    describe_tensor(f, tensor);
-    check_rank("recv", "src", src, g->size);
-    BP_CHECK(src != g->rank, "[recv] rank ", src, " cannot receive from itself");
-    auto hb = std::make_shared<HostBuffer>(tensor, false, *g->engine);
-    return [g, hb, src](const Fingerprint& fp, Milliseconds to) {
-      g->engine->recv(hb->data(), hb->nbytes(), src, detail::p2p_slot(fp, 2), to);
-      hb->finish();
-    };
-  });
+  return impl_->submit(
+      call(CallKind::Recv, ReduceOp::Sum, src, tag), o, [&](Fingerprint& f) -> Body {
+        need(tensor, "recv", "tensor");
+        describe_tensor(f, tensor);
+        check_rank("recv", "src", src, g->size);
+        BP_CHECK(src != g->rank, "[recv] rank ", src, " cannot receive from itself");
+        auto hb = std::make_shared<HostBuffer>(tensor, false, *g->engine);
+        return [g, hb, src](const Fingerprint& fp, Milliseconds to) {
+          g->engine->recv(hb->data(), hb->nbytes(), src, detail::p2p_slot(fp, 2), to);
+          hb->finish();
+        };
+      });
 }
 
 }  // namespace bp::distributed

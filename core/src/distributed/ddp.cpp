@@ -12,7 +12,7 @@ using bp::detail::concat;
 
 struct DistributedDataParallel::State {
   struct Bucket {
-    Tensor flat;                   // the gradients, one after the other
+    Tensor flat;  // the gradients, one after the other
     std::vector<std::size_t> params;
     std::vector<int64_t> offsets;  // of each parameter in `flat`
     std::size_t pending = 0;       // gradients not there yet in this pass
@@ -93,8 +93,10 @@ struct DistributedDataParallel::State {
       used[p] = ready[p] ? 1.0f : 0.0f;
       if (ready[p]) continue;
       const Tensor g = params[p].grad();
-      if (g.defined()) slice(p).copy_(g.reshape({-1}));
-      else slice(p).zero_();
+      if (g.defined())
+        slice(p).copy_(g.reshape({-1}));
+      else
+        slice(p).zero_();
     }
     for (; next < buckets.size(); ++next) start(next);
     last_early = early;
@@ -111,7 +113,8 @@ struct DistributedDataParallel::State {
     // With find_unused_parameters, a parameter no rank reached keeps no
     // gradient (as in PyTorch), so the optimiser leaves it alone.
     if (find_unused) {
-      Tensor mask = from_vector(used, {static_cast<int64_t>(used.size())}, TensorOptions(DType::Float32));
+      Tensor mask =
+          from_vector(used, {static_cast<int64_t>(used.size())}, TensorOptions(DType::Float32));
       pg->all_reduce(mask, dist::ReduceOp::Max);
       used = mask.to_vector<float>();
     }
@@ -119,8 +122,10 @@ struct DistributedDataParallel::State {
       Tensor g = params[p].grad();
       if (find_unused && used[p] == 0.0f) continue;
       const Tensor avg = slice(p).view(params[p].sizes());
-      if (g.defined()) g.copy_(avg);
-      else params[p].set_grad(avg.clone());
+      if (g.defined())
+        g.copy_(avg);
+      else
+        params[p].set_grad(avg.clone());
     }
   }
 };
@@ -144,7 +149,9 @@ std::vector<int64_t> describe(const std::vector<Tensor>& params) {
 }  // namespace
 
 DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> module, DDPOptions options)
-    : Module("DistributedDataParallel"), module_(std::move(module)), options_(std::move(options)),
+    : Module("DistributedDataParallel"),
+      module_(std::move(module)),
+      options_(std::move(options)),
       state_(std::make_shared<State>()) {
   BP_CHECK(module_, "[DistributedDataParallel] no module to wrap");
   BP_CHECK(options_.bucket_cap_mb > 0 && options_.first_bucket_mb > 0,
@@ -166,7 +173,8 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> module,
     BP_CHECK(d[3 * r] == d[0] && d[3 * r + 1] == d[1] && d[3 * r + 2] == d[2],
              "[DistributedDataParallel] the replicas differ: rank 0's module has ", d[0],
              " parameters of ", d[1], " elements, rank ", r, "'s has ", d[3 * r], " of ",
-             d[3 * r + 1], d[3 * r + 2] != d[2] && d[3 * r] == d[0] ? " (other shapes or dtypes)" : "");
+             d[3 * r + 1],
+             d[3 * r + 2] != d[2] && d[3 * r] == d[0] ? " (other shapes or dtypes)" : "");
   {
     NoGradGuard no_grad;
     for (const Tensor& p : module_->parameters()) s.pg->broadcast(p, 0);
@@ -195,7 +203,8 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> module,
       const Tensor& q = s.params[cur.params.front()];
       if (q.dtype() != p.dtype() || q.device() != p.device()) close();
     }
-    cur.offsets.push_back(cur.params.empty() ? 0 : cur.offsets.back() + s.params[cur.params.back()].numel());
+    cur.offsets.push_back(
+        cur.params.empty() ? 0 : cur.offsets.back() + s.params[cur.params.back()].numel());
     s.bucket_of[k] = s.buckets.size();
     s.index_in_bucket[k] = cur.params.size();
     cur.params.push_back(k);

@@ -25,7 +25,13 @@ namespace bp::distributed::detail {
 // Gloo aborts the process when two ranks exchange buffers of different sizes,
 // so this is the one exchange whose size cannot differ.
 enum class CallKind : uint32_t {
-  AllReduce = 1, Broadcast, AllGather, ReduceScatter, Barrier, Send, Recv,
+  AllReduce = 1,
+  Broadcast,
+  AllGather,
+  ReduceScatter,
+  Barrier,
+  Send,
+  Recv,
   Refused,  // the rank's own checks rejected its call; `note` says why
 };
 struct Fingerprint {

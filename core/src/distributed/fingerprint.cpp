@@ -1,21 +1,26 @@
 // The fingerprints of calls, and the message when the ranks' calls differ.
-#include "engine.h"
-
 #include <backplane/dtype.h>
 
 #include <algorithm>
 #include <cstring>
 #include <sstream>
 
+#include "engine.h"
+
 namespace bp::distributed {
 
 std::string_view to_string(ReduceOp op) {
   switch (op) {
-    case ReduceOp::Sum: return "sum";
-    case ReduceOp::Avg: return "avg";
-    case ReduceOp::Product: return "product";
-    case ReduceOp::Min: return "min";
-    case ReduceOp::Max: return "max";
+    case ReduceOp::Sum:
+      return "sum";
+    case ReduceOp::Avg:
+      return "avg";
+    case ReduceOp::Product:
+      return "product";
+    case ReduceOp::Min:
+      return "min";
+    case ReduceOp::Max:
+      return "max";
   }
   return "?";
 }
@@ -24,14 +29,22 @@ namespace detail {
 
 std::string_view call_name(CallKind kind) {
   switch (kind) {
-    case CallKind::AllReduce: return "all_reduce";
-    case CallKind::Broadcast: return "broadcast";
-    case CallKind::AllGather: return "all_gather";
-    case CallKind::ReduceScatter: return "reduce_scatter";
-    case CallKind::Barrier: return "barrier";
-    case CallKind::Send: return "send";
-    case CallKind::Recv: return "recv";
-    case CallKind::Refused: return "refused";
+    case CallKind::AllReduce:
+      return "all_reduce";
+    case CallKind::Broadcast:
+      return "broadcast";
+    case CallKind::AllGather:
+      return "all_gather";
+    case CallKind::ReduceScatter:
+      return "reduce_scatter";
+    case CallKind::Barrier:
+      return "barrier";
+    case CallKind::Send:
+      return "send";
+    case CallKind::Recv:
+      return "recv";
+    case CallKind::Refused:
+      return "refused";
   }
   return "unknown call";
 }
@@ -85,8 +98,10 @@ std::string compare(const std::vector<Fingerprint>& all, int me) {
   for (int r = 0; r < static_cast<int>(all.size()); ++r) {
     std::string d = describe(all[r]);
     auto it = std::find_if(groups.begin(), groups.end(), [&](auto& g) { return g.first == d; });
-    if (it == groups.end()) groups.push_back({d, {r}});
-    else it->second.push_back(r);
+    if (it == groups.end())
+      groups.push_back({d, {r}});
+    else
+      it->second.push_back(r);
   }
   std::ostringstream os;
   os << "the ranks' calls differ (this is rank " << me << "): ";

@@ -1,8 +1,5 @@
 // The "gloo" engine: Gloo's collectives over TCP, on host memory.
-#include "engine.h"
-
 #include <backplane/dtype.h>
-
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
 #include <gloo/barrier.h>
@@ -16,6 +13,8 @@
 #include <cstdint>
 #include <exception>
 #include <type_traits>
+
+#include "engine.h"
 
 namespace bp::distributed::detail {
 
@@ -69,15 +68,24 @@ template <class F>
 void visit_dtype(DType dtype, F&& f) {
   switch (dtype) {
     case DType::Bool:
-    case DType::UInt8: return f(uint8_t{});
-    case DType::Int8: return f(int8_t{});
-    case DType::Int16: return f(int16_t{});
-    case DType::Int32: return f(int32_t{});
-    case DType::Int64: return f(int64_t{});
-    case DType::Float16: return f(Half{});
-    case DType::BFloat16: return f(BFloat16{});
-    case DType::Float32: return f(float{});
-    case DType::Float64: return f(double{});
+    case DType::UInt8:
+      return f(uint8_t{});
+    case DType::Int8:
+      return f(int8_t{});
+    case DType::Int16:
+      return f(int16_t{});
+    case DType::Int32:
+      return f(int32_t{});
+    case DType::Int64:
+      return f(int64_t{});
+    case DType::Float16:
+      return f(Half{});
+    case DType::BFloat16:
+      return f(BFloat16{});
+    case DType::Float32:
+      return f(float{});
+    case DType::Float64:
+      return f(double{});
   }
   throw TypeError(concat("[distributed] dtype ", name(dtype), " has no reduction"));
 }
@@ -93,8 +101,8 @@ void guarded(const char* what, Milliseconds timeout, F&& f) {
   } catch (const std::exception& e) {
     const std::string m = e.what();
     if (m.find("Timed out") != std::string::npos)
-      throw CommError(concat("timed out after ", timeout.count(), " ms waiting for the other ranks (",
-                             what, ": ", m, ")"));
+      throw CommError(concat("timed out after ", timeout.count(),
+                             " ms waiting for the other ranks (", what, ": ", m, ")"));
     throw CommError(concat("Gloo's ", what, " failed: ", m));
   }
 }
@@ -159,8 +167,7 @@ class GlooEngine final : public Engine {
     });
   }
 
-  void recv(void* buf, std::size_t nbytes, int src, uint64_t slot,
-            Milliseconds timeout) override {
+  void recv(void* buf, std::size_t nbytes, int src, uint64_t slot, Milliseconds timeout) override {
     if (nbytes == 0) return;
     guarded("recv", timeout, [&] {
       auto ub = ctx_->createUnboundBuffer(buf, nbytes);
@@ -179,8 +186,10 @@ std::unique_ptr<Engine> make_gloo_engine(const std::shared_ptr<gloo::rendezvous:
                                          int rank, int size, Milliseconds timeout,
                                          const std::string& hostname, const std::string& iface) {
   gloo::transport::tcp::attr attr;
-  if (!iface.empty()) attr.iface = iface;
-  else attr.hostname = hostname;
+  if (!iface.empty())
+    attr.iface = iface;
+  else
+    attr.hostname = hostname;
   std::shared_ptr<gloo::transport::Device> dev;
   try {
     dev = gloo::transport::tcp::CreateDevice(attr);

@@ -1,8 +1,6 @@
 #pragma once
 // ProcessGroup::Impl: the calls' order, checks and fingerprints, and the
 // thread that runs them on an engine.
-#include "engine.h"
-
 #include <gloo/rendezvous/store.h>
 
 #include <atomic>
@@ -12,6 +10,8 @@
 #include <list>
 #include <mutex>
 #include <thread>
+
+#include "engine.h"
 
 namespace bp::distributed {
 

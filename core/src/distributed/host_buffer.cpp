@@ -1,8 +1,8 @@
 // A tensor's bytes where the engine takes them, for the length of a call.
-#include "engine.h"
-
 #include <backplane/autograd.h>
 #include <backplane/backend.h>
+
+#include "engine.h"
 
 namespace bp::distributed::detail {
 
@@ -20,9 +20,10 @@ HostBuffer::HostBuffer(const Tensor& t, bool read, const Engine& engine) : tenso
   NoGradGuard no_grad;  // the copies below are not part of any graph
   StorageImpl& st0 = *t.impl()->storage;
   if (engine.device_memory()) {
-    BP_CHECK_TYPE(st0.backend().dl_device_type() == kDLCUDA, "[distributed] the nccl backend "
-                  "carries CUDA tensors; this one is on ", to_string(t.device()),
-                  " (use a gloo group for it)");
+    BP_CHECK_TYPE(st0.backend().dl_device_type() == kDLCUDA,
+                  "[distributed] the nccl backend "
+                  "carries CUDA tensors; this one is on ",
+                  to_string(t.device()), " (use a gloo group for it)");
     BP_CHECK(t.device().index == engine.device(), "[distributed] the tensor is on ",
              to_string(t.device()), " but this rank's NCCL communicator is on CUDA device ",
              engine.device());

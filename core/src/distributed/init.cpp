@@ -1,11 +1,11 @@
 // Making process groups: init methods, the environment, the default group.
-#include "group.h"
-
 #include <charconv>
+#include <csignal>
 #include <cstdlib>
 #include <map>
 #include <mutex>
-#include <csignal>
+
+#include "group.h"
 
 namespace bp::distributed {
 
@@ -40,7 +40,9 @@ class Prefixed final : public gloo::rendezvous::Store {
  public:
   Prefixed(std::shared_ptr<Store> base, std::string prefix)
       : base_(std::move(base)), prefix_(std::move(prefix)) {}
-  void set(const std::string& k, const std::vector<char>& d) override { base_->set(prefix_ + k, d); }
+  void set(const std::string& k, const std::vector<char>& d) override {
+    base_->set(prefix_ + k, d);
+  }
   std::vector<char> get(const std::string& k) override { return base_->get(prefix_ + k); }
   void wait(const std::vector<std::string>& keys) override { base_->wait(with_prefix(keys)); }
   void wait(const std::vector<std::string>& keys, const Milliseconds& t) override {
@@ -81,7 +83,8 @@ Rendezvous rendezvous(const GroupOptions& o, int rank) {
   std::string key;
   if (m == "env://") {
     host = env("MASTER_ADDR");
-    BP_CHECK(!host.empty(), "[init_process_group] env:// needs MASTER_ADDR and MASTER_PORT (as "
+    BP_CHECK(!host.empty(),
+             "[init_process_group] env:// needs MASTER_ADDR and MASTER_PORT (as "
              "`backplane launch` sets them)");
     const std::string p = env("MASTER_PORT");
     BP_CHECK(!p.empty(), "[init_process_group] env:// needs MASTER_PORT");
@@ -93,7 +96,8 @@ Rendezvous rendezvous(const GroupOptions& o, int rank) {
     BP_CHECK(colon != std::string::npos && colon > 0, "[init_process_group] '", m,
              "' is not tcp://HOST:PORT");
     host = hp.substr(0, colon);
-    if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+      host = host.substr(1, host.size() - 2);
     port = parse_int(hp.substr(colon + 1), "the port of tcp://HOST:PORT");
     key = m;
   } else if (m.rfind("file://", 0) == 0) {
@@ -109,8 +113,10 @@ Rendezvous rendezvous(const GroupOptions& o, int rank) {
   std::lock_guard lock(s.mu);
   auto base = s.live[key].lock();
   if (!base) {
-    if (host.empty()) base = detail::make_file_store(m.substr(7), o.timeout);
-    else base = detail::make_tcp_store(host, port, rank == 0, o.timeout);
+    if (host.empty())
+      base = detail::make_file_store(m.substr(7), o.timeout);
+    else
+      base = detail::make_tcp_store(host, port, rank == 0, o.timeout);
     s.live[key] = base;
   }
   Rendezvous r;
@@ -129,7 +135,8 @@ std::shared_ptr<ProcessGroup> default_pg;
 
 std::shared_ptr<ProcessGroup> new_process_group(const GroupOptions& o) {
   BP_CHECK(o.backend == "gloo" || o.backend == "nccl", "[init_process_group] unknown backend '",
-           o.backend, "': gloo (host memory; tensors of other devices are staged through host "
+           o.backend,
+           "': gloo (host memory; tensors of other devices are staged through host "
            "buffers) or nccl (CUDA tensors)");
   const int size = from_env(o.world_size, "WORLD_SIZE");
   const int rank = from_env(o.rank, "RANK");
@@ -139,7 +146,8 @@ std::shared_ptr<ProcessGroup> new_process_group(const GroupOptions& o) {
   BP_CHECK(o.timeout.count() > 0, "[init_process_group] the timeout must be positive");
   // A peer that went away must show as an error, not kill this process.
   struct sigaction sa {};
-  if (sigaction(SIGPIPE, nullptr, &sa) == 0 && sa.sa_handler == SIG_DFL) std::signal(SIGPIPE, SIG_IGN);
+  if (sigaction(SIGPIPE, nullptr, &sa) == 0 && sa.sa_handler == SIG_DFL)
+    std::signal(SIGPIPE, SIG_IGN);
   bool check = o.check_calls;
   if (env("BACKPLANE_DIST_CHECK") == "0") check = false;
 
@@ -155,9 +163,11 @@ std::shared_ptr<ProcessGroup> new_process_group(const GroupOptions& o) {
     std::vector<char> all(static_cast<std::size_t>(size));
     host->all_gather(&mine, all.data(), 1, 0xFFFFFFFFu, o.timeout);
     for (int q = 0; q < size; ++q)
-      BP_CHECK(all[static_cast<std::size_t>(q)] == mine, "[init_process_group] the ranks disagree on "
-               "checking calls: rank ", rank, " has check_calls ", check ? "on" : "off", ", rank ", q,
-               " has it ", mine ? "off" : "on", " (BACKPLANE_DIST_CHECK and GroupOptions must agree)");
+      BP_CHECK(all[static_cast<std::size_t>(q)] == mine,
+               "[init_process_group] the ranks disagree on "
+               "checking calls: rank ",
+               rank, " has check_calls ", check ? "on" : "off", ", rank ", q, " has it ",
+               mine ? "off" : "on", " (BACKPLANE_DIST_CHECK and GroupOptions must agree)");
   }
   std::unique_ptr<detail::Engine> engine, control;
   if (o.backend == "nccl") {
@@ -175,7 +185,8 @@ std::shared_ptr<ProcessGroup> new_process_group(const GroupOptions& o) {
 
 void init_process_group(const GroupOptions& o) {
   std::lock_guard lock(default_mu);
-  BP_CHECK(!default_pg, "[init_process_group] the default group is already initialised "
+  BP_CHECK(!default_pg,
+           "[init_process_group] the default group is already initialised "
            "(destroy_process_group() first)");
   default_pg = new_process_group(o);
 }
@@ -187,7 +198,8 @@ bool is_initialized() {
 
 ProcessGroup& default_group() {
   std::lock_guard lock(default_mu);
-  BP_CHECK(default_pg, "[distributed] the default process group is not initialised: call "
+  BP_CHECK(default_pg,
+           "[distributed] the default process group is not initialised: call "
            "bp::distributed::init_process_group() first");
   return *default_pg;
 }
@@ -203,8 +215,12 @@ void destroy_process_group() {
 int get_rank() { return default_group().rank(); }
 int get_world_size() { return default_group().size(); }
 
-Work all_reduce(const Tensor& t, ReduceOp op, CallOptions o) { return default_group().all_reduce(t, op, o); }
-Work broadcast(const Tensor& t, int src, CallOptions o) { return default_group().broadcast(t, src, o); }
+Work all_reduce(const Tensor& t, ReduceOp op, CallOptions o) {
+  return default_group().all_reduce(t, op, o);
+}
+Work broadcast(const Tensor& t, int src, CallOptions o) {
+  return default_group().broadcast(t, src, o);
+}
 Work all_gather(const std::vector<Tensor>& outs, const Tensor& in, CallOptions o) {
   return default_group().all_gather(outs, in, o);
 }
@@ -218,7 +234,11 @@ Work reduce_scatter_tensor(const Tensor& out, const Tensor& in, ReduceOp op, Cal
   return default_group().reduce_scatter_tensor(out, in, op, o);
 }
 Work barrier(CallOptions o) { return default_group().barrier(o); }
-Work send(const Tensor& t, int dst, int tag, CallOptions o) { return default_group().send(t, dst, tag, o); }
-Work recv(const Tensor& t, int src, int tag, CallOptions o) { return default_group().recv(t, src, tag, o); }
+Work send(const Tensor& t, int dst, int tag, CallOptions o) {
+  return default_group().send(t, dst, tag, o);
+}
+Work recv(const Tensor& t, int src, int tag, CallOptions o) {
+  return default_group().recv(t, src, tag, o);
+}
 
 }  // namespace bp::distributed

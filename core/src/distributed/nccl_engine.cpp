@@ -3,17 +3,16 @@
 // there is an error naming where it looked). NCCL and the CUDA runtime are
 // opened with dlopen; the few types used are declared here as nccl.h and
 // cuda_runtime_api.h define them (stable C ABIs).
-#include "engine.h"
-
+#include <dlfcn.h>
 #include <gloo/rendezvous/store.h>
 
-#include <dlfcn.h>
-
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <atomic>
 #include <mutex>
 #include <thread>
+
+#include "engine.h"
 
 namespace bp::distributed::detail {
 
@@ -27,8 +26,16 @@ struct ncclUniqueId {
   char internal[128];
 };
 enum : int { ncclSuccess = 0, ncclInProgress = 7 };
-enum : int { ncclInt8 = 0, ncclUint8 = 1, ncclInt32 = 2, ncclInt64 = 4, ncclFloat16 = 6,
-             ncclFloat32 = 7, ncclFloat64 = 8, ncclBfloat16 = 9 };
+enum : int {
+  ncclInt8 = 0,
+  ncclUint8 = 1,
+  ncclInt32 = 2,
+  ncclInt64 = 4,
+  ncclFloat16 = 6,
+  ncclFloat32 = 7,
+  ncclFloat64 = 8,
+  ncclBfloat16 = 9
+};
 enum : int { ncclSum = 0, ncclProd = 1, ncclMax = 2, ncclMin = 3, ncclAvg = 4 };
 // cuda_runtime_api.h
 using cudaStream_t = void*;
@@ -130,22 +137,29 @@ const Api& api() {
   return a;
 }
 
-std::string version_text(int v) {
-  return concat(v / 10000, '.', (v / 100) % 100, '.', v % 100);
-}
+std::string version_text(int v) { return concat(v / 10000, '.', (v / 100) % 100, '.', v % 100); }
 
 int nccl_dtype(DType d) {
   switch (d) {
     case DType::Bool:
-    case DType::UInt8: return ncclUint8;
-    case DType::Int8: return ncclInt8;
-    case DType::Int32: return ncclInt32;
-    case DType::Int64: return ncclInt64;
-    case DType::Float16: return ncclFloat16;
-    case DType::BFloat16: return ncclBfloat16;
-    case DType::Float32: return ncclFloat32;
-    case DType::Float64: return ncclFloat64;
-    case DType::Int16: break;
+    case DType::UInt8:
+      return ncclUint8;
+    case DType::Int8:
+      return ncclInt8;
+    case DType::Int32:
+      return ncclInt32;
+    case DType::Int64:
+      return ncclInt64;
+    case DType::Float16:
+      return ncclFloat16;
+    case DType::BFloat16:
+      return ncclBfloat16;
+    case DType::Float32:
+      return ncclFloat32;
+    case DType::Float64:
+      return ncclFloat64;
+    case DType::Int16:
+      break;
   }
   throw TypeError(concat("[distributed] NCCL has no ", name(d), " (PyTorch refuses it too)"));
 }
@@ -157,8 +171,10 @@ class NcclEngine final : public Engine {
   ~NcclEngine() override {
     const Api& a = api();
     a.cudaSetDevice(device_);
-    if (aborted_) a.ncclCommAbort(comm_);
-    else a.ncclCommDestroy(comm_);
+    if (aborted_)
+      a.ncclCommAbort(comm_);
+    else
+      a.ncclCommDestroy(comm_);
     a.cudaStreamDestroy(stream_);
   }
   bool device_memory() const override { return true; }
@@ -176,39 +192,42 @@ class NcclEngine final : public Engine {
                   Milliseconds timeout) override {
     if (count == 0) return;
     const Api& a = api();
-    int nop = op == ReduceOp::Sum ? ncclSum : op == ReduceOp::Product ? ncclProd
-            : op == ReduceOp::Min ? ncclMin : op == ReduceOp::Max ? ncclMax : ncclAvg;
-    if (dtype == DType::Bool) nop = (op == ReduceOp::Sum || op == ReduceOp::Max) ? ncclMax : ncclMin;
+    int nop = op == ReduceOp::Sum       ? ncclSum
+              : op == ReduceOp::Product ? ncclProd
+              : op == ReduceOp::Min     ? ncclMin
+              : op == ReduceOp::Max     ? ncclMax
+                                        : ncclAvg;
+    if (dtype == DType::Bool)
+      nop = (op == ReduceOp::Sum || op == ReduceOp::Max) ? ncclMax : ncclMin;
     if (nop == ncclAvg && a.version < 21000)
-      throw NotImplementedError(concat("[distributed] avg needs NCCL 2.10 or later; this is ",
-                                       version_text(a.version)));
-    run("allreduce", timeout, [&] {
-      return a.ncclAllReduce(buf, buf, count, nccl_dtype(dtype), nop, comm_, stream_);
-    });
+      throw NotImplementedError(
+          concat("[distributed] avg needs NCCL 2.10 or later; this is ", version_text(a.version)));
+    run("allreduce", timeout,
+        [&] { return a.ncclAllReduce(buf, buf, count, nccl_dtype(dtype), nop, comm_, stream_); });
   }
   void broadcast(void* buf, std::size_t nbytes, int root, uint32_t, Milliseconds timeout) override {
     if (nbytes == 0) return;
-    run("broadcast", timeout, [&] {
-      return api().ncclBroadcast(buf, buf, nbytes, ncclUint8, root, comm_, stream_);
-    });
+    run("broadcast", timeout,
+        [&] { return api().ncclBroadcast(buf, buf, nbytes, ncclUint8, root, comm_, stream_); });
   }
   void all_gather(const void* in, void* out, std::size_t nbytes, uint32_t,
                   Milliseconds timeout) override {
     if (nbytes == 0) return;
-    run("allgather", timeout, [&] {
-      return api().ncclAllGather(in, out, nbytes, ncclUint8, comm_, stream_);
-    });
+    run("allgather", timeout,
+        [&] { return api().ncclAllGather(in, out, nbytes, ncclUint8, comm_, stream_); });
   }
   void barrier(uint32_t, Milliseconds) override {
     throw InternalError("[distributed] the nccl engine's barrier runs on the host engine");
   }
   void send(const void* buf, std::size_t nbytes, int dst, uint64_t, Milliseconds timeout) override {
     if (nbytes == 0) return;
-    run("send", timeout, [&] { return api().ncclSend(buf, nbytes, ncclUint8, dst, comm_, stream_); });
+    run("send", timeout,
+        [&] { return api().ncclSend(buf, nbytes, ncclUint8, dst, comm_, stream_); });
   }
   void recv(void* buf, std::size_t nbytes, int src, uint64_t, Milliseconds timeout) override {
     if (nbytes == 0) return;
-    run("recv", timeout, [&] { return api().ncclRecv(buf, nbytes, ncclUint8, src, comm_, stream_); });
+    run("recv", timeout,
+        [&] { return api().ncclRecv(buf, nbytes, ncclUint8, src, comm_, stream_); });
   }
 
  private:
@@ -236,8 +255,9 @@ class NcclEngine final : public Engine {
       }
       if (Clock::now() > deadline) {
         abort();
-        throw CommError(concat("timed out after ", timeout.count(), " ms waiting for the other ranks (",
-                               "NCCL's ", what, "; the communicator was aborted)"));
+        throw CommError(concat("timed out after ", timeout.count(),
+                               " ms waiting for the other ranks (", "NCCL's ", what,
+                               "; the communicator was aborted)"));
       }
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
@@ -255,17 +275,20 @@ int nccl_device_for(int rank) {
   const Api& a = api();
   int count = 0;
   if (int r = a.cudaGetDeviceCount(&count); r != cudaSuccess || count == 0)
-    throw DistributedError(concat("[distributed] the nccl backend needs a CUDA device; the CUDA "
-                                  "runtime sees none (", r != cudaSuccess ? a.cudaGetErrorString(r)
-                                                                           : "0 devices",
-                                  "). NCCL ", version_text(a.version), " is at ", a.nccl_path));
+    throw DistributedError(
+        concat("[distributed] the nccl backend needs a CUDA device; the CUDA "
+               "runtime sees none (",
+               r != cudaSuccess ? a.cudaGetErrorString(r) : "0 devices", "). NCCL ",
+               version_text(a.version), " is at ", a.nccl_path));
   const char* local = std::getenv("LOCAL_RANK");
   int which = rank;
   if (local && *local) {
     char* end = nullptr;
     const long v = std::strtol(local, &end, 10);
-    BP_CHECK(*end == '\0' && v >= 0 && v < (1 << 20), "[distributed] LOCAL_RANK must be a "
-             "non-negative integer, not '", local, "'");
+    BP_CHECK(*end == '\0' && v >= 0 && v < (1 << 20),
+             "[distributed] LOCAL_RANK must be a "
+             "non-negative integer, not '",
+             local, "'");
     which = static_cast<int>(v);
   }
   return which % count;
@@ -277,7 +300,8 @@ std::unique_ptr<Engine> make_nccl_engine(const std::shared_ptr<gloo::rendezvous:
   ncclUniqueId id{};
   if (rank == 0) {
     if (int r = a.ncclGetUniqueId(&id); r != ncclSuccess)
-      throw DistributedError(concat("[distributed] ncclGetUniqueId failed: ", a.ncclGetErrorString(r)));
+      throw DistributedError(
+          concat("[distributed] ncclGetUniqueId failed: ", a.ncclGetErrorString(r)));
     store->set("nccl_unique_id", std::vector<char>(id.internal, id.internal + sizeof id.internal));
   } else {
     store->wait({"nccl_unique_id"}, timeout);
@@ -287,7 +311,8 @@ std::unique_ptr<Engine> make_nccl_engine(const std::shared_ptr<gloo::rendezvous:
     std::memcpy(id.internal, v.data(), v.size());
   }
   if (int r = a.cudaSetDevice(device); r != cudaSuccess)
-    throw DistributedError(concat("[distributed] cudaSetDevice(", device, "): ", a.cudaGetErrorString(r)));
+    throw DistributedError(
+        concat("[distributed] cudaSetDevice(", device, "): ", a.cudaGetErrorString(r)));
   ncclComm_t comm = nullptr;
   if (int r = a.ncclCommInitRank(&comm, size, id, rank); r != ncclSuccess)
     throw DistributedError(concat("[distributed] ncclCommInitRank (rank ", rank, " of ", size,

@@ -1,8 +1,8 @@
 // Work handles and the group's thread: calls run one at a time, in the order
 // they were made, each after the ranks' fingerprints agree.
-#include "group.h"
-
 #include <cstring>
+
+#include "group.h"
 
 namespace bp::distributed {
 
@@ -46,7 +46,8 @@ std::exception_ptr Work::exception() const { return state_->error(); }
 void Work::wait(std::optional<Milliseconds> timeout) const {
   if (!state_->wait(timeout))
     throw DistributedError(concat("[distributed] Work::wait: the call did not finish within ",
-                                  timeout->count(), " ms (it goes on, bounded by the group's "
+                                  timeout->count(),
+                                  " ms (it goes on, bounded by the group's "
                                   "timeout)"));
   if (auto e = state_->error()) std::rethrow_exception(e);
 }
@@ -56,8 +57,15 @@ void Work::wait(std::optional<Milliseconds> timeout) const {
 ProcessGroup::Impl::Impl(std::unique_ptr<detail::Engine> e, std::unique_ptr<detail::Engine> c,
                          std::shared_ptr<gloo::rendezvous::Store> store, int r, int n,
                          std::string b, Milliseconds t, bool check)
-    : rank(r), size(n), backend(std::move(b)), timeout(t), check_calls(check),
-      engine(std::move(e)), control_engine(std::move(c)), sent(n), received(n),
+    : rank(r),
+      size(n),
+      backend(std::move(b)),
+      timeout(t),
+      check_calls(check),
+      engine(std::move(e)),
+      control_engine(std::move(c)),
+      sent(n),
+      received(n),
       store_(std::move(store)) {
   thread_ = std::thread([this] { loop(); });
 }
@@ -98,8 +106,8 @@ Work ProcessGroup::Impl::submit(Fingerprint fp, const CallOptions& o,
   const auto kind = static_cast<CallKind>(fp.kind);
   const bool p2p = is_p2p(kind);
   try {
-    BP_CHECK(t.timeout.count() > 0, "[", detail::call_name(kind), "] the timeout must be positive, not ",
-             t.timeout.count(), " ms");
+    BP_CHECK(t.timeout.count() > 0, "[", detail::call_name(kind),
+             "] the timeout must be positive, not ", t.timeout.count(), " ms");
     t.body = make(fp);
   } catch (...) {
     t.refused = std::current_exception();
@@ -127,9 +135,12 @@ Work ProcessGroup::Impl::submit(Fingerprint fp, const CallOptions& o,
   }
   {
     std::lock_guard lock(mu_);
-    if (kind == CallKind::Send) fp.seq = sent[static_cast<std::size_t>(fp.root)]++;
-    else if (kind == CallKind::Recv) fp.seq = received[static_cast<std::size_t>(fp.root)]++;
-    else fp.seq = seq_++;
+    if (kind == CallKind::Send)
+      fp.seq = sent[static_cast<std::size_t>(fp.root)]++;
+    else if (kind == CallKind::Recv)
+      fp.seq = received[static_cast<std::size_t>(fp.root)]++;
+    else
+      fp.seq = seq_++;
     t.fp = fp;
     if (p2p && engine->concurrent_p2p()) {
       // Point-to-point calls run on threads of their own: a send waits for
@@ -181,9 +192,10 @@ void ProcessGroup::Impl::execute(Task& t) {
     }
     broken = true;
     engine->abort();  // an NCCL communicator with a lost peer cannot be destroyed cleanly
-    t.state->finish(std::make_exception_ptr(DistributedError(concat(
-        "[distributed] ", reason, " (a rank stopped or is late; the group cannot be used any "
-        "more)"))));
+    t.state->finish(std::make_exception_ptr(
+        DistributedError(concat("[distributed] ", reason,
+                                " (a rank stopped or is late; the group cannot be used any "
+                                "more)"))));
   } catch (...) {
     t.state->finish(std::current_exception());
   }

@@ -1,19 +1,18 @@
 // Rendezvous stores: where the ranks leave their addresses for each other.
 // Gloo ships file and hash stores; env:// and tcp:// need one over TCP,
 // served by rank 0 (as PyTorch's TCPStore is).
-#include "engine.h"
-
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/rendezvous/store.h>
 
-#include <boost/asio.hpp>
-
 #include <array>
+#include <boost/asio.hpp>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <map>
 #include <thread>
+
+#include "engine.h"
 
 namespace bp::distributed::detail {
 
@@ -94,7 +93,8 @@ class Server {
         if (self->h.key_len > kMaxBytes || self->h.value_len > kMaxBytes) return;  // drop it
         self->key.resize(self->h.key_len);
         self->value.resize(self->h.value_len);
-        std::array<asio::mutable_buffer, 2> bufs{asio::buffer(self->key), asio::buffer(self->value)};
+        std::array<asio::mutable_buffer, 2> bufs{asio::buffer(self->key),
+                                                 asio::buffer(self->value)};
         asio::async_read(self->socket, bufs, [self](auto ec2, std::size_t) {
           if (!ec2) self->server.handle(self);
         });
@@ -138,8 +138,10 @@ class Server {
       s->send_reply();
     } else if (s->h.op == kGet) {
       auto it = data_.find(s->key);
-      if (it != data_.end()) answer_get(s, it->second);
-      else waiters_[s->key].push_back(s);  // answered by the set
+      if (it != data_.end())
+        answer_get(s, it->second);
+      else
+        waiters_[s->key].push_back(s);  // answered by the set
     }
   }
 
@@ -163,7 +165,8 @@ class TcpStore final : public gloo::rendezvous::Store {
     const auto deadline = Clock::now() + timeout_;
     request(kSet, key, data, deadline, timeout_);
     char ack = 0;
-    run(deadline, timeout_, "store a key", [&](auto done) { asio::async_read(socket_, asio::buffer(&ack, 1), done); });
+    run(deadline, timeout_, "store a key",
+        [&](auto done) { asio::async_read(socket_, asio::buffer(&ack, 1), done); });
   }
 
   std::vector<char> get(const std::string& key) override { return get(key, timeout_); }
@@ -182,7 +185,8 @@ class TcpStore final : public gloo::rendezvous::Store {
     run(deadline, timeout, concat("get key '", key, "'"),
         [&](auto done) { asio::async_read(socket_, asio::buffer(&n, 4), done); });
     std::vector<char> v(n);
-    run(deadline, timeout, "read a value", [&](auto done) { asio::async_read(socket_, asio::buffer(v), done); });
+    run(deadline, timeout, "read a value",
+        [&](auto done) { asio::async_read(socket_, asio::buffer(v), done); });
     return v;
   }
 
@@ -194,16 +198,19 @@ class TcpStore final : public gloo::rendezvous::Store {
     head[0] = static_cast<char>(op);
     std::memcpy(&head[1], &kl, 4);
     std::memcpy(&head[5], &vl, 4);
-    std::array<asio::const_buffer, 3> bufs{asio::buffer(head), asio::buffer(key), asio::buffer(value)};
-    run(deadline, timeout, "send a request", [&](auto done) { asio::async_write(socket_, bufs, done); });
+    std::array<asio::const_buffer, 3> bufs{asio::buffer(head), asio::buffer(key),
+                                           asio::buffer(value)};
+    run(deadline, timeout, "send a request",
+        [&](auto done) { asio::async_write(socket_, bufs, done); });
   }
 
   // Runs one asynchronous operation to its end or the deadline.
   template <class Start>
-  void run(Clock::time_point deadline, Milliseconds timeout, const std::string& what, Start&& start) {
+  void run(Clock::time_point deadline, Milliseconds timeout, const std::string& what,
+           Start&& start) {
     if (!socket_.is_open())
-      throw DistributedError(concat("[distributed] the rendezvous store at ", host_, ':', port_,
-                                    " was lost earlier"));
+      throw DistributedError(
+          concat("[distributed] the rendezvous store at ", host_, ':', port_, " was lost earlier"));
     boost::system::error_code result = asio::error::would_block;
     io_.restart();
     start([&](const boost::system::error_code& ec, std::size_t) { result = ec; });
@@ -260,7 +267,8 @@ class TcpStore final : public gloo::rendezvous::Store {
 // Gloo's file store, with the group's timeout on every wait.
 class FileStore final : public gloo::rendezvous::Store {
  public:
-  FileStore(const std::string& dir, Milliseconds timeout) : dir_(dir), store_(dir), timeout_(timeout) {}
+  FileStore(const std::string& dir, Milliseconds timeout)
+      : dir_(dir), store_(dir), timeout_(timeout) {}
   void set(const std::string& key, const std::vector<char>& data) override {
     try {
       store_.set(key, data);
@@ -301,8 +309,8 @@ std::shared_ptr<gloo::rendezvous::Store> make_file_store(const std::string& dir,
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec)
-    throw DistributedError(concat("[distributed] cannot make the rendezvous directory ", dir, ": ",
-                                  ec.message()));
+    throw DistributedError(
+        concat("[distributed] cannot make the rendezvous directory ", dir, ": ", ec.message()));
   return std::make_shared<FileStore>(dir, timeout);
 }
 

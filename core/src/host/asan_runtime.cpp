@@ -95,9 +95,7 @@ std::optional<AsanRuntime> asan_runtime_needed(const std::string& plugin_path) {
   return rt;
 }
 
-bool asan_runtime_loaded() {
-  return ::dlsym(RTLD_DEFAULT, "__asan_init") != nullptr;
-}
+bool asan_runtime_loaded() { return ::dlsym(RTLD_DEFAULT, "__asan_init") != nullptr; }
 
 std::string asan_environment(const AsanRuntime& runtime) {
   return "LD_PRELOAD=" +

@@ -70,9 +70,7 @@ void set_poison(int backend_id, int byte) {
   for (const auto& p : detail::g_poison) any = any || p.load(std::memory_order_relaxed) != 0;
   detail::g_any_poison.store(any, std::memory_order_relaxed);
 }
-int poison(int backend_id) {
-  return detail::poison_for(backend_id);
-}
+int poison(int backend_id) { return detail::poison_for(backend_id); }
 
 std::vector<GuardViolation> take_guard_violations() {
   std::lock_guard lock(g_mu);
@@ -82,17 +80,19 @@ std::vector<GuardViolation> take_guard_violations() {
 }
 
 std::string describe(const GuardViolation& v) {
-  std::string out = "an allocation of " + std::to_string(v.size) + " bytes on " + v.backend + " had ";
+  std::string out =
+      "an allocation of " + std::to_string(v.size) + " bytes on " + v.backend + " had ";
   if (v.changed)
     out += std::to_string(v.changed) + " byte(s) after its end overwritten (the first at +" +
            std::to_string(v.first) + ")";
   if (v.changed && v.changed_before) out += " and ";
   if (v.changed_before)
-    out += std::to_string(v.changed_before) + " byte(s) before its start overwritten (the nearest at -" +
+    out += std::to_string(v.changed_before) +
+           " byte(s) before its start overwritten (the nearest at -" +
            std::to_string(v.nearest_before) + ")";
   return out + (v.changed && !v.changed_before ? ": a kernel wrote past the end of its output"
-                : !v.changed                  ? ": a kernel wrote before the start of its output"
-                                              : ": a kernel wrote outside its output");
+                : !v.changed                   ? ": a kernel wrote before the start of its output"
+                                               : ": a kernel wrote outside its output");
 }
 
 }  // namespace debug

@@ -21,9 +21,7 @@ KernelRecording::KernelRecording() : outer_(detail::t_kernel_recording) {
   detail::t_kernel_recording = this;
 }
 
-KernelRecording::~KernelRecording() {
-  detail::t_kernel_recording = outer_;
-}
+KernelRecording::~KernelRecording() { detail::t_kernel_recording = outer_; }
 
 void KernelRecording::note(int backend, int op, int dtype) noexcept {
   // Builtin ops only: a named op's call carries no name to report.
@@ -53,23 +51,27 @@ std::vector<ReachedKernel> KernelRecording::kernels() const {
   std::vector<ReachedKernel> out;
   out.reserve(entries_.size());
   for (const Entry& e : entries_)
-    out.push_back({e.backend_name, e.named.empty() ? std::string(op_name(static_cast<Op>(e.op))) : e.named,
+    out.push_back({e.backend_name,
+                   e.named.empty() ? std::string(op_name(static_cast<Op>(e.op))) : e.named,
                    std::string(name(static_cast<DType>(e.dtype)))});
   return out;
 }
 
-void call_kernel_directly(Op op, const std::vector<Tensor>& inputs, const Tensor& out, int64_t calls) {
+void call_kernel_directly(Op op, const std::vector<Tensor>& inputs, const Tensor& out,
+                          int64_t calls) {
   const Device device = out.device();
   const IntrusivePtr<Backend> backend = PluginLoader::instance().acquire(device.backend);
   BP_CHECK(backend, "[debug] the output's backend is not loaded");
   const KernelEntry& k = KernelRegistry::instance().lookup(op, device.backend, out.dtype());
   if (!k.fn)
-    throw NotImplementedError("[debug] backend '" + backend->name() + "' has no " + std::string(op_name(op)) +
-                              " kernel for " + std::string(name(out.dtype())));
+    throw NotImplementedError("[debug] backend '" + backend->name() + "' has no " +
+                              std::string(op_name(op)) + " kernel for " +
+                              std::string(name(out.dtype())));
   std::vector<bp_tensor> in;
   for (const Tensor& t : inputs) {
-    BP_CHECK(t.device() == device && t.dtype() == out.dtype() && t.sizes().equals(out.sizes()),
-             "[debug::call_kernel_directly] every input must have the output's device, dtype and shape");
+    BP_CHECK(
+        t.device() == device && t.dtype() == out.dtype() && t.sizes().equals(out.sizes()),
+        "[debug::call_kernel_directly] every input must have the output's device, dtype and shape");
     in.push_back(detail::abi_descriptor(t, backend->dl_device_type()));
   }
   const bp_tensor o = detail::abi_descriptor(out, backend->dl_device_type());
@@ -79,9 +81,11 @@ void call_kernel_directly(Op op, const std::vector<Tensor>& inputs, const Tensor
                                                 std::span<const bp_tensor>(&o, 1), attrs);
   detail::ErrorBuffer err;
   for (int64_t i = 0; i < calls; ++i)
-    if (const bp_status st = detail::call_plugin_kernel(k.fn, k.ctx, call, err.get(), device.backend);
+    if (const bp_status st =
+            detail::call_plugin_kernel(k.fn, k.ctx, call, err.get(), device.backend);
         st != BP_STATUS_OK)
-      detail::raise_status(st, op_name(op), backend->name(), err.message("(the kernel gave no message)"));
+      detail::raise_status(st, op_name(op), backend->name(),
+                           err.message("(the kernel gave no message)"));
 }
 
 }  // namespace debug

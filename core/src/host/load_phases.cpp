@@ -32,17 +32,20 @@ struct RequiredEntry {
   const char* name;
   bool (*missing)(const bp_plugin&);
 };
-#define BP_REQUIRED_ENTRY_(field) {#field, [](const bp_plugin& p) { return p.field == nullptr; }}
+#define BP_REQUIRED_ENTRY_(field)                                 \
+  {                                                               \
+#field, [](const bp_plugin& p) { return p.field == nullptr; } \
+  }
 constexpr RequiredEntry kRequiredEntries[] = {
-    BP_REQUIRED_ENTRY_(device_count),      BP_REQUIRED_ENTRY_(device_props),
-    BP_REQUIRED_ENTRY_(register_kernels),  BP_REQUIRED_ENTRY_(allocate),
-    BP_REQUIRED_ENTRY_(deallocate),        BP_REQUIRED_ENTRY_(copy_from_host),
-    BP_REQUIRED_ENTRY_(copy_to_host),      BP_REQUIRED_ENTRY_(copy_on_device),
-    BP_REQUIRED_ENTRY_(memset),            BP_REQUIRED_ENTRY_(stream_create),
-    BP_REQUIRED_ENTRY_(stream_destroy),    BP_REQUIRED_ENTRY_(stream_synchronize),
-    BP_REQUIRED_ENTRY_(event_create),      BP_REQUIRED_ENTRY_(event_destroy),
-    BP_REQUIRED_ENTRY_(event_record),      BP_REQUIRED_ENTRY_(stream_wait_event),
-    BP_REQUIRED_ENTRY_(event_query),       BP_REQUIRED_ENTRY_(event_synchronize),
+    BP_REQUIRED_ENTRY_(device_count),     BP_REQUIRED_ENTRY_(device_props),
+    BP_REQUIRED_ENTRY_(register_kernels), BP_REQUIRED_ENTRY_(allocate),
+    BP_REQUIRED_ENTRY_(deallocate),       BP_REQUIRED_ENTRY_(copy_from_host),
+    BP_REQUIRED_ENTRY_(copy_to_host),     BP_REQUIRED_ENTRY_(copy_on_device),
+    BP_REQUIRED_ENTRY_(memset),           BP_REQUIRED_ENTRY_(stream_create),
+    BP_REQUIRED_ENTRY_(stream_destroy),   BP_REQUIRED_ENTRY_(stream_synchronize),
+    BP_REQUIRED_ENTRY_(event_create),     BP_REQUIRED_ENTRY_(event_destroy),
+    BP_REQUIRED_ENTRY_(event_record),     BP_REQUIRED_ENTRY_(stream_wait_event),
+    BP_REQUIRED_ENTRY_(event_query),      BP_REQUIRED_ENTRY_(event_synchronize),
     BP_REQUIRED_ENTRY_(synchronize),
 };
 #undef BP_REQUIRED_ENTRY_
@@ -175,7 +178,8 @@ PluginFacts validate_plugin(const bp_plugin* api, const std::string& path,
                             const BackendOptions& options) {
   for (const RequiredEntry& e : kRequiredEntries)
     if (e.missing(*api))
-      throw destroy_and_refuse(api, path, std::string("required function '") + e.name + "' is NULL");
+      throw destroy_and_refuse(api, path,
+                               std::string("required function '") + e.name + "' is NULL");
   PluginFacts facts;
   if (const std::string why = read_facts(api, facts); !why.empty())
     throw destroy_and_refuse(api, path, why);
@@ -187,9 +191,9 @@ PluginFacts validate_plugin(const bp_plugin* api, const std::string& path,
       throw destroy_and_refuse(
           api, path,
           "it takes no option '" + key + "' (--backend-option " + key + "=" + value + "); " +
-              (takes.empty() ? std::string("it takes none")
-                             : "it takes: " + takes +
-                                   " ('backplane devices --verbose' describes them)"));
+              (takes.empty()
+                   ? std::string("it takes none")
+                   : "it takes: " + takes + " ('backplane devices --verbose' describes them)"));
     }
   return facts;
 }

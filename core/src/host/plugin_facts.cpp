@@ -113,5 +113,4 @@ std::string read_facts(const bp_plugin* api, PluginFacts& facts) {
   return "";
 }
 
-
 }  // namespace bp::detail

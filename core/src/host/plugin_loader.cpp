@@ -27,9 +27,7 @@ namespace fs = std::filesystem;
 
 namespace bp {
 
-bool Backend::made_from(const Library& lib) const {
-  return lib_->lib.native() == lib.lib.native();
-}
+bool Backend::made_from(const Library& lib) const { return lib_->lib.native() == lib.lib.native(); }
 
 void forget_default_backend();  // device_spec.cpp: the default's id after an unload
 
@@ -112,8 +110,9 @@ bp_status register_named_kernel_c(void* ctx, const bp_named_kernel_registration*
         // every newer plugin unloadable here).
         if (st.abi_minor > BP_ABI_MINOR && std::string_view(r.name).starts_with("core::")) {
           const auto& known = overridable_composites();
-          if (std::none_of(known.begin(), known.end(),
-                           [&](const CompositeOverride& c) { return r.name == std::string_view(c.name); }))
+          if (std::none_of(known.begin(), known.end(), [&](const CompositeOverride& c) {
+                return r.name == std::string_view(c.name);
+              }))
             return;
         }
         detail::register_named_kernel(st.backend, st.plugin_name, r, std::move(o));
@@ -274,9 +273,8 @@ void PluginLoader::probe_first(const std::string& path, const BackendOptions& op
   if (!probe.passed) throw PluginError(path, probe.verdict, probe.reason);
 }
 
-Backend& PluginLoader::register_backend(std::unique_ptr<Backend::Library> lib,
-                                        const bp_plugin* api, const std::string& path,
-                                        PluginFacts facts, bool by_path) {
+Backend& PluginLoader::register_backend(std::unique_ptr<Backend::Library> lib, const bp_plugin* api,
+                                        const std::string& path, PluginFacts facts, bool by_path) {
   const std::string name = facts.name;
   // Another file of the same name (a second build of one plugin) loads only
   // when it is asked for by path; its label tells the two apart.

@@ -231,9 +231,7 @@ ProbeResult judge(const ChildOutcome& child, double timeout_s) {
 
 }  // namespace
 
-void set_load_phase_hook(PhaseHook hook) {
-  g_phase_hook.store(hook);
-}
+void set_load_phase_hook(PhaseHook hook) { g_phase_hook.store(hook); }
 
 void load_phase(const char* phase) {
   if (PhaseHook h = g_phase_hook.load(std::memory_order_relaxed)) h(phase);
@@ -258,7 +256,8 @@ ProbeResult probe_plugin(const std::string& path, const BackendOptions& options,
   }
   const double timeout_s = probe_timeout_s();
   std::vector<std::string> command = {helper, "--result-fd", "3"};
-  for (const auto& [key, value] : options) command.insert(command.end(), {"--option", key + "=" + value});
+  for (const auto& [key, value] : options)
+    command.insert(command.end(), {"--option", key + "=" + value});
   command.push_back(path);
   const ChildOutcome child = run_child(command, timeout_s, 3, {"BACKPLANE_PROBE=off"});
   if (!child.started) {

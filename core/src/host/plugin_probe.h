@@ -7,7 +7,6 @@
 #include <backplane/error.h>
 
 #include <exception>
-
 #include <string>
 
 namespace bp::detail {

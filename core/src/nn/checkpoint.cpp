@@ -6,9 +6,9 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <cstdio>
 #include <map>
 #include <string_view>
 #include <vector>
@@ -21,7 +21,9 @@ constexpr std::string_view kModel = "model.";
 constexpr std::string_view kState = "optimizer.state.";
 constexpr std::string_view kGroups = "optimizer.param_groups";
 
-bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+bool starts_with(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
 
 std::string number_text(double v) {
   char buf[40];
@@ -45,8 +47,8 @@ double parse_number(const std::string& path, const std::string& key, const std::
 // The ranges an optimiser's numbers can take: a learning rate is not
 // negative (a schedule may end at 0), a step count a whole number from 0 to
 // 2^53.
-void check_option(const std::string& path, const std::string& key, const std::string& name, double v,
-                  const std::string& text) {
+void check_option(const std::string& path, const std::string& key, const std::string& name,
+                  double v, const std::string& text) {
   if (name == "lr" && !(v >= 0))
     bad(path, "metadata '" + key + "' is '" + text + "'; a learning rate is not negative");
   if (name == "step" && !(v >= 0 && v <= 9007199254740992.0 && v == std::floor(v)))
@@ -65,17 +67,19 @@ int64_t parse_index(const std::string& path, const std::string& key, std::string
 std::pair<int64_t, std::string> index_and_name(const std::string& path, const std::string& key,
                                                std::string_view rest) {
   const auto dot = rest.find('.');
-  if (dot == std::string_view::npos || dot + 1 == rest.size()) bad(path, "'" + key + "' has no <index>.<name>");
+  if (dot == std::string_view::npos || dot + 1 == rest.size())
+    bad(path, "'" + key + "' has no <index>.<name>");
   return {parse_index(path, key, rest.substr(0, dot)), std::string(rest.substr(dot + 1))};
 }
 
 }  // namespace
 
-void save_checkpoint(const std::string& path, const Module& model, const optim::Optimizer* optimizer,
-                     const safetensors::Metadata& metadata) {
+void save_checkpoint(const std::string& path, const Module& model,
+                     const optim::Optimizer* optimizer, const safetensors::Metadata& metadata) {
   safetensors::Metadata meta;
   for (const auto& [key, value] : metadata) {
-    BP_CHECK(key != "optimizer" && !starts_with(key, "optimizer."), "[save_checkpoint] metadata key '", key,
+    BP_CHECK(key != "optimizer" && !starts_with(key, "optimizer."),
+             "[save_checkpoint] metadata key '", key,
              "' is kept for the optimiser's state; use another name");
     meta[key] = value;
   }
@@ -87,7 +91,8 @@ void save_checkpoint(const std::string& path, const Module& model, const optim::
     meta[std::string(kGroups)] = std::to_string(state.param_groups.size());
     for (std::size_t g = 0; g < state.param_groups.size(); ++g) {
       const std::string prefix = std::string(kGroups) + "." + std::to_string(g) + ".";
-      for (const auto& [option, value] : state.param_groups[g].options) meta[prefix + option] = number_text(value);
+      for (const auto& [option, value] : state.param_groups[g].options)
+        meta[prefix + option] = number_text(value);
       std::string params;
       for (int64_t i : state.param_groups[g].params) {
         if (!params.empty()) params += ',';
@@ -121,7 +126,8 @@ Checkpoint read_checkpoint(const std::string& path, std::optional<Device> device
     } else if (key == kGroups) {
       // the count, checked below
     } else if (starts_with(key, std::string(kGroups) + ".")) {
-      auto [g, option] = index_and_name(path, key, std::string_view(key).substr(kGroups.size() + 1));
+      auto [g, option] =
+          index_and_name(path, key, std::string_view(key).substr(kGroups.size() + 1));
       groups[g][option] = value;
     } else if (starts_with(key, kState)) {
       auto [i, name] = index_and_name(path, key, std::string_view(key).substr(kState.size()));
@@ -150,11 +156,14 @@ Checkpoint read_checkpoint(const std::string& path, std::optional<Device> device
     return out;
   }
   const auto count_it = header.metadata.find(std::string(kGroups));
-  if (count_it == header.metadata.end()) bad(path, "'optimizer' is given without 'optimizer.param_groups'");
+  if (count_it == header.metadata.end())
+    bad(path, "'optimizer' is given without 'optimizer.param_groups'");
   const int64_t count = parse_index(path, std::string(kGroups), count_it->second);
-  if (static_cast<int64_t>(groups.size()) != count || (count > 0 && groups.rbegin()->first != count - 1))
+  if (static_cast<int64_t>(groups.size()) != count ||
+      (count > 0 && groups.rbegin()->first != count - 1))
     bad(path, "'optimizer.param_groups' is " + std::to_string(count) + " but groups " +
-                  (groups.empty() ? std::string("none") : "0.." + std::to_string(groups.rbegin()->first)) +
+                  (groups.empty() ? std::string("none")
+                                  : "0.." + std::to_string(groups.rbegin()->first)) +
                   " are described");
   for (auto& [g, options] : groups) {
     optim::OptimizerState::Group group;
@@ -179,7 +188,8 @@ Checkpoint read_checkpoint(const std::string& path, std::optional<Device> device
   return out;
 }
 
-safetensors::Metadata load_checkpoint(const std::string& path, Module& model, optim::Optimizer* optimizer,
+safetensors::Metadata load_checkpoint(const std::string& path, Module& model,
+                                      optim::Optimizer* optimizer,
                                       safetensors::Checksums checksums) {
   Checkpoint c = read_checkpoint(path, std::nullopt, checksums);
   if (optimizer) {

@@ -41,8 +41,10 @@ Tensor& zeros_(Tensor& t) { return constant_(t, 0.0); }
 Tensor& ones_(Tensor& t) { return constant_(t, 1.0); }
 
 std::pair<int64_t, int64_t> calculate_fan_in_and_fan_out(const Tensor& t) {
-  BP_CHECK(t.dim() >= 2, "[nn.init] fan in and fan out can not be computed for a tensor with fewer "
-           "than 2 dimensions (got ", t.dim(), ")");
+  BP_CHECK(t.dim() >= 2,
+           "[nn.init] fan in and fan out can not be computed for a tensor with fewer "
+           "than 2 dimensions (got ",
+           t.dim(), ")");
   int64_t receptive = 1;
   for (int64_t d = 2; d < t.dim(); ++d) receptive *= t.size(d);
   return {t.size(1) * receptive, t.size(0) * receptive};
@@ -56,7 +58,8 @@ double calculate_gain(const std::string& nonlinearity, double param) {
   if (nonlinearity == "relu") return std::sqrt(2.0);
   if (nonlinearity == "leaky_relu") return std::sqrt(2.0 / (1.0 + param * param));
   if (nonlinearity == "selu") return 3.0 / 4.0;
-  detail::raise<ValueError>("[nn.init.calculate_gain] unsupported nonlinearity '", nonlinearity, "'");
+  detail::raise<ValueError>("[nn.init.calculate_gain] unsupported nonlinearity '", nonlinearity,
+                            "'");
 }
 
 namespace {

@@ -49,7 +49,9 @@ std::string int_or_tuple(Size2 s) { return s.pair ? tuple(s) : std::to_string(s[
 // --- Linear ----------------------------------------------------------------------------
 
 Linear::Linear(int64_t in, int64_t out, bool with_bias)
-    : Module("Linear"), in_features(in), out_features(out),
+    : Module("Linear"),
+      in_features(in),
+      out_features(out),
       weight(register_parameter("weight", Tensor())),
       bias(register_parameter("bias", Tensor())) {
   BP_CHECK(in >= 0 && out >= 0, "[Linear] in_features and out_features must be >= 0, got ", in,
@@ -67,21 +69,26 @@ void Linear::reset_parameters() {
 }
 
 Tensor Linear::forward(const Tensor& input) {
-  BP_CHECK(input.dim() >= 1 && input.size(-1) == in_features, "[Linear] the input's last dim must be ",
-           "in_features = ", in_features, ", got shape ", input.sizes());
+  BP_CHECK(input.dim() >= 1 && input.size(-1) == in_features,
+           "[Linear] the input's last dim must be ", "in_features = ", in_features, ", got shape ",
+           input.sizes());
   Tensor y = matmul(input, weight.t());
   return bias.defined() ? y + bias : y;
 }
 
 std::string Linear::extra_repr() const {
   return bp::detail::concat("in_features=", in_features, ", out_features=", out_features,
-                        ", bias=", py_bool(bias.defined()));
+                            ", bias=", py_bool(bias.defined()));
 }
 
 // --- Conv2d -----------------------------------------------------------------------------
 
 Conv2d::Conv2d(int64_t in, int64_t out, Size2 k, Conv2dOptions o)
-    : Module("Conv2d"), in_channels(in), out_channels(out), kernel_size(k), options(o),
+    : Module("Conv2d"),
+      in_channels(in),
+      out_channels(out),
+      kernel_size(k),
+      options(o),
       weight(register_parameter("weight", Tensor())),
       bias(register_parameter("bias", Tensor())) {
   BP_CHECK(o.groups > 0, "[Conv2d] groups must be a positive integer, got ", o.groups);
@@ -108,24 +115,31 @@ Tensor Conv2d::forward(const Tensor& input) {
 }
 
 std::string Conv2d::extra_repr() const {
-  std::string s = bp::detail::concat(in_channels, ", ", out_channels, ", kernel_size=", tuple(kernel_size),
-                                 ", stride=", tuple(options.stride));
-  if (options.padding[0] != 0 || options.padding[1] != 0) s += ", padding=" + tuple(options.padding);
-  if (options.dilation[0] != 1 || options.dilation[1] != 1) s += ", dilation=" + tuple(options.dilation);
+  std::string s =
+      bp::detail::concat(in_channels, ", ", out_channels, ", kernel_size=", tuple(kernel_size),
+                         ", stride=", tuple(options.stride));
+  if (options.padding[0] != 0 || options.padding[1] != 0)
+    s += ", padding=" + tuple(options.padding);
+  if (options.dilation[0] != 1 || options.dilation[1] != 1)
+    s += ", dilation=" + tuple(options.dilation);
   if (options.groups != 1) s += ", groups=" + std::to_string(options.groups);
   if (!bias.defined()) s += ", bias=False";
   return s;
 }
 
 ConvTranspose2d::ConvTranspose2d(int64_t in, int64_t out, Size2 k, ConvTranspose2dOptions o)
-    : Module("ConvTranspose2d"), in_channels(in), out_channels(out), kernel_size(k), options(o),
+    : Module("ConvTranspose2d"),
+      in_channels(in),
+      out_channels(out),
+      kernel_size(k),
+      options(o),
       weight(register_parameter("weight", Tensor())),
       bias(register_parameter("bias", Tensor())) {
   BP_CHECK(o.groups > 0, "[ConvTranspose2d] groups must be a positive integer, got ", o.groups);
-  BP_CHECK(in % o.groups == 0, "[ConvTranspose2d] in_channels (", in, ") must be divisible by groups (",
-           o.groups, ")");
-  BP_CHECK(out % o.groups == 0, "[ConvTranspose2d] out_channels (", out, ") must be divisible by groups (",
-           o.groups, ")");
+  BP_CHECK(in % o.groups == 0, "[ConvTranspose2d] in_channels (", in,
+           ") must be divisible by groups (", o.groups, ")");
+  BP_CHECK(out % o.groups == 0, "[ConvTranspose2d] out_channels (", out,
+           ") must be divisible by groups (", o.groups, ")");
   BP_CHECK(k[0] > 0 && k[1] > 0, "[ConvTranspose2d] kernel_size must be positive, got ", tuple(k));
   weight = empty({in, out / o.groups, k[0], k[1]}).requires_grad_();
   if (o.bias) bias = empty({out}).requires_grad_();
@@ -140,15 +154,18 @@ void ConvTranspose2d::reset_parameters() {
 }
 
 Tensor ConvTranspose2d::forward(const Tensor& input) {
-  return conv_transpose2d(input, weight, bias, options.stride, options.padding, options.output_padding,
-                          options.groups, options.dilation);
+  return conv_transpose2d(input, weight, bias, options.stride, options.padding,
+                          options.output_padding, options.groups, options.dilation);
 }
 
 std::string ConvTranspose2d::extra_repr() const {
-  std::string s = bp::detail::concat(in_channels, ", ", out_channels, ", kernel_size=", tuple(kernel_size),
-                                     ", stride=", tuple(options.stride));
-  if (options.padding[0] != 0 || options.padding[1] != 0) s += ", padding=" + tuple(options.padding);
-  if (options.dilation[0] != 1 || options.dilation[1] != 1) s += ", dilation=" + tuple(options.dilation);
+  std::string s =
+      bp::detail::concat(in_channels, ", ", out_channels, ", kernel_size=", tuple(kernel_size),
+                         ", stride=", tuple(options.stride));
+  if (options.padding[0] != 0 || options.padding[1] != 0)
+    s += ", padding=" + tuple(options.padding);
+  if (options.dilation[0] != 1 || options.dilation[1] != 1)
+    s += ", dilation=" + tuple(options.dilation);
   if (options.output_padding[0] != 0 || options.output_padding[1] != 0)
     s += ", output_padding=" + tuple(options.output_padding);
   if (options.groups != 1) s += ", groups=" + std::to_string(options.groups);
@@ -177,7 +194,8 @@ std::string Flatten::extra_repr() const {
 }
 
 Dropout::Dropout(double p, bool inplace) : Module("Dropout"), p(p), inplace(inplace) {
-  BP_CHECK(p >= 0 && p <= 1, "[Dropout] dropout probability has to be between 0 and 1, but got ", p);
+  BP_CHECK(p >= 0 && p <= 1, "[Dropout] dropout probability has to be between 0 and 1, but got ",
+           p);
 }
 
 Tensor Dropout::forward(const Tensor& input) {
@@ -193,7 +211,9 @@ std::string Dropout::extra_repr() const {
 // --- normalisation ----------------------------------------------------------------------------
 
 BatchNorm2d::BatchNorm2d(int64_t n, BatchNormOptions o)
-    : Module("BatchNorm2d"), num_features(n), options(o),
+    : Module("BatchNorm2d"),
+      num_features(n),
+      options(o),
       weight(register_parameter("weight", Tensor())),
       bias(register_parameter("bias", Tensor())),
       running_mean(register_buffer("running_mean", Tensor())),
@@ -234,19 +254,22 @@ Tensor BatchNorm2d::forward(const Tensor& input) {
   // Batch statistics in training, and in eval when nothing is tracked.
   const bool use_batch = is_training() || !options.track_running_stats;
   const bool update = !is_training() || options.track_running_stats;
-  return batch_norm(input, update ? running_mean : Tensor(), update ? running_var : Tensor(), weight,
-                    bias, use_batch, factor, options.eps);
+  return batch_norm(input, update ? running_mean : Tensor(), update ? running_var : Tensor(),
+                    weight, bias, use_batch, factor, options.eps);
 }
 
 std::string BatchNorm2d::extra_repr() const {
-  return bp::detail::concat(num_features, ", eps=", py_float(options.eps), ", momentum=",
-                        options.momentum ? py_float(*options.momentum) : "None",
-                        ", affine=", py_bool(options.affine),
-                        ", track_running_stats=", py_bool(options.track_running_stats));
+  return bp::detail::concat(num_features, ", eps=", py_float(options.eps),
+                            ", momentum=", options.momentum ? py_float(*options.momentum) : "None",
+                            ", affine=", py_bool(options.affine),
+                            ", track_running_stats=", py_bool(options.track_running_stats));
 }
 
 LayerNorm::LayerNorm(std::vector<int64_t> shape, double eps, bool affine)
-    : Module("LayerNorm"), normalized_shape(std::move(shape)), eps(eps), elementwise_affine(affine),
+    : Module("LayerNorm"),
+      normalized_shape(std::move(shape)),
+      eps(eps),
+      elementwise_affine(affine),
       weight(register_parameter("weight", Tensor())),
       bias(register_parameter("bias", Tensor())) {
   BP_CHECK(!normalized_shape.empty(), "[LayerNorm] normalized_shape must have at least one dim");
@@ -265,11 +288,12 @@ std::string LayerNorm::extra_repr() const {
   for (std::size_t i = 0; i < normalized_shape.size(); ++i)
     dims += (i ? ", " : "") + std::to_string(normalized_shape[i]);
   dims += normalized_shape.size() == 1 ? ",)" : ")";
-  return bp::detail::concat(dims, ", eps=", py_float(eps), ", elementwise_affine=",
-                        py_bool(elementwise_affine));
+  return bp::detail::concat(dims, ", eps=", py_float(eps),
+                            ", elementwise_affine=", py_bool(elementwise_affine));
 }
 
-// --- pooling --------------------------------------------------------------------------------------
+// --- pooling
+// --------------------------------------------------------------------------------------
 
 Tensor MaxPool2d::forward(const Tensor& input) {
   return max_pool2d(input, kernel_size, options.stride, options.padding, options.dilation,
@@ -277,10 +301,10 @@ Tensor MaxPool2d::forward(const Tensor& input) {
 }
 std::string MaxPool2d::extra_repr() const {
   return bp::detail::concat("kernel_size=", int_or_tuple(kernel_size),
-                        ", stride=", int_or_tuple(options.stride.value_or(kernel_size)),
-                        ", padding=", int_or_tuple(options.padding),
-                        ", dilation=", int_or_tuple(options.dilation),
-                        ", ceil_mode=", py_bool(options.ceil_mode));
+                            ", stride=", int_or_tuple(options.stride.value_or(kernel_size)),
+                            ", padding=", int_or_tuple(options.padding),
+                            ", dilation=", int_or_tuple(options.dilation),
+                            ", ceil_mode=", py_bool(options.ceil_mode));
 }
 
 Tensor AvgPool2d::forward(const Tensor& input) {
@@ -289,8 +313,8 @@ Tensor AvgPool2d::forward(const Tensor& input) {
 }
 std::string AvgPool2d::extra_repr() const {
   return bp::detail::concat("kernel_size=", int_or_tuple(kernel_size),
-                        ", stride=", int_or_tuple(options.stride.value_or(kernel_size)),
-                        ", padding=", int_or_tuple(options.padding));
+                            ", stride=", int_or_tuple(options.stride.value_or(kernel_size)),
+                            ", padding=", int_or_tuple(options.padding));
 }
 
 Tensor AdaptiveAvgPool2d::forward(const Tensor& input) {
@@ -300,16 +324,19 @@ std::string AdaptiveAvgPool2d::extra_repr() const {
   return "output_size=" + int_or_tuple(output_size);
 }
 
-// --- Embedding ---------------------------------------------------------------------------------------
+// --- Embedding
+// ---------------------------------------------------------------------------------------
 
 Embedding::Embedding(int64_t n, int64_t dim, std::optional<int64_t> pad)
-    : Module("Embedding"), num_embeddings(n), embedding_dim(dim),
+    : Module("Embedding"),
+      num_embeddings(n),
+      embedding_dim(dim),
       weight(register_parameter("weight", Tensor())) {
   BP_CHECK(n >= 0 && dim >= 0, "[Embedding] num_embeddings and embedding_dim must be >= 0, got ", n,
            " and ", dim);
   if (pad) {
-    BP_CHECK(*pad < n && *pad >= -n, "[Embedding] padding_idx must be within num_embeddings (",
-             n, "), got ", *pad);
+    BP_CHECK(*pad < n && *pad >= -n, "[Embedding] padding_idx must be within num_embeddings (", n,
+             "), got ", *pad);
     padding_idx = *pad < 0 ? *pad + n : *pad;
   }
   weight = empty({n, dim}).requires_grad_();
@@ -328,7 +355,8 @@ std::string Embedding::extra_repr() const {
   return s;
 }
 
-// --- containers ---------------------------------------------------------------------------------------
+// --- containers
+// ---------------------------------------------------------------------------------------
 
 void Sequential::push_back(std::shared_ptr<Module> m) {
   add_child(std::to_string(items_.size()), m);
@@ -336,8 +364,8 @@ void Sequential::push_back(std::shared_ptr<Module> m) {
 }
 
 std::shared_ptr<Module> Sequential::operator[](std::size_t i) const {
-  BP_CHECK_INDEX(i < items_.size(), "[Sequential] index ", i, " is out of range for ", items_.size(),
-                 " modules");
+  BP_CHECK_INDEX(i < items_.size(), "[Sequential] index ", i, " is out of range for ",
+                 items_.size(), " modules");
   return items_[i];
 }
 
@@ -353,15 +381,19 @@ void ModuleList::push_back(std::shared_ptr<Module> m) {
 }
 
 std::shared_ptr<Module> ModuleList::operator[](std::size_t i) const {
-  BP_CHECK_INDEX(i < items_.size(), "[ModuleList] index ", i, " is out of range for ", items_.size(),
-                 " modules");
+  BP_CHECK_INDEX(i < items_.size(), "[ModuleList] index ", i, " is out of range for ",
+                 items_.size(), " modules");
   return items_[i];
 }
 
-// --- losses -----------------------------------------------------------------------------------------------
+// --- losses
+// -----------------------------------------------------------------------------------------------
 
 CrossEntropyLoss::CrossEntropyLoss(Reduction r, int64_t ignore, double smoothing, Tensor w)
-    : Module("CrossEntropyLoss"), reduction(r), ignore_index(ignore), label_smoothing(smoothing),
+    : Module("CrossEntropyLoss"),
+      reduction(r),
+      ignore_index(ignore),
+      label_smoothing(smoothing),
       weight(register_buffer("weight", Tensor())) {
   BP_CHECK(smoothing >= 0 && smoothing <= 1,
            "[CrossEntropyLoss] label_smoothing must be between 0.0 and 1.0, got ", smoothing);
@@ -373,7 +405,10 @@ Tensor CrossEntropyLoss::forward(const Tensor& input, const Tensor& target) {
 }
 
 NLLLoss::NLLLoss(Reduction r, int64_t ignore, Tensor w)
-    : Module("NLLLoss"), reduction(r), ignore_index(ignore), weight(register_buffer("weight", Tensor())) {
+    : Module("NLLLoss"),
+      reduction(r),
+      ignore_index(ignore),
+      weight(register_buffer("weight", Tensor())) {
   weight = std::move(w);
 }
 

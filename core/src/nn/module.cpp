@@ -132,7 +132,8 @@ void Module::collect_parameters(const std::string& prefix, bool recurse, NamedTe
   for (const auto& [name, t] : params_)
     if (t.defined()) out.insert(prefix + name, t);
   if (!recurse) return;
-  for (const auto& [name, child] : children_) child->collect_parameters(prefix + name + ".", true, out);
+  for (const auto& [name, child] : children_)
+    child->collect_parameters(prefix + name + ".", true, out);
 }
 
 void Module::collect_buffers(const std::string& prefix, bool recurse, bool persistent_only,
@@ -247,14 +248,14 @@ void Module::convert(const std::optional<Device>& device, const std::optional<DT
 void Module::to(Device device) { convert(device, std::nullopt); }
 
 void Module::to(DType dtype) {
-  BP_CHECK_TYPE(is_floating(dtype), "[", type_name_, ".to] modules convert to floating dtypes only, got ",
-                dtype);
+  BP_CHECK_TYPE(is_floating(dtype), "[", type_name_,
+                ".to] modules convert to floating dtypes only, got ", dtype);
   convert(std::nullopt, dtype);
 }
 
 void Module::to(Device device, DType dtype) {
-  BP_CHECK_TYPE(is_floating(dtype), "[", type_name_, ".to] modules convert to floating dtypes only, got ",
-                dtype);
+  BP_CHECK_TYPE(is_floating(dtype), "[", type_name_,
+                ".to] modules convert to floating dtypes only, got ", dtype);
   convert(device, dtype);
 }
 
@@ -324,7 +325,8 @@ LoadResult Module::load_state_dict(const NamedTensors& state, bool strict) {
   std::vector<Tensor> counters_reset;
   auto old_batchnorm_counter = [&](const std::string& name) {
     static const std::string counter = "num_batches_tracked";
-    if (name.size() < counter.size() || name.compare(name.size() - counter.size(), counter.size(), counter) != 0)
+    if (name.size() < counter.size() ||
+        name.compare(name.size() - counter.size(), counter.size(), counter) != 0)
       return false;
     const std::string prefix = name.substr(0, name.size() - counter.size());
     if (!prefix.empty() && prefix.back() != '.') return false;
@@ -351,9 +353,9 @@ LoadResult Module::load_state_dict(const NamedTensors& state, bool strict) {
                                           ": copying a param with shape ", src->sizes(),
                                           ", the shape in the current model is ", t.sizes()));
     } else if (src->dtype() != t.dtype()) {
-      mismatches.push_back(detail::concat("dtype mismatch for ", name, ": copying a param of dtype ",
-                                          src->dtype(), ", the dtype in the current model is ",
-                                          t.dtype()));
+      mismatches.push_back(detail::concat("dtype mismatch for ", name,
+                                          ": copying a param of dtype ", src->dtype(),
+                                          ", the dtype in the current model is ", t.dtype()));
     }
   }
   for (const auto& [name, t] : state)

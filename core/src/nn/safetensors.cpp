@@ -4,7 +4,6 @@
 #include <backplane/error.h>
 #include <backplane/ops.h>
 #include <backplane/safetensors.h>
-
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -13,10 +12,10 @@
 #include <algorithm>
 #include <bit>
 #include <boost/crc.hpp>
-#include <filesystem>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -32,7 +31,7 @@ static_assert(std::endian::native == std::endian::little,
 namespace {
 
 using json = nlohmann::json;
-constexpr uint64_t kMaxHeader = 100'000'000;  // as the Rust reader's MAX_HEADER_SIZE
+constexpr uint64_t kMaxHeader = 100'000'000;    // as the Rust reader's MAX_HEADER_SIZE
 constexpr std::size_t kMaxEntries = 1'000'000;  // tensors and metadata entries, each
 const std::string kHeaderSumKey = std::string(kChecksumPrefix) + "header";
 const std::string kTensorSumPrefix = std::string(kChecksumPrefix) + "tensor.";
@@ -62,7 +61,8 @@ std::optional<uint32_t> parse_hex8(const std::string& text) {
 // nullopt when the entry is not found exactly once in compact form.
 std::optional<uint32_t> header_sum_of(std::string text) {
   const std::size_t at = text.find(kHeaderSumText);
-  if (at == std::string::npos || text.find(kHeaderSumText, at + 1) != std::string::npos) return std::nullopt;
+  if (at == std::string::npos || text.find(kHeaderSumText, at + 1) != std::string::npos)
+    return std::nullopt;
   const std::size_t digits = at + kHeaderSumText.size();
   if (digits + 9 > text.size() || text[digits + 8] != '"') return std::nullopt;
   text.replace(digits, 8, kZeroSum);
@@ -74,9 +74,9 @@ struct DTypeName {
   const char* name;
 };
 constexpr DTypeName kNames[] = {
-    {DType::Bool, "BOOL"},     {DType::UInt8, "U8"},      {DType::Int8, "I8"},
-    {DType::Int16, "I16"},     {DType::Int32, "I32"},     {DType::Int64, "I64"},
-    {DType::Float16, "F16"},   {DType::BFloat16, "BF16"}, {DType::Float32, "F32"},
+    {DType::Bool, "BOOL"},   {DType::UInt8, "U8"},      {DType::Int8, "I8"},
+    {DType::Int16, "I16"},   {DType::Int32, "I32"},     {DType::Int64, "I64"},
+    {DType::Float16, "F16"}, {DType::BFloat16, "BF16"}, {DType::Float32, "F32"},
     {DType::Float64, "F64"},
 };
 
@@ -95,7 +95,8 @@ std::optional<uint64_t> byte_size(const std::vector<int64_t>& shape, DType dtype
   unsigned __int128 n = itemsize(dtype);
   for (int64_t s : shape) {
     n *= static_cast<uint64_t>(s);
-    if (n > static_cast<unsigned __int128>(std::numeric_limits<int64_t>::max())) return std::nullopt;
+    if (n > static_cast<unsigned __int128>(std::numeric_limits<int64_t>::max()))
+      return std::nullopt;
   }
   return static_cast<uint64_t>(n);
 }
@@ -135,7 +136,8 @@ Header parse_checked(std::span<const std::byte> head, uint64_t total, const std:
 
 // The header of a file of `total` bytes whose first bytes are `head`; every
 // malformed input ends as a ValueError.
-Header parse(std::span<const std::byte> head, uint64_t total, const std::string& what, Checksums checksums) {
+Header parse(std::span<const std::byte> head, uint64_t total, const std::string& what,
+             Checksums checksums) {
   try {
     return parse_checked(head, total, what, checksums);
   } catch (const Error&) {
@@ -147,15 +149,20 @@ Header parse(std::span<const std::byte> head, uint64_t total, const std::string&
 
 Header parse_checked(std::span<const std::byte> head, uint64_t total, const std::string& what,
                      Checksums checksums) {
-  if (total < 8) bad(what, detail::concat("the file has ", total, " bytes, fewer than the 8 of the header size"));
+  if (total < 8)
+    bad(what,
+        detail::concat("the file has ", total, " bytes, fewer than the 8 of the header size"));
   const uint64_t n = read_u64_le(head.data());
-  if (n > kMaxHeader) bad(what, detail::concat("the header size is ", n, " bytes, more than the limit of ", kMaxHeader));
+  if (n > kMaxHeader)
+    bad(what,
+        detail::concat("the header size is ", n, " bytes, more than the limit of ", kMaxHeader));
   if (n > total - 8)
     bad(what, detail::concat("the header size is ", n, " bytes but only ", total - 8,
                              " follow it (is the file truncated?)"));
   if (head.size() < 8 + n) bad(what, "internal: the header was not read whole");
   const char* text = reinterpret_cast<const char*>(head.data() + 8);
-  if (n == 0 || text[0] != '{') bad(what, "the header is not a JSON object (it must begin with '{')");
+  if (n == 0 || text[0] != '{')
+    bad(what, "the header is not a JSON object (it must begin with '{')");
 
   // Two linear passes: a SAX pass for the entry count and repeated names
   // (nlohmann's parse callback is quadratic in an object's size), then the DOM.
@@ -173,7 +180,8 @@ Header parse_checked(std::span<const std::byte> head, uint64_t total, const std:
   if (!j.is_object()) bad(what, "the header is not a JSON object");
 
   if (j.size() > kMaxEntries + 1)
-    bad(what, detail::concat("the header lists ", j.size() - 1, " tensors, more than the limit of ", kMaxEntries));
+    bad(what, detail::concat("the header lists ", j.size() - 1, " tensors, more than the limit of ",
+                             kMaxEntries));
 
   Header h;
   h.data_start = 8 + n;
@@ -184,7 +192,8 @@ Header parse_checked(std::span<const std::byte> head, uint64_t total, const std:
     if (name == "__metadata__") {
       if (!v.is_object()) bad(what, "__metadata__ must be an object of strings");
       if (v.size() > kMaxEntries)
-        bad(what, detail::concat("__metadata__ has ", v.size(), " entries, more than the limit of ", kMaxEntries));
+        bad(what, detail::concat("__metadata__ has ", v.size(), " entries, more than the limit of ",
+                                 kMaxEntries));
       for (auto& [k, s] : v.items()) {
         if (!s.is_string()) bad(what, "__metadata__ value of '" + k + "' is not a string");
         if (k.rfind(kChecksumPrefix, 0) != 0) {
@@ -192,7 +201,8 @@ Header parse_checked(std::span<const std::byte> head, uint64_t total, const std:
           continue;
         }
         const std::optional<uint32_t> sum = parse_hex8(s.get<std::string>());
-        if (!sum) bad(what, "__metadata__ '" + k + "' is '" + s.get<std::string>() + "', not 8 hex digits");
+        if (!sum)
+          bad(what, "__metadata__ '" + k + "' is '" + s.get<std::string>() + "', not 8 hex digits");
         if (k == kHeaderSumKey)
           header_sum = sum;
         else if (k.rfind(kTensorSumPrefix, 0) == 0)
@@ -215,15 +225,16 @@ Header parse_checked(std::span<const std::byte> head, uint64_t total, const std:
     e.dtype = *d;
     if (!v["shape"].is_array()) bad(what, where + ": \"shape\" is not an array");
     if (v["shape"].size() > static_cast<std::size_t>(kMaxDims))
-      bad(what, detail::concat(where, " has ", v["shape"].size(), " dims; Backplane tensors have at most ",
-                               kMaxDims));
+      bad(what, detail::concat(where, " has ", v["shape"].size(),
+                               " dims; Backplane tensors have at most ", kMaxDims));
     for (auto& s : v["shape"]) {
       if (!s.is_number_integer() || s.get<int64_t>() < 0)
         bad(what, where + ": \"shape\" holds " + s.dump() + ", not a size >= 0");
       e.shape.push_back(s.get<int64_t>());
     }
     const json& off = v["data_offsets"];
-    if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
+    if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() ||
+        !off[1].is_number_unsigned())
       bad(what, where + ": \"data_offsets\" must be two integers >= 0, got " + off.dump());
     e.begin = off[0].get<uint64_t>();
     e.end = off[1].get<uint64_t>();
@@ -242,8 +253,11 @@ Header parse_checked(std::span<const std::byte> head, uint64_t total, const std:
   });
   uint64_t at = 0;
   for (const Entry& e : h.entries) {
-    if (e.begin < at) bad(what, detail::concat("tensor '", e.name, "' overlaps the tensor before it (at byte ", e.begin, ")"));
-    if (e.begin > at) bad(what, detail::concat("bytes ", at, " to ", e.begin, " of the data belong to no tensor"));
+    if (e.begin < at)
+      bad(what, detail::concat("tensor '", e.name, "' overlaps the tensor before it (at byte ",
+                               e.begin, ")"));
+    if (e.begin > at)
+      bad(what, detail::concat("bytes ", at, " to ", e.begin, " of the data belong to no tensor"));
     at = e.end;
   }
   if (at != data_size)
@@ -251,13 +265,17 @@ Header parse_checked(std::span<const std::byte> head, uint64_t total, const std:
   // The sums: all or none (Optional), all (Required).
   if (!header_sum && tensor_sums.empty()) {
     if (checksums == Checksums::Required)
-      bad(what, "it carries no CRC32C checksums, which every file Backplane writes has (was it written by "
-                "another tool? load it with checksums optional to accept it unverified)");
+      bad(what,
+          "it carries no CRC32C checksums, which every file Backplane writes has (was it written "
+          "by "
+          "another tool? load it with checksums optional to accept it unverified)");
   } else {
-    if (!header_sum) bad(what, "it has tensor checksums but no '" + kHeaderSumKey + "' (the header was edited)");
+    if (!header_sum)
+      bad(what, "it has tensor checksums but no '" + kHeaderSumKey + "' (the header was edited)");
     const std::optional<uint32_t> computed = header_sum_of(std::string(text, text + n));
     if (!computed)
-      bad(what, "its '" + kHeaderSumKey + "' entry is not in the form Backplane writes (the header was edited)");
+      bad(what, "its '" + kHeaderSumKey +
+                    "' entry is not in the form Backplane writes (the header was edited)");
     if (*computed != *header_sum)
       bad(what, "the header's CRC32C is " + hex8(*computed) + " but " + hex8(*header_sum) +
                     " was stored: the header (names, shapes, offsets or metadata) is damaged");
@@ -277,8 +295,8 @@ Header parse_checked(std::span<const std::byte> head, uint64_t total, const std:
         const uint32_t stored = tensor_sums.at(e.name);
         const uint32_t computed = crc32c({data + e.begin, data + e.end});
         if (computed != stored)
-          bad(what, "tensor '" + e.name + "' has CRC32C " + hex8(computed) + " but " + hex8(stored) +
-                        " was stored: its data is damaged");
+          bad(what, "tensor '" + e.name + "' has CRC32C " + hex8(computed) + " but " +
+                        hex8(stored) + " was stored: its data is damaged");
       }
     for (const Entry& e : h.entries) {
       if (e.dtype != DType::Bool) continue;
@@ -291,10 +309,12 @@ Header parse_checked(std::span<const std::byte> head, uint64_t total, const std:
 }
 
 // The tensors of a checked header (parse has seen the whole file).
-nn::NamedTensors make_tensors(const Header& h, const std::byte* data, std::optional<Device> device) {
+nn::NamedTensors make_tensors(const Header& h, const std::byte* data,
+                              std::optional<Device> device) {
   const Device dev = device.value_or(default_device());
   nn::NamedTensors out;
-  for (const Entry& e : h.entries) out.insert(e.name, from_blob(data + e.begin, e.dtype, IntArrayRef(e.shape), dev));
+  for (const Entry& e : h.entries)
+    out.insert(e.name, from_blob(data + e.begin, e.dtype, IntArrayRef(e.shape), dev));
   return out;
 }
 
@@ -302,7 +322,8 @@ std::string errno_text() { return std::strerror(errno); }
 
 // Said once per load of a file without sums (Checksums::Optional).
 void warn_unverified(const std::string& what) {
-  warn("[safetensors] " + what + " carries no CRC32C checksums (another tool wrote it): loaded unverified");
+  warn("[safetensors] " + what +
+       " carries no CRC32C checksums (another tool wrote it): loaded unverified");
 }
 
 // fsync of the folder holding `path`, so that a rename into it is durable.
@@ -321,7 +342,8 @@ mode_t current_umask() {
   std::ifstream status("/proc/self/status");
   std::string line;
   while (std::getline(status, line))
-    if (line.rfind("Umask:", 0) == 0) return static_cast<mode_t>(std::stoul(line.substr(6), nullptr, 8));
+    if (line.rfind("Umask:", 0) == 0)
+      return static_cast<mode_t>(std::stoul(line.substr(6), nullptr, 8));
   return 022;
 }
 
@@ -378,8 +400,8 @@ std::optional<DType> dtype_from_name(const std::string& name) {
 
 std::vector<std::byte> serialize(const nn::NamedTensors& tensors, const Metadata& metadata) {
   for (const auto& [key, value] : metadata)
-    BP_CHECK(key.rfind(kChecksumPrefix, 0) != 0, "[safetensors] metadata key '", key, "' is kept for the sums ('",
-             kChecksumPrefix, "*'); use another name");
+    BP_CHECK(key.rfind(kChecksumPrefix, 0) != 0, "[safetensors] metadata key '", key,
+             "' is kept for the sums ('", kChecksumPrefix, "*'); use another name");
   std::vector<std::pair<std::string, Tensor>> items(tensors.begin(), tensors.end());
   for (std::size_t i = 0; i < items.size(); ++i) {
     BP_CHECK(items[i].second.defined(), "[safetensors] tensor '", items[i].first, "' is undefined");
@@ -440,7 +462,8 @@ uint32_t crc32c(std::span<const std::byte> bytes) {
   return crc.checksum();
 }
 
-Header parse_header(std::span<const std::byte> bytes, const std::string& what, Checksums checksums) {
+Header parse_header(std::span<const std::byte> bytes, const std::string& what,
+                    Checksums checksums) {
   return parse(bytes, bytes.size(), what, checksums);
 }
 
@@ -479,8 +502,8 @@ void save_file(const nn::NamedTensors& tensors, const std::string& path, const M
   if (!sync_folder(path)) bad("'" + path + "'", "cannot sync the folder it is in: " + errno_text());
 }
 
-nn::NamedTensors load_file(const std::string& path, std::optional<Device> device, Checksums checksums,
-                           Header* header) {
+nn::NamedTensors load_file(const std::string& path, std::optional<Device> device,
+                           Checksums checksums, Header* header) {
   const Mapping m(path);
   const std::string what = "'" + path + "'";
   Header h = parse(m.bytes(), m.bytes().size(), what, checksums);
@@ -495,8 +518,10 @@ Header read_header(const std::string& path, Checksums checksums) {
   const uint64_t total = m.bytes().size();
   // The header alone: its size, then its N bytes.
   const uint64_t n = total >= 8 ? read_u64_le(m.bytes().data()) : 0;
-  const std::size_t head = static_cast<std::size_t>(n <= total - std::min<uint64_t>(total, 8) ? 8 + n : total);
-  return parse(m.bytes().first(std::min<std::size_t>(head, total)), total, "'" + path + "'", checksums);
+  const std::size_t head =
+      static_cast<std::size_t>(n <= total - std::min<uint64_t>(total, 8) ? 8 + n : total);
+  return parse(m.bytes().first(std::min<std::size_t>(head, total)), total, "'" + path + "'",
+               checksums);
 }
 
 }  // namespace bp::safetensors
@@ -507,7 +532,8 @@ void save(const Module& module, const std::string& path, const safetensors::Meta
   safetensors::save_file(module.state_dict(), path, metadata);
 }
 
-LoadResult load(Module& module, const std::string& path, bool strict, safetensors::Checksums checksums) {
+LoadResult load(Module& module, const std::string& path, bool strict,
+                safetensors::Checksums checksums) {
   return module.load_state_dict(safetensors::load_file(path, std::nullopt, checksums), strict);
 }
 

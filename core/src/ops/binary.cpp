@@ -82,19 +82,19 @@ void record_binary(Op op, const Tensor& a, const Tensor& b, const Scalar& alpha,
     case Op::Minimum:
       return record(op == Op::Maximum ? "MaximumBackward0" : "MinimumBackward0",
                     [=](FunctionNode& n, std::vector<Tensor>& g) {
-        // Each side gets the gradient unless it lost; ties split it evenly,
-        // and a NaN (which neither wins nor loses) sends it to both, as in
-        // PyTorch (AG-16).
-        const Tensor av = n.saved(0), bv = n.saved(1);
-        const DType dt = g[0].dtype();
-        const Tensor a_lost = op == Op::Maximum ? lt(av, bv) : gt(av, bv);
-        const Tensor b_lost = op == Op::Maximum ? gt(av, bv) : lt(av, bv);
-        const Tensor tie = eq(av, bv).to(dt).mul(0.5);
-        const Tensor wa = ones_like(tie).sub(a_lost.to(dt)).sub(tie);
-        const Tensor wb = ones_like(tie).sub(b_lost.to(dt)).sub(tie);
-        return std::vector<Tensor>{need_a ? reduce(g[0].mul(wa), sa, da) : Tensor(),
-                                   need_b ? reduce(g[0].mul(wb), sb, db) : Tensor()};
-      });
+                      // Each side gets the gradient unless it lost; ties split it evenly,
+                      // and a NaN (which neither wins nor loses) sends it to both, as in
+                      // PyTorch (AG-16).
+                      const Tensor av = n.saved(0), bv = n.saved(1);
+                      const DType dt = g[0].dtype();
+                      const Tensor a_lost = op == Op::Maximum ? lt(av, bv) : gt(av, bv);
+                      const Tensor b_lost = op == Op::Maximum ? gt(av, bv) : lt(av, bv);
+                      const Tensor tie = eq(av, bv).to(dt).mul(0.5);
+                      const Tensor wa = ones_like(tie).sub(a_lost.to(dt)).sub(tie);
+                      const Tensor wb = ones_like(tie).sub(b_lost.to(dt)).sub(tie);
+                      return std::vector<Tensor>{need_a ? reduce(g[0].mul(wa), sa, da) : Tensor(),
+                                                 need_b ? reduce(g[0].mul(wb), sb, db) : Tensor()};
+                    });
     case Op::Pow:
       return record("PowBackward0", [=](FunctionNode& n, std::vector<Tensor>& g) {
         // PyTorch's corners (AG-16): x^0 has gradient 0 even at x = 0 (not
@@ -107,8 +107,8 @@ void record_binary(Op op, const Tensor& a, const Tensor& b, const Scalar& alpha,
         }
         if (need_b) {
           const Tensor d = n.saved(2).mul(log(av));
-          ge_ = reduce(g[0].mul(where(logical_and(eq(av, 0), ge(ev, 0)), zeros_like(d), d)),
-                       sb, db);
+          ge_ =
+              reduce(g[0].mul(where(logical_and(eq(av, 0), ge(ev, 0)), zeros_like(d), d)), sb, db);
         }
         return std::vector<Tensor>{ga, ge_};
       });

@@ -40,8 +40,7 @@ Tensor layer_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& w
   const int64_t nd = x.dim();
   BP_CHECK(k >= 1, "[layer_norm] normalized_shape must have at least one dim");
   bool trailing = nd >= k;
-  for (int64_t i = 0; trailing && i < k; ++i)
-    trailing = x.size(nd - k + i) == normalized_shape[i];
+  for (int64_t i = 0; trailing && i < k; ++i) trailing = x.size(nd - k + i) == normalized_shape[i];
   BP_CHECK(trailing, "[layer_norm] given normalized_shape=", shape_text(normalized_shape),
            ", expected an input of shape [*, ", shape_text(normalized_shape).substr(1),
            ", but got one of shape ", shape_text(x.sizes()));

@@ -1,11 +1,11 @@
 // Copies and fills: copy_, fill_, zero_, clone, contiguous, to(dtype|device).
 #include <backplane/ops.h>
 
-#include "../autograd/graph.h"
-#include "../internal.h"
-
 #include <algorithm>
 #include <vector>
+
+#include "../autograd/graph.h"
+#include "../internal.h"
 
 namespace bp {
 
@@ -21,8 +21,8 @@ constexpr std::size_t kStagingBytes = std::size_t{4} << 20;
 // next into the other buffer; an event per buffer says when the
 // destination is done with it. False when the buffers are not available.
 bool copy_through_pinned(Backend& db, Device dd, bp_stream ds, void* to, uint64_t to_off,
-                         Backend& sb, Device sd, bp_stream ss, const void* from,
-                         uint64_t from_off, std::size_t n) {
+                         Backend& sb, Device sd, bp_stream ss, const void* from, uint64_t from_off,
+                         std::size_t n) {
   void* const* pinned = db.try_acquire_staging();
   if (pinned == nullptr) return false;
   struct Lease {
@@ -69,10 +69,10 @@ void copy_bytes(const Tensor& dst, const Tensor& src, std::size_t n) {
   const Device dd = dst.device(), sd = src.device();
   void* to = dst.impl()->storage->data();
   const void* from = src.impl()->storage->data();
-  const uint64_t to_off = dst.impl()->storage->offset() +
-                          static_cast<uint64_t>(dst.storage_offset()) * dst.itemsize();
-  const uint64_t from_off = src.impl()->storage->offset() +
-                            static_cast<uint64_t>(src.storage_offset()) * src.itemsize();
+  const uint64_t to_off =
+      dst.impl()->storage->offset() + static_cast<uint64_t>(dst.storage_offset()) * dst.itemsize();
+  const uint64_t from_off =
+      src.impl()->storage->offset() + static_cast<uint64_t>(src.storage_offset()) * src.itemsize();
   const bp_stream ds = current_stream_of(dd), ss = current_stream_of(sd);
   if (&db == &sb) {
     if (dd != sd) {
@@ -101,8 +101,8 @@ void copy_bytes(const Tensor& dst, const Tensor& src, std::size_t n) {
     db.copy_on_device(ds, dd.index, to, to_off, sd.index, from, from_off, n);
     return;
   }
-  if (n > Backend::kStagingChunk && copy_through_pinned(db, dd, ds, to, to_off, sb, sd, ss, from,
-                                                        from_off, n))
+  if (n > Backend::kStagingChunk &&
+      copy_through_pinned(db, dd, ds, to, to_off, sb, sd, ss, from, from_off, n))
     return;
   std::vector<char> host(std::min(n, kStagingBytes));
   for (std::size_t done = 0; done < n; done += host.size()) {
@@ -139,13 +139,13 @@ void record_copy(const char* name, const Tensor& src, const Tensor& out) {
   if (!autograd::needs_grad({&src})) return;
   const DType dt = src.dtype();
   const Device dev = src.device();
-  auto node = autograd::make_node(name, {&src}, [dt, dev](autograd::FunctionNode&,
-                                                          std::vector<Tensor>& g) {
-    Tensor r = g[0];
-    if (r.device() != dev) r = r.to(dev);
-    if (r.dtype() != dt) r = r.to(dt);
-    return std::vector<Tensor>{r};
-  });
+  auto node =
+      autograd::make_node(name, {&src}, [dt, dev](autograd::FunctionNode&, std::vector<Tensor>& g) {
+        Tensor r = g[0];
+        if (r.device() != dev) r = r.to(dev);
+        if (r.dtype() != dt) r = r.to(dt);
+        return std::vector<Tensor>{r};
+      });
   autograd::set_history(out, node.get());
 }
 }  // namespace
@@ -168,9 +168,8 @@ Tensor& Tensor::copy_(const Tensor& src) {
 namespace {
 void fill(const char* name, Tensor& self, const Scalar& value) {
   detail::check_writable(name, self);
-  if (autograd::record_inplace(name, self, {}, [&](const Tensor& old) {
-        return full_like(old, value);
-      }))
+  if (autograd::record_inplace(name, self, {},
+                               [&](const Tensor& old) { return full_like(old, value); }))
     return;
   detail::fill_fresh(self, value);
   self.impl()->version->bump();
@@ -196,7 +195,6 @@ Tensor& Tensor::zero_() {
   fill("zero_", *this, 0);
   return *this;
 }
-
 
 Tensor Tensor::clone(MemoryFormat format) const {
   // Keep the source's strides when they tile memory densely (CP-1).

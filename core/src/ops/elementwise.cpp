@@ -80,10 +80,9 @@ void check_inplace(const char* op, const Tensor& self, std::initializer_list<con
     check_same_device(op, self, *o);
     if (!(o->impl()->sizes == self.impl()->sizes)) {
       const DimVector shape = broadcast_shapes(self.sizes(), o->sizes(), op);
-      BP_CHECK(shape == self.impl()->sizes, "[", op, "] the result of broadcasting ",
-               self.sizes(), " with ", o->sizes(), " has shape ", shape,
-               ", which differs from self's shape ", self.sizes(),
-               "; an in-place op never changes self's shape (IP-4)");
+      BP_CHECK(shape == self.impl()->sizes, "[", op, "] the result of broadcasting ", self.sizes(),
+               " with ", o->sizes(), " has shape ", shape, ", which differs from self's shape ",
+               self.sizes(), "; an in-place op never changes self's shape (IP-4)");
     }
   }
   BP_CHECK_TYPE(category(result) <= category(self.dtype()), "[", op, "] the result type ", result,

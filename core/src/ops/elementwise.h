@@ -4,9 +4,9 @@
 
 #include <backplane/ops.h>
 
-#include "../internal.h"
-
 #include <initializer_list>
+
+#include "../internal.h"
 
 namespace bp::detail {
 

@@ -1,10 +1,10 @@
 // Factories: empty/zeros/ones/full, arange, and tensors from host data.
 #include <backplane/ops.h>
 
-#include "../internal.h"
-
 #include <cmath>
 #include <cstring>
+
+#include "../internal.h"
 
 namespace bp {
 
@@ -74,8 +74,8 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step,
     n = num / di + ((num % di != 0) && ((num > 0) == (di > 0)) ? 1 : 0);
   } else {
     const double count = std::ceil((e - s) / d);
-    BP_CHECK(count < 0x1p62, "[arange] start ", start, ", end ", end, " and step ", step,
-             " give ", count, " elements, more than a tensor can hold (CR-8)");
+    BP_CHECK(count < 0x1p62, "[arange] start ", start, ", end ", end, " and step ", step, " give ",
+             count, " elements, more than a tensor can hold (CR-8)");
     n = static_cast<int64_t>(count);
   }
   n = std::max<int64_t>(n, 0);
@@ -96,9 +96,8 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step,
         host[i] = static_cast<T>(s + static_cast<double>(i) * d);
     }
     detail::backend_of(t).copy_from_host(t.device().index, detail::current_stream_of(t.device()),
-                                         t.impl()->storage->data(),
-                                         t.impl()->storage->offset(), host.data(),
-                                         host.size() * sizeof(H));
+                                         t.impl()->storage->data(), t.impl()->storage->offset(),
+                                         host.data(), host.size() * sizeof(H));
   });
   return t;
 }
@@ -107,9 +106,8 @@ Tensor from_blob(const void* host_data, DType dtype, IntArrayRef shape, Device d
   Tensor t = detail::make_empty(shape, dtype, device);
   if (t.numel())
     detail::backend_of(t).copy_from_host(device.index, detail::current_stream_of(device),
-                                         t.impl()->storage->data(),
-                                         t.impl()->storage->offset(), host_data,
-                                         t.numel() * itemsize(dtype));
+                                         t.impl()->storage->data(), t.impl()->storage->offset(),
+                                         host_data, t.numel() * itemsize(dtype));
   return t;
 }
 

@@ -1,9 +1,9 @@
 // Host-side whole-tensor comparisons, for tests and the conformance suite.
 #include <backplane/ops.h>
 
-#include "../internal.h"
-
 #include <cmath>
+
+#include "../internal.h"
 
 namespace bp {
 

@@ -81,17 +81,19 @@ Tensor gather(const Tensor& a, int64_t dim, const Tensor& index) {
 
 namespace {
 // scatter_ and scatter_add_ without autograd: checks, then the kernel.
-void scatter_impl(const char* op, Tensor& self, int64_t dim, const Tensor& index,
-                  const Tensor& src, int64_t reduction) {
+void scatter_impl(const char* op, Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+                  int64_t reduction) {
   detail::check_same_device(op, self, index);
   detail::check_same_device(op, self, src);
   check_index(op, index);
-  BP_CHECK_TYPE(src.dtype() == self.dtype(), "[", op, "] src must have self's dtype ",
-                self.dtype(), ", got ", detail::describe_tensor(src));
+  BP_CHECK_TYPE(src.dtype() == self.dtype(), "[", op, "] src must have self's dtype ", self.dtype(),
+                ", got ", detail::describe_tensor(src));
   const int64_t d = wrap_dim(dim, self.dim(), op);
   check_gather_shape(op, self, d, index);
-  BP_CHECK(src.dim() == index.dim() || src.dim() == 0, "[", op, "] src must have the index's "
-           "rank ", index.dim(), ", got ", detail::describe_tensor(src));
+  BP_CHECK(src.dim() == index.dim() || src.dim() == 0, "[", op,
+           "] src must have the index's "
+           "rank ",
+           index.dim(), ", got ", detail::describe_tensor(src));
   for (int64_t k = 0; k < index.dim() && src.dim() == index.dim(); ++k)
     BP_CHECK_INDEX(index.size(k) <= src.size(k), "[", op, "] index size ", index.size(k),
                    " at dim ", k, " exceeds src's size ", src.size(k));
@@ -100,8 +102,8 @@ void scatter_impl(const char* op, Tensor& self, int64_t dim, const Tensor& index
   if (index.numel() > 0) {
     // src seen with the index's shape (its leading part; a 0-d src expands).
     NoGradGuard no_grad;
-    const Tensor s = src.dim() == 0 ? src.expand(index.sizes())
-                                    : src.as_strided(index.sizes(), src.strides());
+    const Tensor s =
+        src.dim() == 0 ? src.expand(index.sizes()) : src.as_strided(index.sizes(), src.strides());
     const Tensor self1 = self.dim() == 0 ? self.reshape({1}) : self;
     const Tensor i = index.dim() == 0 ? index.reshape({1}) : index;
     const Tensor s1 = index.dim() == 0 ? s.reshape({1}) : s;
@@ -142,14 +144,15 @@ Tensor scatter(const Tensor& a, int64_t dim, const Tensor& index, const Tensor& 
   }
   if (autograd::needs_grad({&a, &src})) {
     const int64_t d = wrap_dim(dim, a.dim(), "scatter");
-    auto node = autograd::make_node(
-        "ScatterBackward0", {&a, &src}, [d](autograd::FunctionNode& n, std::vector<Tensor>& g) {
-          const Tensor idx = n.saved(0);
-          Tensor ga, gs;
-          if (n.needs_grad(0)) ga = bp::scatter(g[0], d, idx, Scalar(0.0));
-          if (n.needs_grad(1)) gs = g[0].gather(d, idx);
-          return std::vector<Tensor>{ga, gs};
-        });
+    auto node = autograd::make_node("ScatterBackward0", {&a, &src},
+                                    [d](autograd::FunctionNode& n, std::vector<Tensor>& g) {
+                                      const Tensor idx = n.saved(0);
+                                      Tensor ga, gs;
+                                      if (n.needs_grad(0))
+                                        ga = bp::scatter(g[0], d, idx, Scalar(0.0));
+                                      if (n.needs_grad(1)) gs = g[0].gather(d, idx);
+                                      return std::vector<Tensor>{ga, gs};
+                                    });
     node->save(index);
     autograd::set_history(out, node.get());
   }
@@ -165,12 +168,12 @@ Tensor scatter_add(const Tensor& a, int64_t dim, const Tensor& index, const Tens
   }
   if (autograd::needs_grad({&a, &src})) {
     const int64_t d = wrap_dim(dim, a.dim(), "scatter_add");
-    auto node = autograd::make_node(
-        "ScatterAddBackward0", {&a, &src}, [d](autograd::FunctionNode& n, std::vector<Tensor>& g) {
-          Tensor gs;
-          if (n.needs_grad(1)) gs = g[0].gather(d, n.saved(0));
-          return std::vector<Tensor>{g[0], gs};
-        });
+    auto node = autograd::make_node("ScatterAddBackward0", {&a, &src},
+                                    [d](autograd::FunctionNode& n, std::vector<Tensor>& g) {
+                                      Tensor gs;
+                                      if (n.needs_grad(1)) gs = g[0].gather(d, n.saved(0));
+                                      return std::vector<Tensor>{g[0], gs};
+                                    });
     node->save(index);
     autograd::set_history(out, node.get());
   }
@@ -192,8 +195,9 @@ Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index_in) {
   const int64_t d = wrap_dim(dim, a.dim(), "index_select");
   // A 0-d result has one element, which exactly one index writes: any other
   // count would leave it unwritten (or drop values), as PyTorch refuses.
-  BP_CHECK_INDEX(a.dim() != 0 || index.numel() == 1, "[index_select] Index to scalar can have only 1 value, got ",
-                 index.numel(), " value(s)");
+  BP_CHECK_INDEX(a.dim() != 0 || index.numel() == 1,
+                 "[index_select] Index to scalar can have only 1 value, got ", index.numel(),
+                 " value(s)");
   const Tensor s = a.dim() == 0 ? a.reshape({1}) : a;
   DimVector shape(s.sizes());
   shape[a.dim() == 0 ? 0 : d] = index.numel();
@@ -208,7 +212,8 @@ Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index_in) {
         "IndexSelectBackward0", {&a},
         [dd, shape, a_shape](autograd::FunctionNode& n, std::vector<Tensor>& g) {
           const Tensor idx = n.saved(0);
-          const Tensor go = g[0].reshape(DimVector(g[0].dim() == 0 ? DimVector{1} : DimVector(g[0].sizes())));
+          const Tensor go =
+              g[0].reshape(DimVector(g[0].dim() == 0 ? DimVector{1} : DimVector(g[0].sizes())));
           Tensor ga = zeros(shape, TensorOptions(g[0].dtype()).device(g[0].device()));
           ga.scatter_add_(dd, expand_index(idx, go, dd), go);
           return std::vector<Tensor>{ga.reshape(a_shape)};
@@ -219,7 +224,9 @@ Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index_in) {
   return out;
 }
 
-Tensor Tensor::gather(int64_t dim, const Tensor& index) const { return bp::gather(*this, dim, index); }
+Tensor Tensor::gather(int64_t dim, const Tensor& index) const {
+  return bp::gather(*this, dim, index);
+}
 Tensor Tensor::index_select(int64_t dim, const Tensor& index) const {
   return bp::index_select(*this, dim, index);
 }

@@ -40,11 +40,13 @@ Tensor& dropout_(Tensor& input, double p, bool training) {
 Tensor gelu(const Tensor& input, bool tanh_approximation) {
   BP_CHECK_TYPE(is_floating(input.dtype()), "[gelu] needs a floating input, got ",
                 detail::describe_tensor(input));
-  if (Tensor out = detail::run_override("core::gelu", {input}, {int64_t{tanh_approximation ? 1 : 0}});
+  if (Tensor out =
+          detail::run_override("core::gelu", {input}, {int64_t{tanh_approximation ? 1 : 0}});
       out.defined())
     return out;
   if (tanh_approximation) {
-    const Tensor inner = (input + input * input * input * 0.044715) * 0.7978845608028654;  // sqrt(2/pi)
+    const Tensor inner =
+        (input + input * input * input * 0.044715) * 0.7978845608028654;  // sqrt(2/pi)
     return input * 0.5 * (tanh(inner) + 1);
   }
   return input * 0.5 * (erf(input * 0.7071067811865476) + 1);  // 1/sqrt(2)
@@ -56,20 +58,21 @@ Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int6
            weight.defined() ? detail::describe_tensor(weight) : std::string("an undefined tensor"));
   detail::check_same_device("embedding", weight, indices);
   BP_CHECK_TYPE(indices.dtype() == DType::Int64 || indices.dtype() == DType::Int32,
-                "[embedding] expects int64 or int32 indices, got ", detail::describe_tensor(indices));
+                "[embedding] expects int64 or int32 indices, got ",
+                detail::describe_tensor(indices));
   const int64_t rows = weight.size(0);
   std::optional<int64_t> pad = padding_idx;
   if (pad) {
-    BP_CHECK(*pad >= -rows && *pad < rows, "[embedding] padding_idx ", *pad,
-             " must be within the ", rows, " rows of the weight");
+    BP_CHECK(*pad >= -rows && *pad < rows, "[embedding] padding_idx ", *pad, " must be within the ",
+             rows, " rows of the weight");
     if (*pad < 0) *pad += rows;
   }
   // A contiguous copy, whatever the layout: the same kernels run for every layout.
   const Tensor flat = indices.to(DType::Int64).clone(MemoryFormat::Contiguous).view({-1});
   if (flat.numel() > 0) {
     const int64_t lo = flat.min().item<int64_t>(), hi = flat.max().item<int64_t>();
-    BP_CHECK_INDEX(lo >= 0 && hi < rows, "[embedding] index ", lo < 0 ? lo : hi, " is out of range for a weight of ",
-                   rows, " rows");
+    BP_CHECK_INDEX(lo >= 0 && hi < rows, "[embedding] index ", lo < 0 ? lo : hi,
+                   " is out of range for a weight of ", rows, " rows");
   }
   DimVector shape(indices.sizes());
   shape.push_back(weight.size(1));

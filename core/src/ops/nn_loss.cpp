@@ -12,9 +12,12 @@ namespace {
 
 Tensor reduce(const Tensor& loss, Reduction r) {
   switch (r) {
-    case Reduction::None: return loss;
-    case Reduction::Sum: return loss.sum();
-    case Reduction::Mean: return loss.mean();
+    case Reduction::None:
+      return loss;
+    case Reduction::Sum:
+      return loss.sum();
+    case Reduction::Mean:
+      return loss.mean();
   }
   return loss;
 }
@@ -25,15 +28,17 @@ void check_target(const char* op, const Tensor& input, const Tensor& target) {
   detail::check_same_device(op, input, target);
   BP_CHECK_TYPE(is_floating(input.dtype()), "[", op, "] needs a floating input, got ",
                 detail::describe_tensor(input));
-  BP_CHECK_TYPE(target.dtype() == DType::Int64, "[", op, "] expects int64 class indices as the target, got ",
+  BP_CHECK_TYPE(target.dtype() == DType::Int64, "[", op,
+                "] expects int64 class indices as the target, got ",
                 detail::describe_tensor(target));
-  BP_CHECK(input.dim() >= 1, "[", op, "] expects an input of shape [C] or [N, C, ...], got a 0-d tensor");
+  BP_CHECK(input.dim() >= 1, "[", op,
+           "] expects an input of shape [C] or [N, C, ...], got a 0-d tensor");
   DimVector expect;
   for (int64_t d = 0; d < input.dim(); ++d)
     if (d != (input.dim() == 1 ? 0 : 1)) expect.push_back(input.size(d));
   BP_CHECK(IntArrayRef(target.sizes()).equals(expect), "[", op, "] an input of shape ",
-           nn_detail::shape_text(input.sizes()), " expects a target of shape ", nn_detail::shape_text(expect),
-           ", got ", nn_detail::shape_text(target.sizes()));
+           nn_detail::shape_text(input.sizes()), " expects a target of shape ",
+           nn_detail::shape_text(expect), ", got ", nn_detail::shape_text(target.sizes()));
 }
 
 void check_weight(const char* op, const Tensor& weight, const Tensor& input) {
@@ -42,14 +47,16 @@ void check_weight(const char* op, const Tensor& weight, const Tensor& input) {
   detail::check_same_device(op, input, weight);
   BP_CHECK(weight.dim() == 1 && weight.size(0) == c, "[", op, "] the class weight has shape ",
            nn_detail::shape_text(weight.sizes()), ", expected [", c, "]");
-  BP_CHECK_TYPE(weight.dtype() == input.dtype(), "[", op, "] the class weight is ", name(weight.dtype()),
-                ", the input ", name(input.dtype()));
+  BP_CHECK_TYPE(weight.dtype() == input.dtype(), "[", op, "] the class weight is ",
+                name(weight.dtype()), ", the input ", name(input.dtype()));
 }
 
 // Per target element: the weight of its class, 0 where ignored.
-Tensor target_weights(const Tensor& safe_target, const Tensor& keep, const Tensor& weight, DType dt) {
+Tensor target_weights(const Tensor& safe_target, const Tensor& keep, const Tensor& weight,
+                      DType dt) {
   if (!weight.defined()) return keep.to(dt);
-  return weight.index_select(0, safe_target.reshape({-1})).reshape(safe_target.sizes()) * keep.to(dt);
+  return weight.index_select(0, safe_target.reshape({-1})).reshape(safe_target.sizes()) *
+         keep.to(dt);
 }
 
 // A [C] weight shaped to broadcast against the input's class dim.
@@ -64,8 +71,8 @@ Tensor one_minus(const Tensor& t) { return neg(t) + 1; }
 
 }  // namespace
 
-Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index,
-                Reduction reduction) {
+Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
+                int64_t ignore_index, Reduction reduction) {
   check_target("nll_loss", input, target);
   check_weight("nll_loss", weight, input);
   const bool flat = input.dim() == 1;
@@ -77,8 +84,8 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
   if (safe.numel() > 0) {
     // Class indices are checked on the host: a bad one names itself.
     const int64_t lo = safe.min().item<int64_t>(), hi = safe.max().item<int64_t>();
-    BP_CHECK_INDEX(lo >= 0 && hi < c, "[nll_loss] target ", lo < 0 ? lo : hi, " is out of bounds for ", c,
-                   " classes");
+    BP_CHECK_INDEX(lo >= 0 && hi < c, "[nll_loss] target ", lo < 0 ? lo : hi,
+                   " is out of bounds for ", c, " classes");
   }
   const Tensor picked = in.gather(1, safe.unsqueeze(1)).squeeze(1);
   const Tensor w = target_weights(safe, keep, weight, in.dtype());
@@ -89,8 +96,8 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
   return reduce(loss, reduction);
 }
 
-Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index,
-                     Reduction reduction, double label_smoothing) {
+Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
+                     int64_t ignore_index, Reduction reduction, double label_smoothing) {
   check_target("cross_entropy", input, target);
   check_weight("cross_entropy", weight, input);
   BP_CHECK(label_smoothing >= 0 && label_smoothing <= 1,
@@ -116,22 +123,28 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
   BP_CHECK(target.defined(), "[mse_loss] the target is an undefined tensor");
-  BP_CHECK(IntArrayRef(input.sizes()).equals(target.sizes()), "[mse_loss] the input has shape ",
-           nn_detail::shape_text(input.sizes()), " and the target ", nn_detail::shape_text(target.sizes()),
-           "; they must be the same (PyTorch would broadcast them; expand them to one shape first)");
+  BP_CHECK(
+      IntArrayRef(input.sizes()).equals(target.sizes()), "[mse_loss] the input has shape ",
+      nn_detail::shape_text(input.sizes()), " and the target ",
+      nn_detail::shape_text(target.sizes()),
+      "; they must be the same (PyTorch would broadcast them; expand them to one shape first)");
   BP_CHECK_TYPE(is_floating(input.dtype()), "[mse_loss] needs a floating input, got ",
                 detail::describe_tensor(input));
   const Tensor d = input - target;
   return reduce(d * d, reduction);
 }
 
-Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const Tensor& weight,
-                                        const Tensor& pos_weight, Reduction reduction) {
-  BP_CHECK(target.defined(), "[binary_cross_entropy_with_logits] the target is an undefined tensor");
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
+                                        const Tensor& weight, const Tensor& pos_weight,
+                                        Reduction reduction) {
+  BP_CHECK(target.defined(),
+           "[binary_cross_entropy_with_logits] the target is an undefined tensor");
   BP_CHECK(IntArrayRef(input.sizes()).equals(target.sizes()),
-           "[binary_cross_entropy_with_logits] the target has shape ", nn_detail::shape_text(target.sizes()),
-           ", the input ", nn_detail::shape_text(input.sizes()), "; they must be the same");
-  BP_CHECK_TYPE(is_floating(input.dtype()), "[binary_cross_entropy_with_logits] needs a floating input, got ",
+           "[binary_cross_entropy_with_logits] the target has shape ",
+           nn_detail::shape_text(target.sizes()), ", the input ",
+           nn_detail::shape_text(input.sizes()), "; they must be the same");
+  BP_CHECK_TYPE(is_floating(input.dtype()),
+                "[binary_cross_entropy_with_logits] needs a floating input, got ",
                 detail::describe_tensor(input));
   // log(1 + exp(-x)) as m + log(exp(-m) + exp(-x - m)), m = max(-x, 0): no overflow.
   const Tensor m = clamp(-input, 0.0, std::nullopt);

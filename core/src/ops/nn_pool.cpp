@@ -41,7 +41,8 @@ Tensor divisors(const Windows& w, bool count_include_pad, const Tensor& x) {
   for (int64_t oh = 0; oh < w.out[0]; ++oh)
     for (int64_t ow = 0; ow < w.out[1]; ++ow) {
       int64_t h0 = oh * w.s[0] - w.p[0], c0 = ow * w.s[1] - w.p[1];
-      int64_t h1 = std::min(h0 + w.k[0], w.in[0] + w.p[0]), c1 = std::min(c0 + w.k[1], w.in[1] + w.p[1]);
+      int64_t h1 = std::min(h0 + w.k[0], w.in[0] + w.p[0]),
+              c1 = std::min(c0 + w.k[1], w.in[1] + w.p[1]);
       const int64_t with_pad = (h1 - h0) * (c1 - c0);
       h0 = std::max<int64_t>(h0, 0);
       c0 = std::max<int64_t>(c0, 0);
@@ -63,16 +64,21 @@ Tensor scatter_taps(const Tensor& g, const Windows& w, int64_t n, int64_t c) {
   return gx.is_contiguous() ? gx : gx.contiguous();
 }
 
-Size2 stride_or_kernel(std::optional<Size2> stride, Size2 kernel) { return stride ? *stride : kernel; }
+Size2 stride_or_kernel(std::optional<Size2> stride, Size2 kernel) {
+  return stride ? *stride : kernel;
+}
 
 // The named ops' geometry attributes: kernel, stride, padding (h, w).
-std::vector<OpAttr> geometry(const Windows& w) { return {w.k[0], w.k[1], w.s[0], w.s[1], w.p[0], w.p[1]}; }
+std::vector<OpAttr> geometry(const Windows& w) {
+  return {w.k[0], w.k[1], w.s[0], w.s[1], w.p[0], w.p[1]};
+}
 
 // The composite max pool: values and PyTorch's indices.
 void max_pool_composite(const Tensor& x, const Windows& w, Tensor& out, Tensor& idx) {
   const int64_t n = x.size(0), c = x.size(1);
   const Tensor xp = nn_detail::pad(x, w, -std::numeric_limits<double>::infinity());
-  out = full({n, c, w.out[0], w.out[1]}, -std::numeric_limits<double>::infinity(), like(x, x.dtype()));
+  out = full({n, c, w.out[0], w.out[1]}, -std::numeric_limits<double>::infinity(),
+             like(x, x.dtype()));
   idx = window_positions(w, 0, 0, true, x).expand({n, c, w.out[0], w.out[1]}).contiguous();
   if (out.numel() == 0) return;
   for (int64_t kh = 0; kh < w.k[0]; ++kh)
@@ -86,13 +92,14 @@ void max_pool_composite(const Tensor& x, const Windows& w, Tensor& out, Tensor& 
 }
 
 // avg_pool2d's gradient: each window's share of g spread over its taps.
-Tensor avg_pool_backward(const Tensor& g, const Windows& w, const Tensor& div, bool count_include_pad,
-                         int64_t n, int64_t c) {
+Tensor avg_pool_backward(const Tensor& g, const Windows& w, const Tensor& div,
+                         bool count_include_pad, int64_t n, int64_t c) {
   if (g.numel() > 0) {
     Tensor gx = detail::make_empty({n, c, w.in[0], w.in[1]}, g.dtype(), g);
     std::vector<OpAttr> attrs = geometry(w);
     attrs.push_back(int64_t{count_include_pad ? 1 : 0});
-    if (detail::run_kernel_override("core::avg_pool2d_backward", {g.contiguous()}, {gx}, attrs)) return gx;
+    if (detail::run_kernel_override("core::avg_pool2d_backward", {g.contiguous()}, {gx}, attrs))
+      return gx;
   }
   return scatter_taps(g.div(div), w, n, c);
 }
@@ -104,8 +111,9 @@ std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, Size2 ker
                                                   Size2 dilation, bool ceil_mode) {
   bool unbatched = false;
   const Tensor x = nn_detail::as_batch("max_pool2d", input, unbatched);
-  const Windows w = nn_detail::make_windows("max_pool2d", x, kernel_size, stride_or_kernel(stride, kernel_size),
-                                            padding, dilation, ceil_mode, true);
+  const Windows w =
+      nn_detail::make_windows("max_pool2d", x, kernel_size, stride_or_kernel(stride, kernel_size),
+                              padding, dilation, ceil_mode, true);
   const int64_t n = x.size(0), c = x.size(1);
   Tensor out, idx;
   {
@@ -124,7 +132,8 @@ std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, Size2 ker
   if (autograd::needs_grad({&x})) {
     const DimVector xs(x.sizes());
     auto node = autograd::make_node(
-        "MaxPool2DWithIndicesBackward0", {&x}, [xs](autograd::FunctionNode& nd, std::vector<Tensor>& g) {
+        "MaxPool2DWithIndicesBackward0", {&x},
+        [xs](autograd::FunctionNode& nd, std::vector<Tensor>& g) {
           const Tensor ind = nd.saved(0);
           const int64_t nn = xs[0], cc = xs[1];
           Tensor gx = zeros({nn, cc, xs[2] * xs[3]}, like(g[0], g[0].dtype()));
@@ -139,17 +148,18 @@ std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, Size2 ker
   return {out, idx};
 }
 
-Tensor max_pool2d(const Tensor& input, Size2 kernel_size, std::optional<Size2> stride, Size2 padding,
-                  Size2 dilation, bool ceil_mode) {
+Tensor max_pool2d(const Tensor& input, Size2 kernel_size, std::optional<Size2> stride,
+                  Size2 padding, Size2 dilation, bool ceil_mode) {
   return max_pool2d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode).first;
 }
 
-Tensor avg_pool2d(const Tensor& input, Size2 kernel_size, std::optional<Size2> stride, Size2 padding,
-                  bool ceil_mode, bool count_include_pad) {
+Tensor avg_pool2d(const Tensor& input, Size2 kernel_size, std::optional<Size2> stride,
+                  Size2 padding, bool ceil_mode, bool count_include_pad) {
   bool unbatched = false;
   const Tensor x = nn_detail::as_batch("avg_pool2d", input, unbatched);
-  const Windows w = nn_detail::make_windows("avg_pool2d", x, kernel_size, stride_or_kernel(stride, kernel_size),
-                                            padding, 1, ceil_mode, true);
+  const Windows w =
+      nn_detail::make_windows("avg_pool2d", x, kernel_size, stride_or_kernel(stride, kernel_size),
+                              padding, 1, ceil_mode, true);
   Tensor out;
   const Tensor div = divisors(w, count_include_pad, x);
   {

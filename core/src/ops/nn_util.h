@@ -65,8 +65,9 @@ inline Windows make_windows(const char* op, const Tensor& x, Size2 kernel, Size2
                ") should be at most half the kernel size (", kernel[0], ", ", kernel[1], ")");
   for (int i = 0; i < 2; ++i) {
     BP_CHECK(w.in[i] + 2 * w.p[i] >= w.span(i), "[", op, "] the padded input is (",
-             w.in[0] + 2 * w.p[0], " x ", w.in[1] + 2 * w.p[1], ") per channel for an input of shape ",
-             shape_text(x.sizes()), ", smaller than the kernel (", w.span(0), " x ", w.span(1), ")",
+             w.in[0] + 2 * w.p[0], " x ", w.in[1] + 2 * w.p[1],
+             ") per channel for an input of shape ", shape_text(x.sizes()),
+             ", smaller than the kernel (", w.span(0), " x ", w.span(1), ")",
              (w.d[0] > 1 || w.d[1] > 1) ? " with its dilation" : "");
     w.out[i] = out_size(w.in[i], w.k[i], w.s[i], w.p[i], w.d[i], ceil_mode);
     w.extra[i] = std::max<int64_t>(0, (w.out[i] - 1) * w.s[i] + w.span(i) - (w.in[i] + 2 * w.p[i]));
@@ -78,7 +79,8 @@ inline Windows make_windows(const char* op, const Tensor& x, Size2 kernel, Size2
 // there is nothing to add. Not recorded.
 inline Tensor pad(const Tensor& x, const Windows& w, const Scalar& value) {
   if (w.p[0] == 0 && w.p[1] == 0 && w.extra[0] == 0 && w.extra[1] == 0) return x;
-  Tensor out = detail::full_on({x.size(0), x.size(1), w.padded(0), w.padded(1)}, value, x.dtype(), x);
+  Tensor out =
+      detail::full_on({x.size(0), x.size(1), w.padded(0), w.padded(1)}, value, x.dtype(), x);
   out.narrow(2, w.p[0], w.in[0]).narrow(3, w.p[1], w.in[1]).copy_(x);
   return out;
 }
@@ -101,8 +103,8 @@ inline Tensor tap(const Tensor& xp, const Windows& w, int64_t kh, int64_t kw) {
 
 // A 3-D [C, H, W] input as a batch of one; the flag says to undo it.
 inline Tensor as_batch(const char* op, const Tensor& x, bool& unbatched) {
-  BP_CHECK(x.dim() == 3 || x.dim() == 4, "[", op, "] expects a 3-D (C, H, W) or 4-D (N, C, H, W) input, got ",
-           detail::describe_tensor(x));
+  BP_CHECK(x.dim() == 3 || x.dim() == 4, "[", op,
+           "] expects a 3-D (C, H, W) or 4-D (N, C, H, W) input, got ", detail::describe_tensor(x));
   BP_CHECK_TYPE(is_floating(x.dtype()), "[", op, "] needs a floating input, got ",
                 detail::describe_tensor(x));
   unbatched = x.dim() == 3;

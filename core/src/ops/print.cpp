@@ -1,15 +1,14 @@
 // Printing in PyTorch's format: tensor([[0., 1.],
 //         [2., 3.]])
-#include <backplane/ops.h>
-
 #include <backplane/autograd.h>
 #include <backplane/dispatcher.h>
-
-#include "../internal.h"
+#include <backplane/ops.h>
 
 #include <cmath>
 #include <cstdio>
 #include <sstream>
+
+#include "../internal.h"
 
 namespace bp {
 
@@ -56,8 +55,9 @@ struct Formatter {
     }
     for (double v : vals) {
       if (!std::isfinite(v) || v == 0) continue;
-      std::size_t w = sci_mode ? sci(v).size() : int_mode ? fmt("%.0f", v).size() + 1
-                                                           : fmt("%.4f", v).size();
+      std::size_t w = sci_mode   ? sci(v).size()
+                      : int_mode ? fmt("%.0f", v).size() + 1
+                                 : fmt("%.4f", v).size();
       width = std::max(width, w);
     }
   }
@@ -137,8 +137,8 @@ Tensor shown_part(const Tensor& t, std::vector<std::vector<int64_t>>& pos) {
     for (int64_t i = 0; i < kEdgeItems; ++i) keep.push_back(i);
     for (int64_t i = n - kEdgeItems; i < n; ++i) keep.push_back(i);
     if (on_device) {
-      const Tensor index = from_blob(keep.data(), DType::Int64,
-                                     {static_cast<int64_t>(keep.size())}, t.device());
+      const Tensor index =
+          from_blob(keep.data(), DType::Int64, {static_cast<int64_t>(keep.size())}, t.device());
       s = s.index_select(d, index);
       for (int64_t i = 0; i < 2 * kEdgeItems; ++i) p.push_back(i);
     } else {

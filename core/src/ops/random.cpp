@@ -1,9 +1,9 @@
 // rand and randn on the counter-based stream of BP_OP_RANDOM.
 #include <backplane/ops.h>
 
-#include "../internal.h"
-
 #include <mutex>
+
+#include "../internal.h"
 
 namespace bp {
 
@@ -20,8 +20,8 @@ GeneratorState take(int64_t n) {
 }
 
 Tensor random(const char* name, int kind, IntArrayRef shape, TensorOptions options) {
-  BP_CHECK_TYPE(is_floating(options.dtype_), "[", name, "] only floating dtypes are supported, got ",
-                options.dtype_);
+  BP_CHECK_TYPE(is_floating(options.dtype_), "[", name,
+                "] only floating dtypes are supported, got ", options.dtype_);
   Tensor out = empty(shape, options.requires_grad(false));
   if (out.numel() > 0) {
     const GeneratorState s = take(out.numel());

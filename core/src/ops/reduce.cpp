@@ -1,10 +1,10 @@
 // Reductions: sum, mean, prod, max, min, argmax, argmin.
 #include <backplane/ops.h>
 
+#include <algorithm>
+
 #include "../autograd/graph.h"
 #include "../internal.h"
-
-#include <algorithm>
 
 namespace bp {
 
@@ -25,8 +25,8 @@ std::vector<bool> reduced_dims(const char* op, const Tensor& a, IntArrayRef dims
 
 // Runs a reduction kernel into a keepdim-shaped output, then drops the
 // reduced dims unless keepdim.
-Tensor reduce(Op op, const Tensor& a, const std::vector<bool>& reduce,
-              bool keepdim, DType out_dtype, const bp_attrs& attrs = detail::make_attrs()) {
+Tensor reduce(Op op, const Tensor& a, const std::vector<bool>& reduce, bool keepdim,
+              DType out_dtype, const bp_attrs& attrs = detail::make_attrs()) {
   const int64_t nd = a.dim();
   DimVector kept(a.sizes());
   for (int64_t d = 0; d < nd; ++d)
@@ -103,8 +103,7 @@ void record_reduction(Op op, const char* name, const Tensor& a, const std::vecto
       default: {  // Max, Min: evenly among the elements equal to the extremum
         const Tensor x = n.saved(0), y = n.saved(1).reshape(kept);
         // A NaN result was picked from the NaNs (AG-16), which == never matches.
-        const Tensor hit = logical_or(eq(x, y), logical_and(ne(x, x), ne(y, y)))
-                               .to(g[0].dtype());
+        const Tensor hit = logical_or(eq(x, y), logical_and(ne(x, x), ne(y, y))).to(g[0].dtype());
         const Tensor ties = hit.sum(reduced_list(mask), true);
         return std::vector<Tensor>{gk.mul(hit).div(ties)};
       }

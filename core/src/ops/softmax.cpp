@@ -45,7 +45,9 @@ Tensor softmax_like(Op op, const char* name, const Tensor& a, int64_t dim) {
 }
 }  // namespace
 
-Tensor softmax(const Tensor& a, int64_t dim) { return softmax_like(Op::Softmax, "softmax", a, dim); }
+Tensor softmax(const Tensor& a, int64_t dim) {
+  return softmax_like(Op::Softmax, "softmax", a, dim);
+}
 Tensor log_softmax(const Tensor& a, int64_t dim) {
   return softmax_like(Op::LogSoftmax, "log_softmax", a, dim);
 }

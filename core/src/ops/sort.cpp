@@ -138,9 +138,8 @@ std::tuple<Tensor, Tensor, Tensor> unique_consecutive(const Tensor& a, bool retu
     for (int64_t k = 0; k < a.dim(); ++k) zero_dims += a.size(k) == 0;
     BP_CHECK(zero_dims <= 1, "[unique_consecutive] ", detail::describe_tensor(a),
              " has more than one dim of size 0, so unique cannot be applied");
-    BP_CHECK(zero_dims == 0 || a.size(d) == 0, "[unique_consecutive] ",
-             detail::describe_tensor(a), " has a dim of size 0 other than dim ", d,
-             ", so unique cannot be applied");
+    BP_CHECK(zero_dims == 0 || a.size(d) == 0, "[unique_consecutive] ", detail::describe_tensor(a),
+             " has a dim of size 0 other than dim ", d, ", so unique cannot be applied");
   }
   // The slices compared: along `dim`, or the elements of the flattened tensor.
   const Tensor x = dim ? a : a.reshape({-1});

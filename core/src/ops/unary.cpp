@@ -16,9 +16,12 @@ enum class Result {
 
 DType result_dtype(Result r, DType in) {
   switch (r) {
-    case Result::Same: return in;
-    case Result::Floating: return is_floating(in) ? in : kDefaultFloat;
-    case Result::Bool: return DType::Bool;
+    case Result::Same:
+      return in;
+    case Result::Floating:
+      return is_floating(in) ? in : kDefaultFloat;
+    case Result::Bool:
+      return DType::Bool;
   }
   return in;
 }
@@ -32,8 +35,7 @@ void record_unary(Op op, const Tensor& a, const Tensor& out, const bp_attrs& att
   // Each case's backward is its own closure type, kept inside the node
   // (make_node): no second allocation for it.
   auto record = [&](const char* name, bool save_x, bool save_y, auto&& backward) {
-    auto node =
-        autograd::make_node(name, {&a}, std::forward<decltype(backward)>(backward));
+    auto node = autograd::make_node(name, {&a}, std::forward<decltype(backward)>(backward));
     node->save(save_x ? a : Tensor());
     node->save(save_y ? out : Tensor());
     autograd::set_history(out, std::move(node));
@@ -161,8 +163,7 @@ Tensor logical_not(const Tensor& a) { return unary(Op::LogicalNot, a, Result::Bo
 Tensor clamp(const Tensor& a, std::optional<Scalar> lo, std::optional<Scalar> hi) {
   const bp_attrs attrs = clamp_attrs(lo, hi);
   Tensor holder;
-  return unary(Op::Clamp, detail::cast_to(a, clamp_dtype(a, lo, hi), holder), Result::Same,
-               attrs);
+  return unary(Op::Clamp, detail::cast_to(a, clamp_dtype(a, lo, hi), holder), Result::Same, attrs);
 }
 
 Tensor Tensor::neg() const { return bp::neg(*this); }

@@ -2,9 +2,9 @@
 // kernel; each is O(rank).
 #include <backplane/ops.h>
 
-#include "../internal.h"
-
 #include <algorithm>
+
+#include "../internal.h"
 
 namespace bp {
 
@@ -14,8 +14,8 @@ Tensor Tensor::view(IntArrayRef shape) const {
   DimVector target = infer_shape(shape, numel(), "view");
   DimVector strides;
   BP_CHECK(view_strides(sizes(), this->strides(), target, strides), "[view] cannot view ",
-           detail::describe_tensor(*this), " with strides ", this->strides(), " as shape ",
-           target, ": its memory layout is not compatible (at least one dimension spans "
+           detail::describe_tensor(*this), " with strides ", this->strides(), " as shape ", target,
+           ": its memory layout is not compatible (at least one dimension spans "
            "across two contiguous subspaces); use .reshape(...) instead, which copies when needed");
   return make_view(*this, target, std::move(strides), storage_offset(), "view", "ViewBackward0",
                    [target](const Tensor& t) { return t.view(target); });
@@ -59,8 +59,8 @@ Tensor Tensor::t() const {
 }
 
 Tensor Tensor::permute(IntArrayRef dims) const {
-  BP_CHECK(static_cast<int64_t>(dims.size()) == dim(), "[permute] got ", dims.size(),
-           " dims ", dims, " for ", detail::describe_tensor(*this), "; give one per dim");
+  BP_CHECK(static_cast<int64_t>(dims.size()) == dim(), "[permute] got ", dims.size(), " dims ",
+           dims, " for ", detail::describe_tensor(*this), "; give one per dim");
   DimVector sz(dims.size()), st(dims.size());
   std::vector<bool> seen(dims.size(), false);
   for (std::size_t i = 0; i < dims.size(); ++i) {
@@ -71,7 +71,8 @@ Tensor Tensor::permute(IntArrayRef dims) const {
     st[i] = stride(d);
   }
   return make_view(*this, std::move(sz), std::move(st), storage_offset(), "permute",
-                   "PermuteBackward0", [order = DimVector(dims)](const Tensor& t) { return t.permute(order); });
+                   "PermuteBackward0",
+                   [order = DimVector(dims)](const Tensor& t) { return t.permute(order); });
 }
 
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
@@ -79,8 +80,8 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
   d = wrap_dim(d, dim(), "narrow");
   const int64_t n = size(d);
   if (start < 0) start += n;
-  BP_CHECK_INDEX(start >= 0 && start <= n, "[narrow] start ", start, " is out of range for dim ",
-                 d, " of size ", n, " (valid: ", -n, " to ", n, ")");
+  BP_CHECK_INDEX(start >= 0 && start <= n, "[narrow] start ", start, " is out of range for dim ", d,
+                 " of size ", n, " (valid: ", -n, " to ", n, ")");
   BP_CHECK_INDEX(length >= 0 && length <= n - start, "[narrow] start ", start, " + length ", length,
                  " exceeds dim ", d, " of size ", n);
   DimVector sz(sizes());
@@ -94,9 +95,8 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   BP_CHECK_INDEX(dim() > 0, "[select] cannot index a 0-d tensor");
   d = wrap_dim(d, dim(), "select");
   const int64_t n = size(d);
-  BP_CHECK_INDEX(index >= -n && index < n, "[select] index ", index,
-                 " is out of range for dim ", d, " of size ", n, " (valid: ", -n, " to ", n - 1,
-                 ")");
+  BP_CHECK_INDEX(index >= -n && index < n, "[select] index ", index, " is out of range for dim ", d,
+                 " of size ", n, " (valid: ", -n, " to ", n - 1, ")");
   if (index < 0) index += n;
   DimVector sz(sizes()), st(strides());
   const int64_t offset = storage_offset() + index * st[d];
@@ -159,8 +159,8 @@ Tensor Tensor::expand(IntArrayRef shape) const {
     }
     const int64_t cur = size(i - lead), want = shape[i] == -1 ? cur : shape[i];
     BP_CHECK(cur == want || cur == 1, "[expand] the size ", cur, " of dim ", i - lead,
-             " must match the target size ", want, " (only size-1 dims expand); shape ",
-             sizes(), " to ", shape);
+             " must match the target size ", want, " (only size-1 dims expand); shape ", sizes(),
+             " to ", shape);
     sz[i] = want;
     st[i] = cur == want ? stride(i - lead) : 0;
   }
@@ -253,8 +253,8 @@ Tensor Tensor::as_strided(IntArrayRef size, IntArrayRef stride,
   BP_CHECK_INDEX(first > last || last < capacity, "[as_strided] size ", size, " and stride ",
                  stride, " at offset ", offset, " reach element ", last,
                  ", past the end of the memory (", capacity, " elements)");
-  Tensor out = detail::make_view_unrecorded(*this, DimVector(size), DimVector(stride), offset,
-                                            "as_strided");
+  Tensor out =
+      detail::make_view_unrecorded(*this, DimVector(size), DimVector(stride), offset, "as_strided");
   if (requires_grad()) autograd::record_as_strided(*this, out);
   return out;
 }
@@ -275,7 +275,8 @@ Tensor Tensor::unfold(int64_t d, int64_t size_, int64_t step) const {
     st.push_back(stride(w));
   }
   return make_view(*this, std::move(sz), std::move(st), storage_offset(), "unfold",
-                   "UnfoldBackward0", [d, size_, step](const Tensor& t) { return t.unfold(d, size_, step); });
+                   "UnfoldBackward0",
+                   [d, size_, step](const Tensor& t) { return t.unfold(d, size_, step); });
 }
 
 }  // namespace bp

@@ -30,7 +30,8 @@ Adam::Adam(std::vector<Tensor> params, AdamOptions options)
 Adam::Adam(std::vector<ParamGroup> groups, AdamOptions options)
     : Adam("Adam", std::move(groups), options, 0.0) {}
 
-Adam::Adam(std::string name, std::vector<ParamGroup> groups, AdamOptions options, double default_decay)
+Adam::Adam(std::string name, std::vector<ParamGroup> groups, AdamOptions options,
+           double default_decay)
     : Optimizer(std::move(name), std::move(groups), adam_defaults(options, default_decay)) {
   add_pending();
 }
@@ -38,11 +39,12 @@ Adam::Adam(std::string name, std::vector<ParamGroup> groups, AdamOptions options
 void Adam::check_group(const ParamGroup& g) const {
   BP_CHECK(g["lr"] >= 0, "[", name(), "] Invalid learning rate: ", g["lr"]);
   BP_CHECK(g["eps"] >= 0, "[", name(), "] Invalid epsilon value: ", g["eps"]);
-  BP_CHECK(g["beta1"] >= 0 && g["beta1"] < 1, "[", name(), "] Invalid beta parameter at index 0: ",
-           g["beta1"]);
-  BP_CHECK(g["beta2"] >= 0 && g["beta2"] < 1, "[", name(), "] Invalid beta parameter at index 1: ",
-           g["beta2"]);
-  BP_CHECK(g["weight_decay"] >= 0, "[", name(), "] Invalid weight_decay value: ", g["weight_decay"]);
+  BP_CHECK(g["beta1"] >= 0 && g["beta1"] < 1, "[", name(),
+           "] Invalid beta parameter at index 0: ", g["beta1"]);
+  BP_CHECK(g["beta2"] >= 0 && g["beta2"] < 1, "[", name(),
+           "] Invalid beta parameter at index 1: ", g["beta2"]);
+  BP_CHECK(g["weight_decay"] >= 0, "[", name(),
+           "] Invalid weight_decay value: ", g["weight_decay"]);
 }
 
 void Adam::step() { update(false); }
@@ -55,7 +57,8 @@ void Adam::update(bool decoupled) {
     for (Tensor& p : g.params) {
       const ParamState& st = state(p);
       BP_CHECK(!p.grad().defined() || st.tensors.empty() || st.tensors.count("max_exp_avg_sq"), "[",
-               name(), "] amsgrad was turned on after the first step: the state has no max_exp_avg_sq");
+               name(),
+               "] amsgrad was turned on after the first step: the state has no max_exp_avg_sq");
     }
   }
   for (ParamGroup& g : param_groups()) {
@@ -87,9 +90,9 @@ void Adam::update(bool decoupled) {
       }
       Tensor& exp_avg = st.tensors["exp_avg"];
       Tensor& exp_avg_sq = st.tensors["exp_avg_sq"];
-      if (!amsgrad && detail::run_kernel_override("core::adam_step", {grad}, {p, exp_avg, exp_avg_sq},
-                                                  {lr, beta1, beta2, eps, static_cast<int64_t>(step),
-                                                   int64_t{negate}}))
+      if (!amsgrad && detail::run_kernel_override(
+                          "core::adam_step", {grad}, {p, exp_avg, exp_avg_sq},
+                          {lr, beta1, beta2, eps, static_cast<int64_t>(step), int64_t{negate}}))
         continue;
       if (negate) grad = -grad;
       exp_avg.mul_(beta1).add_(grad, 1 - beta1);

@@ -43,8 +43,8 @@ void Optimizer::add_param_group(ParamGroup group) {
   for (const auto& p : group.params) {
     BP_CHECK(p.defined(), "[", name_, "] a parameter is an undefined tensor");
     BP_CHECK_T(AutogradError, p.is_leaf(), "[", name_, "] can't optimize a non-leaf Tensor");
-    BP_CHECK(seen.insert(p.impl()).second,
-             "[", name_, "] some parameters appear in more than one parameter group");
+    BP_CHECK(seen.insert(p.impl()).second, "[", name_,
+             "] some parameters appear in more than one parameter group");
   }
   groups_.push_back(std::move(group));
 }
@@ -67,7 +67,8 @@ OptimizerState Optimizer::state_dict() const {
     OptimizerState::Group og{g.options, {}};
     for (const auto& p : g.params) {
       auto it = state_.find(p.impl());
-      if (it != state_.end() && !(it->second.state.tensors.empty() && it->second.state.numbers.empty())) {
+      if (it != state_.end() &&
+          !(it->second.state.tensors.empty() && it->second.state.numbers.empty())) {
         ParamState copy;
         copy.numbers = it->second.state.numbers;
         for (const auto& [k, t] : it->second.state.tensors) copy.tensors[k] = t.detach().clone();
@@ -88,13 +89,15 @@ void Optimizer::load_state_dict(const OptimizerState& in) {
   for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
     const auto& mine = groups_[gi];
     const auto& theirs = in.param_groups[gi];
-    BP_CHECK(mine.params.size() == theirs.params.size(), "[", name_,
-             ".load_state_dict] loaded state dict contains a parameter group that doesn't match the "
-             "size of optimizer's group (group ", gi, ": ", theirs.params.size(), " against ",
-             mine.params.size(), ")");
+    BP_CHECK(
+        mine.params.size() == theirs.params.size(), "[", name_,
+        ".load_state_dict] loaded state dict contains a parameter group that doesn't match the "
+        "size of optimizer's group (group ",
+        gi, ": ", theirs.params.size(), " against ", mine.params.size(), ")");
     for (const auto& [key, value] : theirs.options)
       BP_CHECK(defaults_.count(key), "[", name_, ".load_state_dict] unknown option '", key, "'");
-    for (std::size_t i = 0; i < mine.params.size(); ++i) by_index[theirs.params[i]] = &mine.params[i];
+    for (std::size_t i = 0; i < mine.params.size(); ++i)
+      by_index[theirs.params[i]] = &mine.params[i];
   }
   // Check everything, convert onto each parameter's device, then commit.
   std::map<const TensorImpl*, Entry> next;

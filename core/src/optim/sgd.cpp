@@ -61,10 +61,13 @@ void SGD::step() {
         const bool first = it == st.tensors.end();
         // A buffer for the kernel to write is made only where there is one
         // (run_kernel_override looks the kernel up again either way).
-        Tensor buf = !first ? it->second : has_override("core::sgd_step", d) ? empty_like(p) : Tensor();
-        if (buf.defined() && detail::run_kernel_override("core::sgd_step", {d}, {p, buf},
-                                                         {lr, momentum, dampening, int64_t{nesterov},
-                                                          int64_t{negate}, int64_t{first}})) {
+        Tensor buf = !first                              ? it->second
+                     : has_override("core::sgd_step", d) ? empty_like(p)
+                                                         : Tensor();
+        if (buf.defined() &&
+            detail::run_kernel_override(
+                "core::sgd_step", {d}, {p, buf},
+                {lr, momentum, dampening, int64_t{nesterov}, int64_t{negate}, int64_t{first}})) {
           if (first) st.tensors.emplace("momentum_buffer", buf);
           continue;
         }

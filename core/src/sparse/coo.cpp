@@ -1,15 +1,14 @@
 // Sparse COO tensors: construction and its checks, the metadata, coalesce,
 // to_dense and to_sparse (SP-1).
-#include "coo_internal.h"
-
-#include "../internal.h"
-
 #include <backplane/autograd.h>
 
 #include <algorithm>
 #include <limits>
 #include <numeric>
 #include <sstream>
+
+#include "../internal.h"
+#include "coo_internal.h"
 
 namespace bp {
 
@@ -93,7 +92,8 @@ Tensor int64_indices(const Tensor& indices) {
 void check_index_args(const Tensor& indices, const Tensor& values) {
   BP_CHECK(indices.dim() == 2, "[sparse_coo_tensor] indices must be sparse_dim x nnz, but got: ",
            shape_str(indices.sizes()));
-  BP_CHECK(values.dim() >= 1, "[sparse_coo_tensor] values must be nnz x dense sizes, got a 0-d tensor");
+  BP_CHECK(values.dim() >= 1,
+           "[sparse_coo_tensor] values must be nnz x dense sizes, got a 0-d tensor");
   BP_CHECK(indices.size(1) == values.size(0),
            "[sparse_coo_tensor] indices and values must have same nnz, but got nnz from indices: ",
            indices.size(1), ", nnz from values: ", values.size(0));
@@ -113,8 +113,9 @@ SparseTensor checked(const Tensor& indices, const Tensor& values, IntArrayRef si
            dense_dim, "), but got ", size.size());
   for (int64_t d = 0; d < dense_dim; ++d)
     BP_CHECK(size[static_cast<std::size_t>(sd + d)] == values.size(d + 1),
-             "[sparse_coo_tensor] size ", shape_str(size), " does not match the values' dense sizes ",
-             shape_str(values.sizes()), " at dim ", sd + d);
+             "[sparse_coo_tensor] size ", shape_str(size),
+             " does not match the values' dense sizes ", shape_str(values.sizes()), " at dim ",
+             sd + d);
   for (std::size_t d = 0; d < size.size(); ++d)
     BP_CHECK(size[d] >= 0, "[sparse_coo_tensor] negative size in ", shape_str(size));
   const int64_t nnz = indices.size(1);
@@ -122,9 +123,11 @@ SparseTensor checked(const Tensor& indices, const Tensor& values, IntArrayRef si
     const Bounds b = bounds ? std::move(*bounds) : index_bounds(indices);
     for (int64_t d = 0; d < sd; ++d) {
       const auto k = static_cast<std::size_t>(d);
-      BP_CHECK_INDEX(b.lo[k] >= 0, "[sparse_coo_tensor] found negative index ", b.lo[k], " for dim ", d);
-      BP_CHECK_INDEX(b.hi[k] < size[k], "[sparse_coo_tensor] size is inconsistent with indices: for dim ",
-                     d, ", size is ", size[k], " but found index ", b.hi[k]);
+      BP_CHECK_INDEX(b.lo[k] >= 0, "[sparse_coo_tensor] found negative index ", b.lo[k],
+                     " for dim ", d);
+      BP_CHECK_INDEX(b.hi[k] < size[k],
+                     "[sparse_coo_tensor] size is inconsistent with indices: for dim ", d,
+                     ", size is ", size[k], " but found index ", b.hi[k]);
     }
   }
   // The values' memory is shared, as PyTorch shares it; their autograd
@@ -161,7 +164,8 @@ SparseTensor sparse_coo_tensor(const Tensor& given_indices, const Tensor& values
       size[static_cast<std::size_t>(d)] = std::max<int64_t>(hi + 1, 0);
     }
   }
-  for (int64_t d = 1; d < values.dim(); ++d) size[static_cast<std::size_t>(sd + d - 1)] = values.size(d);
+  for (int64_t d = 1; d < values.dim(); ++d)
+    size[static_cast<std::size_t>(sd + d - 1)] = values.size(d);
   // The bounds still matter: a negative index is refused.
   return checked(indices, values, size, std::nullopt, std::move(bounds));
 }

@@ -2,14 +2,13 @@
 // dense + sparse, sparse x dense products, transpose and sums (SP-1). Each
 // is a composite of dense ops on the indices and values, so it runs on
 // every backend and is differentiable in the values and dense operands.
-#include "coo_internal.h"
-
 #include <backplane/autograd.h>
 #include <backplane/named_ops.h>
 
-#include "../internal.h"
-
 #include <algorithm>
+
+#include "../internal.h"
+#include "coo_internal.h"
 
 namespace bp {
 
@@ -29,12 +28,14 @@ Tensor cat0(const Tensor& a, const Tensor& b) {
 
 // As PyTorch: a floating alpha with an integral result is refused, not truncated.
 void check_alpha(const char* op, DType result, const Scalar& alpha) {
-  BP_CHECK_TYPE(!(is_integral(result) || result == DType::Bool) || !alpha.is_floating(), "[", op,
-                "] For integral input tensors, argument alpha must not be a floating point number.");
+  BP_CHECK_TYPE(
+      !(is_integral(result) || result == DType::Bool) || !alpha.is_floating(), "[", op,
+      "] For integral input tensors, argument alpha must not be a floating point number.");
 }
 
 void check_same_sizes(const char* op, IntArrayRef a, IntArrayRef b) {
-  BP_CHECK(DimVector(a) == DimVector(b), "[", op, "] expected sizes of 'self' and 'other' to match, but ", shape_str(a),
+  BP_CHECK(DimVector(a) == DimVector(b), "[", op,
+           "] expected sizes of 'self' and 'other' to match, but ", shape_str(a),
            " != ", shape_str(b));
 }
 
@@ -88,9 +89,10 @@ SparseTensor SparseTensor::add(const SparseTensor& other, const Scalar& alpha) c
 }
 
 SparseTensor SparseTensor::sub(const SparseTensor& other, const Scalar& alpha) const {
-  BP_CHECK_TYPE(!(dtype() == DType::Bool && other.dtype() == DType::Bool),
-                "[sub] Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
-                "`^` or `logical_xor()` operator instead.");
+  BP_CHECK_TYPE(
+      !(dtype() == DType::Bool && other.dtype() == DType::Bool),
+      "[sub] Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
+      "`^` or `logical_xor()` operator instead.");
   return add(other.neg(), alpha);
 }
 
@@ -104,8 +106,8 @@ SparseTensor SparseTensor::t() const {
   Tensor swapped;
   {
     NoGradGuard no_grad;
-    const Tensor order = from_vector(std::vector<int64_t>{1, 0}, {2},
-                                     TensorOptions(DType::Int64).device(device()));
+    const Tensor order =
+        from_vector(std::vector<int64_t>{1, 0}, {2}, TensorOptions(DType::Int64).device(device()));
     swapped = s.indices.index_select(0, order);
   }
   return make(std::move(swapped), s.values.clone(), DimVector{s.sizes[1], s.sizes[0]}, false);
@@ -181,9 +183,10 @@ Tensor mm(const SparseTensor& sparse, const Tensor& dense) {
   const Tensor& probe = sparse.dtype() == out ? sparse._values() : dense;
   if (!recording && probe.dtype() == out && has_override("core::sparse_mm", probe)) {
     const SparseTensor c = sparse.coalesce();
-    Tensor result = empty({sparse.size(0), dense.size(1)}, TensorOptions(out).device(dense.device()));
-    if (detail::run_kernel_override("core::sparse_mm", {c._values().to(out), c._indices(), dense.to(out)},
-                                    {result}, {}))
+    Tensor result =
+        empty({sparse.size(0), dense.size(1)}, TensorOptions(out).device(dense.device()));
+    if (detail::run_kernel_override(
+            "core::sparse_mm", {c._values().to(out), c._indices(), dense.to(out)}, {result}, {}))
       return result;
   }
   const Tensor idx = sparse._indices();
@@ -196,17 +199,19 @@ Tensor mm(const SparseTensor& sparse, const Tensor& dense) {
   // out[r] += v * dense[c] for each stored (r, c, v).
   const Tensor picked = dense.to(out).index_select(0, cols);
   const Tensor terms = picked.mul(sparse._values().to(out).unsqueeze(1));
-  const Tensor zero = zeros({sparse.size(0), dense.size(1)}, TensorOptions(out).device(dense.device()));
+  const Tensor zero =
+      zeros({sparse.size(0), dense.size(1)}, TensorOptions(out).device(dense.device()));
   return scatter_add(zero, 0, expand_to_rows(rows, terms), terms);
 }
 
 Tensor matmul(const SparseTensor& sparse, const Tensor& dense) {
-  BP_CHECK(dense.dim() == 1 || dense.dim() == 2, "[matmul] a sparse matrix times a dense tensor of ",
-           dense.dim(), " dims (sizes ", shape_str(dense.sizes()),
-           "): only a 1-D or 2-D dense operand is supported");
+  BP_CHECK(dense.dim() == 1 || dense.dim() == 2,
+           "[matmul] a sparse matrix times a dense tensor of ", dense.dim(), " dims (sizes ",
+           shape_str(dense.sizes()), "): only a 1-D or 2-D dense operand is supported");
   if (dense.dim() == 2) return mm(sparse, dense);
   BP_CHECK(sparse.dim() == 2 && sparse.size(1) == dense.size(0), "[matmul] sparse ",
-           shape_str(sparse.sizes()), " and dense ", shape_str(dense.sizes()), " cannot be multiplied");
+           shape_str(sparse.sizes()), " and dense ", shape_str(dense.sizes()),
+           " cannot be multiplied");
   return mm(sparse, dense.unsqueeze(1)).squeeze(1);
 }
 
@@ -229,12 +234,14 @@ Tensor addmm(const Tensor& input, const SparseTensor& sparse, const Tensor& dens
 namespace sparse {
 
 const Tensor& SumResult::dense() const {
-  BP_CHECK(!is_sparse(), "[sparse::sum] the result is sparse (a sparse dim remains): use .sparse()");
+  BP_CHECK(!is_sparse(),
+           "[sparse::sum] the result is sparse (a sparse dim remains): use .sparse()");
   return std::get<Tensor>(v_);
 }
 
 const SparseTensor& SumResult::sparse() const {
-  BP_CHECK(is_sparse(), "[sparse::sum] the result is dense (every sparse dim was reduced): use .dense()");
+  BP_CHECK(is_sparse(),
+           "[sparse::sum] the result is dense (every sparse dim was reduced): use .dense()");
   return std::get<SparseTensor>(v_);
 }
 

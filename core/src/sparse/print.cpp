@@ -3,15 +3,14 @@
 //                          [0, 2, 0]]),
 //          values=tensor([1., 2., 3.]),
 //          size=(2, 3), nnz=3, layout=torch.sparse_coo)
-#include "coo_internal.h"
-
-#include "../internal.h"
-
 #include <backplane/autograd.h>
 
 #include <ostream>
 #include <sstream>
 #include <vector>
+
+#include "../internal.h"
+#include "coo_internal.h"
 
 namespace bp {
 
@@ -48,7 +47,8 @@ std::string SparseTensor::to_string() const {
   os << "tensor(" << indices_prefix << body(_indices(), indices_prefix) << "),\n"
      << pad << values_prefix << body(_values(), values_prefix) << ")";
   std::vector<std::string> suffixes;
-  if (!detail::is_default_device(device())) suffixes.push_back("device='" + bp::to_string(device()) + "'");
+  if (!detail::is_default_device(device()))
+    suffixes.push_back("device='" + bp::to_string(device()) + "'");
   suffixes.push_back("size=" + size_tuple(sizes()));
   suffixes.push_back("nnz=" + std::to_string(nnz()));
   if (dtype() != DType::Float32 && dtype() != DType::Int64 && dtype() != DType::Bool) {

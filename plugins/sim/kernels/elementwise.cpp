@@ -3,7 +3,6 @@
 // CLAMP and LOGICAL_NOT. The value of each element is the SDK's
 // (bp::sdk::fn), the same as every other backend's.
 #include <backplane/sdk/widen.hpp>
-
 #include <cmath>
 #include <utility>
 

@@ -7,12 +7,11 @@
 // front to back. Memory is the arena's, opened for the kernel by the queue.
 #pragma once
 
+#include <array>
 #include <backplane/sdk/checks.hpp>
 #include <backplane/sdk/elementwise.hpp>
 #include <backplane/sdk/plugin.hpp>
 #include <backplane/sdk/tensor.hpp>
-
-#include <array>
 #include <cstdint>
 
 namespace bp::sim {
@@ -97,8 +96,8 @@ void register_elementwise_kernels(Registrar& r);  // elementwise.cpp: FILL..LOGI
 void register_reduce_kernels(Registrar& r);       // reduce.cpp: SUM..ARGMIN
 void register_sort_kernels(Registrar& r);         // sort.cpp: ARGSORT, CUMSUM
 void register_linalg_kernels(Registrar& r);       // linalg.cpp: MATMUL, SOFTMAX, layer_norm
-void register_index_kernels(Registrar& r);        // index.cpp: GATHER, SCATTER, INDEX_SELECT, RANDOM
-void register_nn_kernels(Registrar& r);           // nn.cpp: conv2d, pools, batch_norm (core:: overrides)
-void register_optim_kernels(Registrar& r);        // optim.cpp: sgd_step, adam_step (core:: overrides)
+void register_index_kernels(Registrar& r);  // index.cpp: GATHER, SCATTER, INDEX_SELECT, RANDOM
+void register_nn_kernels(Registrar& r);     // nn.cpp: conv2d, pools, batch_norm (core:: overrides)
+void register_optim_kernels(Registrar& r);  // optim.cpp: sgd_step, adam_step (core:: overrides)
 
 }  // namespace bp::sim

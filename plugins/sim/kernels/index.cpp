@@ -41,7 +41,8 @@ void index_select_kernel(const KernelCall& c) {
   check::index_range(c, idx, d, x.size(d));
   // The index varies along d only; self stays at the start of its line.
   Grid<3> threads = grid<3>({out.ref(), idx, x}, out.ref());
-  for (int k = 0; k < out.ndim(); ++k) threads.set_stride(1, k, k == d ? idx.stride(0) : 0, sizeof(int64_t));
+  for (int k = 0; k < out.ndim(); ++k)
+    threads.set_stride(1, k, k == d ? idx.stride(0) : 0, sizeof(int64_t));
   threads.set_stride(2, d, 0, bp::sdk::dtype_size(x.dtype()));
   bp::sdk::visit_dtype(x.dtype(), [&](auto tag) { lookup<decltype(tag)>(threads, x.stride(d)); });
 }

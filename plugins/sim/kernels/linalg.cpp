@@ -82,7 +82,8 @@ void layer_norm_kernel(const KernelCall& c) {
   const check::LayerNormArgs args = check::layer_norm(c);
   const TensorRef x = c.input(0), w = c.input(1), b = c.input(2), out = c.output(0);
   if (!w.is_contiguous() || !b.is_contiguous())
-    throw bp::sdk::Unsupported("[core::layer_norm] strided weight or bias: the core's composite runs");
+    throw bp::sdk::Unsupported(
+        "[core::layer_norm] strided weight or bias: the core's composite runs");
   const int lead = x.ndim() - static_cast<int>(args.normalized_dims);
   // rows: threads over the leading dims; within: the row's own positions.
   Grid<2> rows = grid<2>({out, x}, x), within = rows;

@@ -2,10 +2,9 @@
 // (stably, in the SDK's order) or sums its line on its own
 // (bp::sdk::argsort_line, cumsum_line).
 #include <backplane/sdk/loops.hpp>
+#include <vector>
 
 #include "grid.h"
-
-#include <vector>
 
 namespace bp::sim {
 

@@ -9,7 +9,6 @@
 // Its kernels are hostref's host loops (the core profile's families), each
 // deferred onto its stream's worker by bp::sdk::DeferringRegistrar.
 #include <backplane/sdk/deferred.hpp>
-
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -71,8 +70,9 @@ class AsyncrefPlugin final : public bp::sdk::Plugin {
     // The caller's buffer is its own again when this returns: keep a copy.
     auto bytes = std::make_shared<std::vector<char>>(static_cast<const char*>(host),
                                                      static_cast<const char*>(host) + n);
-    worker(stream)->push(
-        [dst = address_of(mem) + offset, bytes] { std::memcpy(dst, bytes->data(), bytes->size()); });
+    worker(stream)->push([dst = address_of(mem) + offset, bytes] {
+      std::memcpy(dst, bytes->data(), bytes->size());
+    });
   }
   void copy_to_host(int32_t, bp_stream stream, void* host, const void* mem, uint64_t offset,
                     std::size_t n) override {
@@ -85,7 +85,8 @@ class AsyncrefPlugin final : public bp::sdk::Plugin {
   }
   void memset(int32_t, bp_stream stream, void* mem, uint64_t offset, int32_t value,
               std::size_t n) override {
-    worker(stream)->push([dst = address_of(mem) + offset, value, n] { std::memset(dst, value, n); });
+    worker(stream)->push(
+        [dst = address_of(mem) + offset, value, n] { std::memset(dst, value, n); });
   }
   void* host_pointer(int32_t, const void*, uint64_t) override {
     throw bp::sdk::Unsupported("[host_pointer] asyncref memory is not host addressable");
@@ -162,9 +163,9 @@ class AsyncrefPlugin final : public bp::sdk::Plugin {
   Worker default_ = std::make_shared<StreamWorker>();
   std::mutex mu_;
   std::vector<Stream*> streams_;
-  bp::sdk::DeferringRegistrar deferring_{bp::sdk::DeferTarget{
-      [this](int32_t, bp_stream s) { return worker(s); },
-      [](void* handle) -> void* { return address_of(handle); }}};
+  bp::sdk::DeferringRegistrar deferring_{
+      bp::sdk::DeferTarget{[this](int32_t, bp_stream s) { return worker(s); },
+                           [](void* handle) -> void* { return address_of(handle); }}};
 };
 
 }  // namespace asyncref

@@ -46,8 +46,8 @@ void register_softmax_kernels(Registrar& r);  // softmax.cpp: SOFTMAX, LOG_SOFTM
 void register_index_kernels(Registrar& r);    // index.cpp: GATHER, SCATTER, INDEX_SELECT
 void register_random_kernels(Registrar& r);   // random.cpp: RANDOM
 void register_named_kernels(Registrar& r);    // named.cpp: hostref::lerp, core::layer_norm
-void register_nn_kernels(Registrar& r);       // nn.cpp: conv2d, pools, batch_norm (core:: overrides)
-void register_optim_kernels(Registrar& r);    // optim.cpp: sgd_step, adam_step (core:: overrides)
+void register_nn_kernels(Registrar& r);     // nn.cpp: conv2d, pools, batch_norm (core:: overrides)
+void register_optim_kernels(Registrar& r);  // optim.cpp: sgd_step, adam_step (core:: overrides)
 
 // Every primitive op of plugin.h, and the named op.
 inline void register_all_kernels(Registrar& r) {

@@ -38,7 +38,8 @@ void layer_norm_kernel(const KernelCall& c) {
   const TensorRef x = c.input(0), w = c.input(1), b = c.input(2), out = c.output(0);
   const bp_dtype dt = x.dtype();
   if (!x.is_contiguous() || !w.is_contiguous() || !b.is_contiguous() || !out.is_contiguous())
-    throw bp::sdk::Unsupported("[core::layer_norm] non-contiguous operands: the core's composite runs");
+    throw bp::sdk::Unsupported(
+        "[core::layer_norm] non-contiguous operands: the core's composite runs");
   if (n == 0 || x.numel() == 0) return;
   const int64_t rows = x.numel() / n;
   bp::sdk::visit_dtype(dt, [&](auto tag) {

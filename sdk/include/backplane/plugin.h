@@ -168,6 +168,7 @@ typedef struct bp_tensor {
  * BP_OP_COUNT's) plus its contract comment; the core and the SDK take every
  * list of ops from this one.
  */
+/* clang-format off */
 #define BP_OP_LIST(X)                                                                             \
   /* --- data movement and factories ------------------------------------- */                     \
   X(FILL, Fill, "fill", 0) /* out[0] = scalars[0]; no inputs; dispatch dtype: out[0]'s */         \
@@ -250,12 +251,13 @@ typedef struct bp_tensor {
       floating (which may be summed in any order and in a                                         \
       wider dtype); out has in0's shape */                                                        \
   /* end of BP_OP_LIST */
+/* clang-format on */
 
 typedef enum bp_op {
 #define BP_OP_ENUMERATOR_(NAME, Name, text, value) BP_OP_##NAME = value,
   BP_OP_LIST(BP_OP_ENUMERATOR_)
 #undef BP_OP_ENUMERATOR_
-  BP_OP_COUNT = 44,
+      BP_OP_COUNT = 44,
   /* The `op` of a call to a named kernel (see bp_named_kernel_registration):
    * not an op a plugin registers with register_kernel. */
   BP_OP_NAMED = 4096
@@ -267,7 +269,8 @@ typedef enum bp_op {
 #if defined(__cplusplus)
 static_assert(BP_OP_COUNT == 0 BP_OP_LIST(BP_OP_PLUS_ONE_), "BP_OP_COUNT != entries of BP_OP_LIST");
 #elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
-_Static_assert(BP_OP_COUNT == 0 BP_OP_LIST(BP_OP_PLUS_ONE_), "BP_OP_COUNT != entries of BP_OP_LIST");
+_Static_assert(BP_OP_COUNT == 0 BP_OP_LIST(BP_OP_PLUS_ONE_),
+               "BP_OP_COUNT != entries of BP_OP_LIST");
 #endif
 #undef BP_OP_PLUS_ONE_
 
@@ -304,16 +307,16 @@ typedef struct bp_event_impl* bp_event;
  * kernel returns: a kernel that runs later copies what it needs. */
 typedef struct bp_kernel_call {
   size_t struct_size;
-  int32_t op;         /* bp_op */
-  int32_t dtype;      /* the dispatch dtype this kernel was chosen for */
+  int32_t op;    /* bp_op */
+  int32_t dtype; /* the dispatch dtype this kernel was chosen for */
   int32_t num_inputs;
   int32_t num_outputs;
   const bp_tensor* inputs;
   const bp_tensor* outputs;
   const bp_attrs* attrs; /* never NULL */
-  int32_t device;     /* the device every operand is on */
+  int32_t device;        /* the device every operand is on */
   int32_t reserved;
-  bp_stream stream;   /* the stream to enqueue the work on */
+  bp_stream stream; /* the stream to enqueue the work on */
 } bp_kernel_call;
 
 /* A kernel: enqueues the call's work on call->stream and returns a status;
@@ -321,16 +324,16 @@ typedef struct bp_kernel_call {
  * decides whether it supports the call before it returns (an error or
  * UNSUPPORTED then means nothing was enqueued); only failures that depend
  * on values in device memory may be reported later (see "Asynchrony"). */
-typedef bp_status (*bp_kernel_fn)(void* kernel_ctx, const bp_kernel_call* call,
-                                  bp_error* error);
+typedef bp_status (*bp_kernel_fn)(void* kernel_ctx, const bp_kernel_call* call, bp_error* error);
 
 /* ------------------------------------------------------------------------ */
 /* Registration                                                              */
 /* ------------------------------------------------------------------------ */
 
 /* bp_kernel_registration.flags */
-#define BP_KERNEL_EMULATED 1u /* computes in a wider dtype and rounds (e.g. float16
-                                 through float32): the capability table says so */
+#define BP_KERNEL_EMULATED                                 \
+  1u /* computes in a wider dtype and rounds (e.g. float16 \
+        through float32): the capability table says so */
 /* (since 2.5) An ADD, SUB, MUL or DIV kernel that also takes its second
  * operand as an attribute: a tensor-scalar op (`x + 2.0`, `g.mul(lr)`) then
  * calls it with one input, the scalar in scalars[1] (scalars[0] keeps its
@@ -349,9 +352,9 @@ typedef struct bp_kernel_registration {
   int32_t op;          /* bp_op */
   uint32_t dtype_mask; /* BP_DTYPE_BIT()s this kernel accepts */
   bp_kernel_fn fn;
-  void* kernel_ctx;    /* passed back to fn (optional, may be NULL) */
-  const char* origin;  /* "file:line" of the registration, shown in errors (optional) */
-  uint32_t flags;      /* BP_KERNEL_* */
+  void* kernel_ctx;   /* passed back to fn (optional, may be NULL) */
+  const char* origin; /* "file:line" of the registration, shown in errors (optional) */
+  uint32_t flags;     /* BP_KERNEL_* */
   uint32_t reserved;
 } bp_kernel_registration;
 
@@ -381,8 +384,8 @@ typedef struct bp_kernel_registration {
  * their schemas). The core runs such a kernel in place of the composite:
  * silu, gelu, layer_norm, batch_norm_inference and sparse_mm (since 2.6)
  * when no gradient is being recorded; sgd_step and adam_step (since 2.7) in
- * the optimisers' step(), on the parameter and its state; the others (conv2d, the pools, training batch_norm, and their
- * backward halves) whether or not one is, their gradients being defined by
+ * the optimisers' step(), on the parameter and its state; the others (conv2d, the pools, training
+ * batch_norm, and their backward halves) whether or not one is, their gradients being defined by
  * the core. When a kernel declines a call, the composite runs. A core older
  * than an override refuses its name: register it only when
  * bp_host.abi_minor is at least the minor that added it. A core newer than
@@ -392,31 +395,34 @@ typedef struct bp_kernel_registration {
 #define BP_SCHEMA_CORE_GELU "(Tensor x, int tanh_approximation) -> Tensor"
 #define BP_SCHEMA_CORE_LAYER_NORM \
   "(Tensor x, Tensor weight, Tensor bias, int normalized_dims, float eps) -> Tensor"
-#define BP_SCHEMA_CORE_CONV2D                                                                \
+#define BP_SCHEMA_CORE_CONV2D                                                                 \
   "(Tensor x, Tensor weight, Tensor bias, int stride_h, int stride_w, int pad_h, int pad_w, " \
   "int dilation_h, int dilation_w, int groups) -> Tensor"
-#define BP_SCHEMA_CORE_CONV2D_BACKWARD                                                          \
+#define BP_SCHEMA_CORE_CONV2D_BACKWARD                                                            \
   "(Tensor grad_out, Tensor x, Tensor weight, int stride_h, int stride_w, int pad_h, int pad_w, " \
   "int dilation_h, int dilation_w, int groups, int output_mask) -> (Tensor, Tensor)"
-#define BP_SCHEMA_CORE_MAX_POOL2D                                                          \
+#define BP_SCHEMA_CORE_MAX_POOL2D                                                             \
   "(Tensor x, int kernel_h, int kernel_w, int stride_h, int stride_w, int pad_h, int pad_w, " \
   "int dilation_h, int dilation_w) -> (Tensor, Tensor)"
-#define BP_SCHEMA_CORE_AVG_POOL2D                                                          \
+#define BP_SCHEMA_CORE_AVG_POOL2D                                                             \
   "(Tensor x, int kernel_h, int kernel_w, int stride_h, int stride_w, int pad_h, int pad_w, " \
   "int count_include_pad) -> Tensor"
-#define BP_SCHEMA_CORE_AVG_POOL2D_BACKWARD                                                       \
-  "(Tensor grad_out, int kernel_h, int kernel_w, int stride_h, int stride_w, int pad_h, int pad_w, " \
+#define BP_SCHEMA_CORE_AVG_POOL2D_BACKWARD                                                    \
+  "(Tensor grad_out, int kernel_h, int kernel_w, int stride_h, int stride_w, int pad_h, int " \
+  "pad_w, "                                                                                   \
   "int count_include_pad) -> Tensor"
 #define BP_SCHEMA_CORE_BATCH_NORM \
   "(Tensor x, Tensor weight, Tensor bias, float eps) -> (Tensor, Tensor, Tensor)"
-#define BP_SCHEMA_CORE_BATCH_NORM_INFERENCE \
-  "(Tensor x, Tensor weight, Tensor bias, Tensor running_mean, Tensor running_var, float eps) -> Tensor"
+#define BP_SCHEMA_CORE_BATCH_NORM_INFERENCE                                                        \
+  "(Tensor x, Tensor weight, Tensor bias, Tensor running_mean, Tensor running_var, float eps) -> " \
+  "Tensor"
 /* (since 2.6) A sparse COO matrix [rows, k] (no dense dims) times a dense
  * [k, m]: `values` [nnz], `indices` int64 [2, nnz] sorted by row then column
  * with no duplicate (coalesced), into a caller-allocated [rows, m]. */
 #define BP_SCHEMA_CORE_SPARSE_MM "(Tensor values, Tensor indices, Tensor dense) -> Tensor"
-#define BP_SCHEMA_CORE_BATCH_NORM_BACKWARD                                                  \
-  "(Tensor grad_out, Tensor x, Tensor weight, Tensor mean, Tensor var, float eps, int output_mask) " \
+#define BP_SCHEMA_CORE_BATCH_NORM_BACKWARD                                              \
+  "(Tensor grad_out, Tensor x, Tensor weight, Tensor mean, Tensor var, float eps, int " \
+  "output_mask) "                                                                       \
   "-> (Tensor, Tensor, Tensor)"
 /* (since 2.7) Optimiser updates of one parameter, fused. The outputs are
  * the parameter and its state, read and updated in place (they are not
@@ -433,19 +439,21 @@ typedef struct bp_kernel_registration {
  *            (sqrt(exp_avg_sq) / sqrt(1 - beta2^step) + eps)
  * (step counts from 1). A kernel declines what it does not handle (e.g.
  * strided operands) before it writes anything; the composite then runs. */
-#define BP_SCHEMA_CORE_SGD_STEP                                                                  \
-  "(Tensor grad, float lr, float momentum, float dampening, int nesterov, int maximize, int first_step) " \
+#define BP_SCHEMA_CORE_SGD_STEP                                                               \
+  "(Tensor grad, float lr, float momentum, float dampening, int nesterov, int maximize, int " \
+  "first_step) "                                                                              \
   "-> (Tensor, Tensor)"
-#define BP_SCHEMA_CORE_ADAM_STEP \
-  "(Tensor grad, float lr, float beta1, float beta2, float eps, int step, int maximize) -> (Tensor, Tensor, Tensor)"
+#define BP_SCHEMA_CORE_ADAM_STEP                                                             \
+  "(Tensor grad, float lr, float beta1, float beta2, float eps, int step, int maximize) -> " \
+  "(Tensor, Tensor, Tensor)"
 typedef struct bp_named_kernel_registration {
   size_t struct_size;
   const char* name;    /* "<namespace>::<op>", both [a-z0-9_]+ ("core::": see above) */
   const char* schema;  /* as above */
   uint32_t dtype_mask; /* BP_DTYPE_BIT()s of the first input it accepts */
   bp_kernel_fn fn;
-  void* kernel_ctx;    /* passed back to fn (optional) */
-  const char* origin;  /* "file:line" of the registration (optional) */
+  void* kernel_ctx;   /* passed back to fn (optional) */
+  const char* origin; /* "file:line" of the registration (optional) */
 } bp_named_kernel_registration;
 
 /* Handed to the plugin by the core; the plugin calls it once per kernel. */
@@ -454,8 +462,7 @@ typedef struct bp_registrar {
   void* ctx; /* the core's; pass it back unchanged */
   /* Registers a kernel. A second registration of the same (op, dtype) is an
    * error whose message names both origins. */
-  bp_status (*register_kernel)(void* ctx, const bp_kernel_registration* reg,
-                               bp_error* error);
+  bp_status (*register_kernel)(void* ctx, const bp_kernel_registration* reg, bp_error* error);
   /* Registers a named op. A malformed name or schema, or a name this
    * plugin registered already, is an error. */
   bp_status (*register_named_kernel)(void* ctx, const bp_named_kernel_registration* reg,
@@ -468,8 +475,8 @@ typedef struct bp_registrar {
 
 typedef struct bp_device_props {
   size_t struct_size;
-  char name[128];          /* human-readable, e.g. "x86_64 CPU (2 threads)" */
-  uint64_t total_memory;   /* bytes; 0 when unknown */
+  char name[128];           /* human-readable, e.g. "x86_64 CPU (2 threads)" */
+  uint64_t total_memory;    /* bytes; 0 when unknown */
   int32_t host_addressable; /* 1 when the host may read and write this memory directly */
   int32_t reserved;
 } bp_device_props;
@@ -477,9 +484,9 @@ typedef struct bp_device_props {
 /* Allocator statistics. */
 typedef struct bp_memory_stats {
   size_t struct_size;
-  uint64_t allocated_bytes; /* live bytes handed out */
-  uint64_t reserved_bytes;  /* bytes held from the system, cached blocks included */
-  uint64_t num_allocs;      /* allocate() calls so far */
+  uint64_t allocated_bytes;   /* live bytes handed out */
+  uint64_t reserved_bytes;    /* bytes held from the system, cached blocks included */
+  uint64_t num_allocs;        /* allocate() calls so far */
   uint64_t num_system_allocs; /* of which went to the system allocator */
 } bp_memory_stats;
 
@@ -559,11 +566,11 @@ typedef struct bp_host {
  */
 typedef struct bp_plugin {
   size_t struct_size;
-  uint32_t abi_major;       /* BP_ABI_MAJOR the plugin was built with */
-  uint32_t abi_minor;       /* BP_ABI_MINOR the plugin was built with */
-  const char* name;         /* backend name users type after --backend, [a-z0-9_] */
-  const char* version;      /* the plugin's own version, e.g. "0.1.0" */
-  int32_t dl_device_type;   /* DLPack device type of its memory (1 = CPU) */
+  uint32_t abi_major;     /* BP_ABI_MAJOR the plugin was built with */
+  uint32_t abi_minor;     /* BP_ABI_MINOR the plugin was built with */
+  const char* name;       /* backend name users type after --backend, [a-z0-9_] */
+  const char* version;    /* the plugin's own version, e.g. "0.1.0" */
+  int32_t dl_device_type; /* DLPack device type of its memory (1 = CPU) */
   int32_t reserved;
   void* ctx;
 
@@ -571,13 +578,11 @@ typedef struct bp_plugin {
    * driver's message) so `backplane devices` can show it. */
   int32_t (*device_count)(void* ctx, char* reason, size_t reason_capacity);
   /* Fills `props` (whose struct_size the core set) for one device. */
-  bp_status (*device_props)(void* ctx, int32_t device, bp_device_props* props,
-                            bp_error* error);
+  bp_status (*device_props)(void* ctx, int32_t device, bp_device_props* props, bp_error* error);
 
   /* Registers every kernel through `registrar`. Called once, after the core
    * has accepted the plugin's version. */
-  bp_status (*register_kernels)(void* ctx, const bp_registrar* registrar,
-                                bp_error* error);
+  bp_status (*register_kernels)(void* ctx, const bp_registrar* registrar, bp_error* error);
 
   /* Allocates `nbytes` (> 0) on `device` for work on `stream`, aligned to
    * at least `alignment` (a power of two: 64 for buffers of 512 bytes or
@@ -620,8 +625,7 @@ typedef struct bp_plugin {
    * failure of it (DEVICE_ERROR). */
   bp_status (*stream_create)(void* ctx, int32_t device, bp_stream* out, bp_error* error);
   void (*stream_destroy)(void* ctx, int32_t device, bp_stream stream);
-  bp_status (*stream_synchronize)(void* ctx, int32_t device, bp_stream stream,
-                                  bp_error* error);
+  bp_status (*stream_synchronize)(void* ctx, int32_t device, bp_stream stream, bp_error* error);
 
   /* Events. event_record marks the point `stream` has reached (recording
    * again moves the mark); stream_wait_event makes later work on `stream`
@@ -648,8 +652,8 @@ typedef struct bp_plugin {
    * with props.host_addressable; NULL otherwise). Valid while the memory
    * is; reading or writing through it is ordered like host code, so the
    * core synchronises the streams that use the memory first. */
-  bp_status (*host_pointer)(void* ctx, int32_t device, const void* mem, uint64_t offset,
-                            void** out, bp_error* error);
+  bp_status (*host_pointer)(void* ctx, int32_t device, const void* mem, uint64_t offset, void** out,
+                            bp_error* error);
 
   /* Page-locked host memory for the core's staging buffers (optional: both
    * NULL when the device has none). The core copies between plugins
@@ -669,8 +673,7 @@ typedef struct bp_plugin {
   void (*destroy)(void* ctx);
 
   /* Allocator statistics for `device` (optional, may be NULL). */
-  bp_status (*memory_stats)(void* ctx, int32_t device, bp_memory_stats* stats,
-                            bp_error* error);
+  bp_status (*memory_stats)(void* ctx, int32_t device, bp_memory_stats* stats, bp_error* error);
 
   /* Looser comparison tolerances for named ops (optional): the conformance
    * report shows each one. `tolerances` may be NULL when `num_tolerances`

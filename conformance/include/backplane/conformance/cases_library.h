@@ -27,9 +27,9 @@
 // against another.
 #define BP_CONFORMANCE_CASES_API 1
 
-#define BP_CONFORMANCE_CASES(suite)                                                         \
-  extern "C" __attribute__((visibility("default"))) int bp_conformance_cases_api() {       \
-    return BP_CONFORMANCE_CASES_API;                                                        \
-  }                                                                                         \
-  extern "C" __attribute__((visibility("default"))) void bp_conformance_add_cases(          \
+#define BP_CONFORMANCE_CASES(suite)                                                  \
+  extern "C" __attribute__((visibility("default"))) int bp_conformance_cases_api() { \
+    return BP_CONFORMANCE_CASES_API;                                                 \
+  }                                                                                  \
+  extern "C" __attribute__((visibility("default"))) void bp_conformance_add_cases(   \
       ::bp::conformance::Suite& suite)

@@ -32,9 +32,9 @@ struct CheckpointOptions {
 };
 
 struct CheckpointSummary {
-  uint64_t cases = 0;      // run
-  uint64_t unchanged = 0;  // mutations that gave back the valid file (not checked)
-  uint64_t refused = 0;    // changed files refused with their sums required
+  uint64_t cases = 0;            // run
+  uint64_t unchanged = 0;        // mutations that gave back the valid file (not checked)
+  uint64_t refused = 0;          // changed files refused with their sums required
   uint64_t loaded_optional = 0;  // changed files that loaded with the sums optional
   uint64_t failed = 0;
   double slowest_seconds = 0;  // the longest single load

@@ -33,11 +33,11 @@ namespace bp::conformance {
 // The dtypes op cases run on: every one, the numeric ones (no bool), the
 // floating ones.
 inline const std::vector<DType> kOpDtypesAll(std::begin(kAllDTypes), std::end(kAllDTypes));
-inline const std::vector<DType> kOpDtypesNumeric = {
-    DType::Int32, DType::Int64, DType::Float32, DType::Float64, DType::Float16,
-    DType::BFloat16, DType::Int8, DType::UInt8, DType::Int16};
-inline const std::vector<DType> kOpDtypesFloat = {DType::Float32, DType::Float64,
-                                                  DType::Float16, DType::BFloat16};
+inline const std::vector<DType> kOpDtypesNumeric = {DType::Int32,   DType::Int64,   DType::Float32,
+                                                    DType::Float64, DType::Float16, DType::BFloat16,
+                                                    DType::Int8,    DType::UInt8,   DType::Int16};
+inline const std::vector<DType> kOpDtypesFloat = {DType::Float32, DType::Float64, DType::Float16,
+                                                  DType::BFloat16};
 
 // A small, fully specified generator (splitmix64), so that a seed gives the
 // same inputs with every standard library.
@@ -83,7 +83,7 @@ struct InputSpec {
   std::vector<int64_t> shape;
   std::optional<DType> dtype = std::nullopt;  // the case's dtype when absent
   Domain domain = Domain::Any;
-  bool writable = false;       // written in place: never given expanded dims
+  bool writable = false;  // written in place: never given expanded dims
   // Exact values (row-major) instead of random ones, e.g. indices; such an
   // input is never expanded either.
   std::function<std::vector<double>(Rng&, const std::vector<int64_t>& shape)> values = {};
@@ -108,8 +108,8 @@ struct Sample {
 struct OpArgs {
   const Sample& sample;
   std::vector<Tensor> inputs;
-  DType dtype;             // the case's dtype
-  TensorOptions options;   // the case's dtype on this device (for factories)
+  DType dtype;            // the case's dtype
+  TensorOptions options;  // the case's dtype on this device (for factories)
   const Tensor& operator[](std::size_t i) const { return inputs.at(i); }
   int64_t dim() const { return sample.dims.at(0); }
 };
@@ -117,14 +117,14 @@ struct OpArgs {
 using Outputs = std::vector<Tensor>;
 
 struct OpCaseSpec {
-  std::string name;         // "add", "sum.dims"
-  std::vector<Op> ops;      // the kernels it reaches; their declared tolerances apply
+  std::string name;     // "add", "sum.dims"
+  std::vector<Op> ops;  // the kernels it reaches; their declared tolerances apply
   std::vector<DType> dtypes;
   std::function<Sample(Rng&, Layout, DType)> sample;
   std::function<Outputs(const OpArgs&)> run;
   std::vector<Layout> layouts = {Layout::Contiguous, Layout::Strided, Layout::ZeroD, Layout::Empty};
   std::vector<std::string> spec = {};  // IDs checked besides DV-2, VW-4 and VW-6
-  int samples = 3;                // random draws per case
+  int samples = 3;                     // random draws per case
 };
 
 // A case per dtype and layout of `op`, in category "op".

@@ -72,8 +72,8 @@ struct KernelFailures {
 };
 
 struct Report {
-  std::string backend;  // the backend's name
-  std::string device;   // "cpu_onednn:0"
+  std::string backend;      // the backend's name
+  std::string device;       // "cpu_onednn:0"
   std::string device_name;  // the plugin's words: "x86_64 CPU (2 threads)"
   std::string plugin_version, plugin_path;
   std::string plugin_sha256;  // of the plugin file: ties the report to the binary
@@ -81,12 +81,12 @@ struct Report {
   std::string machine;        // host name, OS, architecture
   uint32_t abi_major = 0, abi_minor = 0;
   std::string core_version;
-  std::string compare_to;         // the reference backend's name
-  std::string compare_device;     // "cpu_onednn:0"; "dup#2:0" for a second file named dup
+  std::string compare_to;      // the reference backend's name
+  std::string compare_device;  // "cpu_onednn:0"; "dup#2:0" for a second file named dup
   std::string compare_version, compare_path;  // the reference's plugin and its file
   uint64_t seed = 0;
-  bool isolated = true;           // a child process per case
-  double timeout_s = 0;           // per case, when isolated
+  bool isolated = true;  // a child process per case
+  double timeout_s = 0;  // per case, when isolated
   std::vector<std::string> filters;
   std::vector<DeclaredTolerance> tolerances;
   std::vector<MissingOp> missing_ops;

@@ -33,7 +33,8 @@ struct Checkpoint {
 
 // Writes atomically (as safetensors::save_file). The caller's metadata may not
 // use the keys "optimizer" or "optimizer.*" (a ValueError names the key).
-void save_checkpoint(const std::string& path, const Module& model, const optim::Optimizer* optimizer = nullptr,
+void save_checkpoint(const std::string& path, const Module& model,
+                     const optim::Optimizer* optimizer = nullptr,
                      const safetensors::Metadata& metadata = {});
 
 // Reads a checkpoint onto `device` (the default device when not given),
@@ -51,8 +52,8 @@ Checkpoint read_checkpoint(const std::string& path, std::optional<Device> device
 // another kind, or optimiser state that does not fit leaves both as they
 // were. A file saved without optimiser state is refused when `optimizer` is
 // given.
-safetensors::Metadata load_checkpoint(const std::string& path, Module& model,
-                                      optim::Optimizer* optimizer = nullptr,
-                                      safetensors::Checksums checksums = safetensors::Checksums::Required);
+safetensors::Metadata load_checkpoint(
+    const std::string& path, Module& model, optim::Optimizer* optimizer = nullptr,
+    safetensors::Checksums checksums = safetensors::Checksums::Required);
 
 }  // namespace bp::nn

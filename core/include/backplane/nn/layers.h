@@ -148,7 +148,8 @@ class BatchNorm2d : public Module {
 // of that shape when elementwise_affine.
 class LayerNorm : public Module {
  public:
-  LayerNorm(std::vector<int64_t> normalized_shape, double eps = 1e-5, bool elementwise_affine = true);
+  LayerNorm(std::vector<int64_t> normalized_shape, double eps = 1e-5,
+            bool elementwise_affine = true);
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
   std::vector<int64_t> normalized_shape;
@@ -294,7 +295,8 @@ class NLLLoss : public Module {
 
 class MSELoss : public Module {
  public:
-  explicit MSELoss(Reduction reduction = Reduction::Mean) : Module("MSELoss"), reduction(reduction) {}
+  explicit MSELoss(Reduction reduction = Reduction::Mean)
+      : Module("MSELoss"), reduction(reduction) {}
   Tensor forward(const Tensor& input, const Tensor& target);
   Tensor operator()(const Tensor& input, const Tensor& target) { return forward(input, target); }
   Reduction reduction;

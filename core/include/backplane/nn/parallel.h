@@ -29,9 +29,9 @@ struct DDPOptions {
   // The ranks' group; the default group when null (which must then outlive
   // this module).
   std::shared_ptr<distributed::ProcessGroup> group;
-  double bucket_cap_mb = 25;     // PyTorch's
-  double first_bucket_mb = 1;    // the first bucket is small, to start early
-  bool broadcast_buffers = true; // rank 0's buffers to all before each training forward
+  double bucket_cap_mb = 25;      // PyTorch's
+  double first_bucket_mb = 1;     // the first bucket is small, to start early
+  bool broadcast_buffers = true;  // rank 0's buffers to all before each training forward
   // Parameters that no rank's backward reached keep no gradient (one more
   // small all-reduce per step). Off: they get the average of what the
   // ranks hold (zeros where none), as every other parameter.

@@ -14,8 +14,8 @@ namespace bp::nn::utils {
 // skipped; returns the total norm as a 0-d tensor on the first gradient's
 // device (0 when there is none). The work stays on the device: no sync.
 // With error_if_nonfinite, a NaN or infinite norm is an error (it syncs).
-Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, double norm_type = 2.0,
-                       bool error_if_nonfinite = false);
+Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm,
+                       double norm_type = 2.0, bool error_if_nonfinite = false);
 
 // Clamps every gradient element to [-clip_value, clip_value], in place.
 void clip_grad_value_(const std::vector<Tensor>& parameters, double clip_value);

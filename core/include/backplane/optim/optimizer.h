@@ -71,7 +71,8 @@ class Optimizer {
   void load_state_dict(const OptimizerState& state);
 
  protected:
-  Optimizer(std::string name, std::vector<ParamGroup> groups, std::map<std::string, double> defaults);
+  Optimizer(std::string name, std::vector<ParamGroup> groups,
+            std::map<std::string, double> defaults);
   // Called for each group added, with its options complete.
   virtual void check_group(const ParamGroup& group) const = 0;
   // Adds the constructor's groups; called by the derived constructor (a

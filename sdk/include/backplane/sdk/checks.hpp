@@ -18,29 +18,29 @@
 #pragma once
 
 #include <backplane/plugin.h>
+
 #include <backplane/sdk/op_scope.hpp>
 #include <backplane/sdk/plugin.hpp>
 #include <backplane/sdk/strided.hpp>
 #include <backplane/sdk/tensor.hpp>
-
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
-#include <type_traits>
 #include <sstream>
 #include <string>
+#include <type_traits>
 
 // Throws InvalidArgument("[op] message") unless `cond`; the message is
 // streamed (`"got " << n`). `op` is a const char*. Where the op is not at
 // hand, BP_SDK_REQUIRE (op_scope.hpp) names the current OpScope's.
-#define BP_SDK_CHECK(cond, op, ...)                         \
-  do {                                                      \
-    if (!(cond)) {                                          \
-      std::ostringstream bp_sdk_check_os_;                  \
-      bp_sdk_check_os_ << "[" << (op) << "] " << __VA_ARGS__; \
+#define BP_SDK_CHECK(cond, op, ...)                             \
+  do {                                                          \
+    if (!(cond)) {                                              \
+      std::ostringstream bp_sdk_check_os_;                      \
+      bp_sdk_check_os_ << "[" << (op) << "] " << __VA_ARGS__;   \
       throw ::bp::sdk::InvalidArgument(bp_sdk_check_os_.str()); \
-    }                                                       \
+    }                                                           \
   } while (0)
 
 namespace bp::sdk {
@@ -52,8 +52,9 @@ namespace bp::sdk {
 inline constexpr std::initializer_list<bp_dtype> kBaseDtypes = {
     BP_DTYPE_BOOL, BP_DTYPE_INT32, BP_DTYPE_INT64, BP_DTYPE_FLOAT32, BP_DTYPE_FLOAT64};
 // The name this list had before it was named for what it holds.
-[[deprecated("kAllDtypes holds 5 of the 10 dtypes: use kBaseDtypes")]] inline constexpr
-    std::initializer_list<bp_dtype> kAllDtypes = kBaseDtypes;
+[[deprecated("kAllDtypes holds 5 of the 10 dtypes: use kBaseDtypes")]] inline constexpr std::
+    initializer_list<bp_dtype>
+        kAllDtypes = kBaseDtypes;
 inline constexpr std::initializer_list<bp_dtype> kNumericDtypes = {
     BP_DTYPE_INT32, BP_DTYPE_INT64, BP_DTYPE_FLOAT32, BP_DTYPE_FLOAT64};
 inline constexpr std::initializer_list<bp_dtype> kFloatDtypes = {BP_DTYPE_FLOAT32,
@@ -62,8 +63,7 @@ inline constexpr std::initializer_list<bp_dtype> kFloatDtypes = {BP_DTYPE_FLOAT3
 // Declines a call for a dtype the kernel was registered for but does not
 // compute: BP_STATUS_UNSUPPORTED, which sends the call to the fallback policy.
 [[noreturn]] inline void unsupported(const KernelCall& c, bp_dtype dt) {
-  throw Unsupported(std::string("[") + op_name(c.op()) + "] not implemented for " +
-                    dtype_name(dt));
+  throw Unsupported(std::string("[") + op_name(c.op()) + "] not implemented for " + dtype_name(dt));
 }
 
 // The dtype SUM and PROD write for input dtype `in` (int64 for bool and
@@ -128,17 +128,17 @@ inline void same_shape(const KernelCall& c, const TensorRef& a, const char* what
   BP_SDK_CHECK(a.ndim() == out.ndim(), op,
                what << " has rank " << a.ndim() << ", the output " << out.ndim());
   for (int d = 0; d < out.ndim(); ++d)
-    BP_SDK_CHECK(a.size(d) == out.size(d), op,
-                 what << " has size " << a.size(d) << " in dim " << d << ", the output "
-                      << out.size(d));
+    BP_SDK_CHECK(
+        a.size(d) == out.size(d), op,
+        what << " has size " << a.size(d) << " in dim " << d << ", the output " << out.size(d));
 }
 
 // An element-wise op of `num_inputs` inputs and one output: every input has
 // the output's shape and the dtype of input `dispatch` (input `skip`
 // excepted); the output has that dtype, or bool when `bool_out`. Returns the
 // dispatch dtype.
-inline bp_dtype elementwise(const KernelCall& c, int num_inputs, bool bool_out,
-                            int dispatch = 0, int skip = -1) {
+inline bp_dtype elementwise(const KernelCall& c, int num_inputs, bool bool_out, int dispatch = 0,
+                            int skip = -1) {
   const char* op = op_name(c.op());
   arity(c, num_inputs, 1);
   const TensorRef out = c.output(0);
@@ -148,9 +148,9 @@ inline bp_dtype elementwise(const KernelCall& c, int num_inputs, bool bool_out,
                "the output must be " << dtype_name(out_dt) << ", got " << dtype_name(out.dtype()));
   for (int i = 0; i < num_inputs; ++i) {
     const TensorRef in = c.input(i);
-    BP_SDK_CHECK(i == skip || in.dtype() == dt, op,
-                 "input " << i << " is " << dtype_name(in.dtype()) << ", expected "
-                          << dtype_name(dt));
+    BP_SDK_CHECK(
+        i == skip || in.dtype() == dt, op,
+        "input " << i << " is " << dtype_name(in.dtype()) << ", expected " << dtype_name(dt));
     same_shape(c, in, i == 0 ? "input 0" : i == 1 ? "input 1" : "input 2", out);
   }
   return dt;
@@ -196,9 +196,9 @@ inline int64_t clamp(const KernelCall& c) {
   BP_SDK_CHECK(c.attrs().num_ints >= 1, "clamp", "the bound flags (ints[0]) are missing");
   const int64_t given = c.attrs().ints[0];
   const int needed = (given & 2) ? 2 : (given & 1) ? 1 : 0;
-  BP_SDK_CHECK(c.attrs().num_scalars >= needed, "clamp",
-               "ints[0] = " << given << " needs " << needed << " scalars, got "
-                            << c.attrs().num_scalars);
+  BP_SDK_CHECK(
+      c.attrs().num_scalars >= needed, "clamp",
+      "ints[0] = " << given << " needs " << needed << " scalars, got " << c.attrs().num_scalars);
   return given;
 }
 
@@ -233,9 +233,9 @@ inline int arg_reduce(const KernelCall& c) {
   BP_SDK_CHECK(out.ndim() == in.ndim(), op,
                "the output must keep the input's rank " << in.ndim() << ", got " << out.ndim());
   for (int k = 0; k < in.ndim(); ++k)
-    BP_SDK_CHECK(out.size(k) == (k == d ? 1 : in.size(k)), op,
-                 "output dim " << k << " must be " << (k == d ? 1 : in.size(k)) << ", got "
-                               << out.size(k));
+    BP_SDK_CHECK(
+        out.size(k) == (k == d ? 1 : in.size(k)), op,
+        "output dim " << k << " must be " << (k == d ? 1 : in.size(k)) << ", got " << out.size(k));
   BP_SDK_CHECK(out.numel() == 0 || in.ndim() == 0 || in.size(d) > 0, op,
                "cannot reduce over dim " << d << " of size 0");
   return d;
@@ -252,8 +252,7 @@ inline int argsort(const KernelCall& c, bool* descending) {
                "the output must be int64, got " << dtype_name(out.dtype()));
   const int d = dim(c, 0, in.ndim());
   const int64_t dir = c.attrs().num_ints > 1 ? c.attrs().ints[1] : 0;
-  BP_SDK_CHECK(dir == 0 || dir == 1, "argsort",
-               "ints[1] (descending) must be 0 or 1, got " << dir);
+  BP_SDK_CHECK(dir == 0 || dir == 1, "argsort", "ints[1] (descending) must be 0 or 1, got " << dir);
   *descending = dir == 1;
   return d;
 }
@@ -275,7 +274,7 @@ inline int cumsum(const KernelCall& c) {
   const bp_dtype want = cumsum_out_dtype(in.dtype());
   BP_SDK_CHECK(out.dtype() == want, "cumsum",
                "the cumsum of " << dtype_name(in.dtype()) << " is " << dtype_name(want)
-                                    << ", the output is " << dtype_name(out.dtype()));
+                                << ", the output is " << dtype_name(out.dtype()));
   return dim(c, 0, in.ndim());
 }
 
@@ -292,18 +291,18 @@ inline int64_t matmul(const KernelCall& c) {
   arity(c, 2, 1);
   const TensorRef a = c.input(0), b = c.input(1), out = c.output(0);
   const int nd = out.ndim();
-  BP_SDK_CHECK(nd >= 2 && a.ndim() == nd && b.ndim() == nd, "matmul",
-               "operands must share a rank >= 2, got " << a.ndim() << ", " << b.ndim() << " -> "
-                                                       << nd);
+  BP_SDK_CHECK(
+      nd >= 2 && a.ndim() == nd && b.ndim() == nd, "matmul",
+      "operands must share a rank >= 2, got " << a.ndim() << ", " << b.ndim() << " -> " << nd);
   BP_SDK_CHECK(a.dtype() == out.dtype() && b.dtype() == out.dtype(), "matmul",
                "operands must share one dtype, got " << dtype_name(a.dtype()) << ", "
                                                      << dtype_name(b.dtype()) << " -> "
                                                      << dtype_name(out.dtype()));
   const int64_t m = out.size(nd - 2), n = out.size(nd - 1), k = a.size(nd - 1);
   BP_SDK_CHECK(a.size(nd - 2) == m && b.size(nd - 2) == k && b.size(nd - 1) == n, "matmul",
-               "shapes do not chain: [" << a.size(nd - 2) << ", " << k << "] @ ["
-                                        << b.size(nd - 2) << ", " << b.size(nd - 1) << "] -> ["
-                                        << m << ", " << n << "]");
+               "shapes do not chain: [" << a.size(nd - 2) << ", " << k << "] @ [" << b.size(nd - 2)
+                                        << ", " << b.size(nd - 1) << "] -> [" << m << ", " << n
+                                        << "]");
   int64_t batch = 1;
   for (int d = 0; d < nd - 2; ++d) {
     BP_SDK_CHECK(a.size(d) == out.size(d) && b.size(d) == out.size(d), "matmul",
@@ -326,21 +325,21 @@ inline int gather(const KernelCall& c) {
   arity(c, 2, 1);
   const TensorRef self = c.input(0), index = c.input(1), out = c.output(0);
   int64_index(c, index);
-  BP_SDK_CHECK(out.dtype() == self.dtype(), "gather",
-               "the output is " << dtype_name(out.dtype()) << ", the input "
-                                << dtype_name(self.dtype()));
+  BP_SDK_CHECK(
+      out.dtype() == self.dtype(), "gather",
+      "the output is " << dtype_name(out.dtype()) << ", the input " << dtype_name(self.dtype()));
   BP_SDK_CHECK(self.ndim() == out.ndim() && index.ndim() == out.ndim(), "gather",
                "input, index and output must share one rank, got "
                    << self.ndim() << ", " << index.ndim() << ", " << out.ndim());
   const int d = dim(c, 0, self.ndim());
   TensorDesc x(self), o(out), idx(index);
   for (int k = 0; k < o.ndim(); ++k) {
-    BP_SDK_CHECK(idx.size(k) == o.size(k), "gather",
-                 "the index has size " << idx.size(k) << " in dim " << k << ", the output "
-                                       << o.size(k));
+    BP_SDK_CHECK(
+        idx.size(k) == o.size(k), "gather",
+        "the index has size " << idx.size(k) << " in dim " << k << ", the output " << o.size(k));
     BP_SDK_CHECK(k == d || o.size(k) <= x.size(k), "gather",
-                 "the index has size " << o.size(k) << " in dim " << k
-                                       << ", more than the input's " << x.size(k));
+                 "the index has size " << o.size(k) << " in dim " << k << ", more than the input's "
+                                       << x.size(k));
   }
   return d;
 }
@@ -353,18 +352,18 @@ inline int index_select(const KernelCall& c) {
   int64_index(c, index);
   BP_SDK_CHECK(index.ndim() <= 1, "index_select",
                "the index must be 1-D, got rank " << index.ndim());
-  BP_SDK_CHECK(out.dtype() == self.dtype(), "index_select",
-               "the output is " << dtype_name(out.dtype()) << ", the input "
-                                << dtype_name(self.dtype()));
+  BP_SDK_CHECK(
+      out.dtype() == self.dtype(), "index_select",
+      "the output is " << dtype_name(out.dtype()) << ", the input " << dtype_name(self.dtype()));
   BP_SDK_CHECK(self.ndim() == out.ndim(), "index_select",
                "the output must keep the input's rank " << self.ndim() << ", got " << out.ndim());
   const int d = dim(c, 0, self.ndim());
   TensorDesc x(self), o(out), flat(index);
   const int64_t m = flat.size(0);
   for (int k = 0; k < o.ndim(); ++k)
-    BP_SDK_CHECK(o.size(k) == (k == d ? m : x.size(k)), "index_select",
-                 "output dim " << k << " must be " << (k == d ? m : x.size(k)) << ", got "
-                               << o.size(k));
+    BP_SDK_CHECK(
+        o.size(k) == (k == d ? m : x.size(k)), "index_select",
+        "output dim " << k << " must be " << (k == d ? m : x.size(k)) << ", got " << o.size(k));
   return d;
 }
 
@@ -384,18 +383,18 @@ inline ScatterArgs scatter(const KernelCall& c) {
   if (reduction != 0 && reduction != 1)
     throw Unsupported("[scatter] reduction " + std::to_string(reduction) +
                       " is not supported (0 none, 1 add)");
-  BP_SDK_CHECK(src.dtype() == out.dtype(), "scatter",
-               "the source is " << dtype_name(src.dtype()) << ", the output "
-                                << dtype_name(out.dtype()));
+  BP_SDK_CHECK(
+      src.dtype() == out.dtype(), "scatter",
+      "the source is " << dtype_name(src.dtype()) << ", the output " << dtype_name(out.dtype()));
   BP_SDK_CHECK(index.ndim() == out.ndim() && src.ndim() == out.ndim(), "scatter",
                "index, source and output must share one rank, got "
                    << index.ndim() << ", " << src.ndim() << ", " << out.ndim());
   const int d = dim(c, 0, out.ndim());
   TensorDesc o(out), idx(index), s(src);
   for (int k = 0; k < o.ndim(); ++k) {
-    BP_SDK_CHECK(s.size(k) == idx.size(k), "scatter",
-                 "the source has size " << s.size(k) << " in dim " << k << ", the index "
-                                        << idx.size(k));
+    BP_SDK_CHECK(
+        s.size(k) == idx.size(k), "scatter",
+        "the source has size " << s.size(k) << " in dim " << k << ", the index " << idx.size(k));
     BP_SDK_CHECK(k == d || idx.size(k) <= o.size(k), "scatter",
                  "the index has size " << idx.size(k) << " in dim " << k
                                        << ", more than the output's " << o.size(k));
@@ -412,14 +411,13 @@ struct RandomArgs {
 // RANDOM: no input, one output, ints[0..2] = distribution, seed, offset.
 inline RandomArgs random(const KernelCall& c) {
   arity(c, 0, 1);
-  BP_SDK_CHECK(c.attrs().num_ints >= 3, "random",
-               "expected ints[0..2] = distribution, seed, offset; got " << c.attrs().num_ints
-                                                                        << " ints");
+  BP_SDK_CHECK(
+      c.attrs().num_ints >= 3, "random",
+      "expected ints[0..2] = distribution, seed, offset; got " << c.attrs().num_ints << " ints");
   const int64_t dist = c.attrs().ints[0];
   BP_SDK_CHECK(dist == 0 || dist == 1, "random",
                "unknown distribution " << dist << " (0 uniform, 1 normal)");
-  return {dist, static_cast<uint64_t>(c.attrs().ints[1]),
-          static_cast<uint64_t>(c.attrs().ints[2])};
+  return {dist, static_cast<uint64_t>(c.attrs().ints[1]), static_cast<uint64_t>(c.attrs().ints[2])};
 }
 
 struct LayerNormArgs {

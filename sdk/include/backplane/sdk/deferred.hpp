@@ -19,7 +19,6 @@
 
 #include <backplane/sdk/checks.hpp>
 #include <backplane/sdk/plugin.hpp>
-
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -224,8 +223,8 @@ class DeferringRegistrar {
     auto* self = static_cast<DeferringRegistrar*>(ctx);
     return guarded(error, [&] {
       Entry& e = self->entries_.emplace_back(Entry{reg->fn, reg->kernel_ctx, self, false});
-      self->core_->add_raw(static_cast<bp_op>(reg->op), reg->dtype_mask, &enqueue, &e,
-                           reg->origin, reg->flags);
+      self->core_->add_raw(static_cast<bp_op>(reg->op), reg->dtype_mask, &enqueue, &e, reg->origin,
+                           reg->flags);
     });
   }
   static bp_status forward_named(void* ctx, const bp_named_kernel_registration* reg,
@@ -259,7 +258,7 @@ class DeferringRegistrar {
 
   DeferTarget target_;
   Registrar* core_ = nullptr;
-  bp_registrar inner_{};  // the wrapped registrar's table (Registrar keeps a reference)
+  bp_registrar inner_{};       // the wrapped registrar's table (Registrar keeps a reference)
   std::deque<Entry> entries_;  // a deque: the core keeps pointers to them
 };
 

@@ -14,7 +14,6 @@
 #pragma once
 
 #include <backplane/sdk/philox.hpp>
-
 #include <cmath>
 #include <cstdint>
 #include <limits>

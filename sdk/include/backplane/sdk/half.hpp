@@ -14,10 +14,11 @@ inline uint16_t float_to_half_bits(float f) {
   const uint32_t sign = (x >> 16) & 0x8000u;
   const uint32_t exp = (x >> 23) & 0xFFu;
   uint32_t mant = x & 0x7FFFFFu;
-  if (exp == 0xFF) return static_cast<uint16_t>(sign | 0x7C00u | (mant ? 0x200u | (mant >> 13) : 0));
+  if (exp == 0xFF)
+    return static_cast<uint16_t>(sign | 0x7C00u | (mant ? 0x200u | (mant >> 13) : 0));
   const int32_t e = static_cast<int32_t>(exp) - 127 + 15;
   if (e >= 0x1F) return static_cast<uint16_t>(sign | 0x7C00u);  // overflow: infinity
-  if (e <= 0) {  // a subnormal or zero
+  if (e <= 0) {                                                 // a subnormal or zero
     if (e < -10) return static_cast<uint16_t>(sign);
     mant |= 0x800000u;
     const uint32_t shift = static_cast<uint32_t>(14 - e);
@@ -59,7 +60,8 @@ inline float half_bits_to_float(uint16_t h) {
 inline uint16_t float_to_bfloat16_bits(float f) {
   uint32_t x;
   std::memcpy(&x, &f, 4);
-  if ((x & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet NaN
+  if ((x & 0x7FFFFFFFu) > 0x7F800000u)
+    return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet NaN
   return static_cast<uint16_t>((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
 }
 

@@ -6,9 +6,9 @@
 #pragma once
 
 #include <backplane/plugin.h>
+
 #include <backplane/sdk/op_scope.hpp>
 #include <backplane/sdk/tensor.hpp>
-
 #include <cstdio>
 #include <cstring>
 #include <exception>

@@ -10,11 +10,10 @@
 // backend that does not need more.
 #pragma once
 
+#include <algorithm>
 #include <backplane/sdk/elementwise.hpp>  // Wrapping and the element functions
 #include <backplane/sdk/strided.hpp>
 #include <backplane/sdk/tensor.hpp>
-
-#include <algorithm>
 #include <cstdint>
 #include <numeric>
 #include <type_traits>
@@ -78,7 +77,8 @@ void cumsum_line(const T* x, int64_t step, int64_t n, O* out, int64_t ostep) {
   } else {
     uint64_t acc = 0;
     for (int64_t k = 0; k < n; ++k)
-      out[k * ostep] = static_cast<O>(acc += static_cast<uint64_t>(static_cast<int64_t>(x[k * step])));
+      out[k * ostep] =
+          static_cast<O>(acc += static_cast<uint64_t>(static_cast<int64_t>(x[k * step])));
   }
 }
 

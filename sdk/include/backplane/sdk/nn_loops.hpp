@@ -154,8 +154,9 @@ void conv2d(const Conv2dArgs& a, const TensorRef& x, const TensorRef& w, const T
               const int64_t iw = ow * a.sw - a.pw + kw * a.dw;
               const double wv = at4<T>(w, o, ci, kh, kw);
               // Padding is zeros that multiply (PyTorch's rule): 0 * inf is NaN.
-              sum += pad_row || iw < 0 || iw >= a.in_w ? 0.0 * wv
-                                                       : static_cast<double>(at4<T>(x, n, c0 + ci, h, iw)) * wv;
+              sum += pad_row || iw < 0 || iw >= a.in_w
+                         ? 0.0 * wv
+                         : static_cast<double>(at4<T>(x, n, c0 + ci, h, iw)) * wv;
             }
           }
         at4<T>(out, n, o, oh, ow) = static_cast<T>(sum);
@@ -208,8 +209,9 @@ void conv2d_backward_weight(const Conv2dArgs& a, const TensorRef& g, const Tenso
               for (int64_t ow = 0; ow < a.out_w; ++ow) {
                 const int64_t iw = ow * a.sw - a.pw + kw * a.dw;
                 const double gv = at4<T>(g, n, o, oh, ow);
-                sum += pad_row || iw < 0 || iw >= a.in_w ? 0.0 * gv
-                                                         : gv * static_cast<double>(at4<T>(x, n, c0 + ci, h, iw));
+                sum += pad_row || iw < 0 || iw >= a.in_w
+                           ? 0.0 * gv
+                           : gv * static_cast<double>(at4<T>(x, n, c0 + ci, h, iw));
               }
             }
           at4<T>(gw, o, ci, kh, kw) = static_cast<T>(sum);
@@ -238,14 +240,16 @@ void conv2d_padding_nan(const Conv2dArgs& a, const TensorRef& w, const TensorRef
           for (int64_t ow = 0; ow < a.out_w; ++ow) {
             const int64_t iw = ow * a.sw - a.pw + kw * a.dw;
             if (h >= 0 && h < a.in_h && iw >= 0 && iw < a.in_w) continue;
-            for (int64_t n = 0; n < a.n; ++n) at4<T>(out, n, o, oh, ow) = std::numeric_limits<T>::quiet_NaN();
+            for (int64_t n = 0; n < a.n; ++n)
+              at4<T>(out, n, o, oh, ow) = std::numeric_limits<T>::quiet_NaN();
           }
         }
       }
 }
 
 template <class T>
-void conv2d_backward_weight_padding_nan(const Conv2dArgs& a, const TensorRef& g, const TensorRef& gw) {
+void conv2d_backward_weight_padding_nan(const Conv2dArgs& a, const TensorRef& g,
+                                        const TensorRef& gw) {
   if (a.ph == 0 && a.pw == 0) return;
   for (int64_t n = 0; n < a.n; ++n)
     for (int64_t o = 0; o < a.o; ++o)

@@ -13,8 +13,8 @@
 #pragma once
 
 #include <backplane/plugin.h>
-#include <backplane/sdk/tensor.hpp>
 
+#include <backplane/sdk/tensor.hpp>
 #include <sstream>
 
 namespace bp::sdk {
@@ -64,16 +64,16 @@ class OpScope {
 }  // namespace bp::sdk
 
 // Throws Type("[current op] message"); the message is streamed.
-#define BP_SDK_FAIL(Type, ...)                                                  \
-  do {                                                                          \
-    std::ostringstream bp_sdk_fail_os_;                                         \
-    bp_sdk_fail_os_ << "[" << ::bp::sdk::current_op() << "] " << __VA_ARGS__;   \
-    throw Type(bp_sdk_fail_os_.str());                                          \
+#define BP_SDK_FAIL(Type, ...)                                                \
+  do {                                                                        \
+    std::ostringstream bp_sdk_fail_os_;                                       \
+    bp_sdk_fail_os_ << "[" << ::bp::sdk::current_op() << "] " << __VA_ARGS__; \
+    throw Type(bp_sdk_fail_os_.str());                                        \
   } while (0)
 // The user's mistake: InvalidArgument("[op] ...") unless `cond`.
-#define BP_SDK_REQUIRE(cond, ...)                                         \
-  do {                                                                    \
-    if (!(cond)) BP_SDK_FAIL(::bp::sdk::InvalidArgument, __VA_ARGS__);    \
+#define BP_SDK_REQUIRE(cond, ...)                                      \
+  do {                                                                 \
+    if (!(cond)) BP_SDK_FAIL(::bp::sdk::InvalidArgument, __VA_ARGS__); \
   } while (0)
 // A dtype or layout this plugin does not handle: Unsupported("[op] ..."),
 // which sends the call to the fallback policy.

@@ -49,11 +49,14 @@ inline void flat_update(const KernelCall& c, const char* op) {
     bool same = t.dtype() == grad.dtype() && t.ndim() == grad.ndim();
     for (int d = 0; same && d < t.ndim(); ++d) same = t.size(d) == grad.size(d);
     if (!same)
-      throw InvalidArgument(std::string("[") + op + "] the parameter and its state must have grad's dtype and shape");
+      throw InvalidArgument(std::string("[") + op +
+                            "] the parameter and its state must have grad's dtype and shape");
     if (!is_dense(t) || !same_strides(t, grad))
-      throw Unsupported(std::string("[") + op + "] operands of different layouts: the composite runs");
+      throw Unsupported(std::string("[") + op +
+                        "] operands of different layouts: the composite runs");
   }
-  if (!is_dense(grad)) throw Unsupported(std::string("[") + op + "] a strided gradient: the composite runs");
+  if (!is_dense(grad))
+    throw Unsupported(std::string("[") + op + "] a strided gradient: the composite runs");
 }
 
 }  // namespace check
@@ -120,7 +123,8 @@ struct AdamArgs {
 
 template <class T>
 SgdArgs<T> sgd_args(const KernelCall& c) {
-  return SgdArgs<T>{c.input(0).data<T>(), c.output(0).data<T>(), c.output(1).data<T>(), sgd_constants<T>(c)};
+  return SgdArgs<T>{c.input(0).data<T>(), c.output(0).data<T>(), c.output(1).data<T>(),
+                    sgd_constants<T>(c)};
 }
 
 template <class T>

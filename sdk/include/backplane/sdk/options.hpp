@@ -3,8 +3,8 @@
 #pragma once
 
 #include <backplane/plugin.h>
-#include <backplane/sdk/tensor.hpp>
 
+#include <backplane/sdk/tensor.hpp>
 #include <cerrno>
 #include <cstdlib>
 #include <map>

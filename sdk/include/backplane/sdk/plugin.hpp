@@ -12,6 +12,7 @@
 #pragma once
 
 #include <backplane/plugin.h>
+
 #include <backplane/sdk/host_buffers.hpp>
 #include <backplane/sdk/kernel_call.hpp>
 #include <backplane/sdk/op_scope.hpp>
@@ -19,16 +20,14 @@
 #include <backplane/sdk/registrar.hpp>
 #include <backplane/sdk/tensor.hpp>
 #include <backplane/sdk/widen.hpp>
-
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
-#include <map>
-#include <mutex>
-#include <optional>
 #include <exception>
 #include <initializer_list>
+#include <map>
+#include <mutex>
 #include <new>
 #include <optional>
 #include <string>
@@ -91,17 +90,17 @@ class Plugin {
     (void)stream;
     std::memcpy(host, static_cast<const char*>(mem) + offset, n);
   }
-  virtual void copy_on_device(bp_stream stream, int32_t dst_device, void* dst,
-                              uint64_t dst_offset, int32_t src_device, const void* src,
-                              uint64_t src_offset, std::size_t n) {
+  virtual void copy_on_device(bp_stream stream, int32_t dst_device, void* dst, uint64_t dst_offset,
+                              int32_t src_device, const void* src, uint64_t src_offset,
+                              std::size_t n) {
     (void)stream;
     (void)dst_device;
     (void)src_device;
-    std::memmove(static_cast<char*>(dst) + dst_offset,
-                 static_cast<const char*>(src) + src_offset, n);
+    std::memmove(static_cast<char*>(dst) + dst_offset, static_cast<const char*>(src) + src_offset,
+                 n);
   }
-  virtual void memset(int32_t device, bp_stream stream, void* mem, uint64_t offset,
-                      int32_t value, std::size_t n) {
+  virtual void memset(int32_t device, bp_stream stream, void* mem, uint64_t offset, int32_t value,
+                      std::size_t n) {
     (void)device;
     (void)stream;
     std::memset(static_cast<char*>(mem) + offset, value, n);
@@ -265,8 +264,7 @@ class Plugin {
       std::memcpy(reinterpret_cast<char*>(out) + head, reinterpret_cast<const char*>(&full) + head,
                   n - head);
   }
-  static bp_status device_props_c(void* ctx, int32_t d, bp_device_props* p,
-                                  bp_error* e) noexcept {
+  static bp_status device_props_c(void* ctx, int32_t d, bp_device_props* p, bp_error* e) noexcept {
     return guarded(e, [&] {
       fill_within(p, [&](bp_device_props& full) { self(ctx)->device_props(d, full); });
     });
@@ -300,8 +298,8 @@ class Plugin {
                                     bp_error* e) noexcept {
     return guarded(e, [&] { self(ctx)->copy_on_device(s, dd, dst, doff, sd, src, soff, n); });
   }
-  static bp_status memset_c(void* ctx, int32_t d, bp_stream s, void* mem, uint64_t off,
-                            int32_t v, size_t n, bp_error* e) noexcept {
+  static bp_status memset_c(void* ctx, int32_t d, bp_stream s, void* mem, uint64_t off, int32_t v,
+                            size_t n, bp_error* e) noexcept {
     return guarded(e, [&] { self(ctx)->memset(d, s, mem, off, v, n); });
   }
   static bp_status stream_create_c(void* ctx, int32_t d, bp_stream* out, bp_error* e) noexcept {
@@ -372,8 +370,7 @@ class Plugin {
     return guarded(e, [&] { *out = self(ctx)->host_pointer(d, mem, off); });
   }
   static void destroy_c(void* ctx) noexcept { delete self(ctx); }
-  static bp_status memory_stats_c(void* ctx, int32_t d, bp_memory_stats* s,
-                                  bp_error* e) noexcept {
+  static bp_status memory_stats_c(void* ctx, int32_t d, bp_memory_stats* s, bp_error* e) noexcept {
     return guarded(e, [&] {
       fill_within(s, [&](bp_memory_stats& full) { self(ctx)->memory_stats(d, full); });
     });
@@ -397,9 +394,9 @@ Plugin* make_plugin(const bp_host* host) {
 
 // Exports `Class` (derived from bp::sdk::Plugin) as this library's plugin.
 // The object is created when the core calls the entry point, not at load.
-#define BP_SDK_PLUGIN(Class)                                                          \
-  extern "C" BP_PLUGIN_EXPORT bp_status bp_plugin_init(                              \
-      const bp_host* host, const bp_plugin** plugin, bp_error* error) {               \
-    return ::bp::sdk::guarded(                                                        \
-        error, [&] { *plugin = ::bp::sdk::make_plugin<Class>(host)->table(); });       \
+#define BP_SDK_PLUGIN(Class)                                                                    \
+  extern "C" BP_PLUGIN_EXPORT bp_status bp_plugin_init(                                         \
+      const bp_host* host, const bp_plugin** plugin, bp_error* error) {                         \
+    return ::bp::sdk::guarded(error,                                                            \
+                              [&] { *plugin = ::bp::sdk::make_plugin<Class>(host)->table(); }); \
   }

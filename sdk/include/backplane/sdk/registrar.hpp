@@ -5,10 +5,10 @@
 #pragma once
 
 #include <backplane/plugin.h>
+
 #include <backplane/sdk/kernel_call.hpp>
 #include <backplane/sdk/tensor.hpp>
 #include <backplane/sdk/widen.hpp>
-
 #include <cstring>
 #include <deque>
 #include <initializer_list>
@@ -57,8 +57,8 @@ class Registrar {
   }
 
   // Registers a C kernel directly.
-  void add_raw(bp_op op, uint32_t dtype_mask, bp_kernel_fn fn, void* kernel_ctx,
-               const char* origin, uint32_t flags = 0) {
+  void add_raw(bp_op op, uint32_t dtype_mask, bp_kernel_fn fn, void* kernel_ctx, const char* origin,
+               uint32_t flags = 0) {
     bp_kernel_registration reg{};
     reg.op = op;
     reg.flags = flags;
@@ -141,9 +141,8 @@ class Registrar {
 
   // Fills the fields both registrations share and hands `reg` to the core.
   template <class Reg>
-  void submit(Reg& reg, uint32_t dtype_mask, bp_kernel_fn fn, void* kernel_ctx,
-              const char* origin, bp_status (*to)(void*, const Reg*, bp_error*),
-              const char* what) {
+  void submit(Reg& reg, uint32_t dtype_mask, bp_kernel_fn fn, void* kernel_ctx, const char* origin,
+              bp_status (*to)(void*, const Reg*, bp_error*), const char* what) {
     reg.struct_size = sizeof(reg);
     reg.dtype_mask = dtype_mask;
     reg.fn = fn;

@@ -7,10 +7,10 @@
 #pragma once
 
 #include <backplane/plugin.h>
-#include <backplane/sdk/tensor.hpp>
 
 #include <algorithm>
 #include <array>
+#include <backplane/sdk/tensor.hpp>
 #include <cstdint>
 
 namespace bp::sdk {

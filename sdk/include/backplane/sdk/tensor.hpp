@@ -2,9 +2,9 @@
 #pragma once
 
 #include <backplane/plugin.h>
-#include <backplane/sdk/half.hpp>
 
 #include <array>
+#include <backplane/sdk/half.hpp>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -31,33 +31,55 @@ struct DeviceError : std::runtime_error {
 
 inline const char* dtype_name(bp_dtype d) {
   switch (d) {
-    case BP_DTYPE_BOOL: return "bool";
-    case BP_DTYPE_INT32: return "int32";
-    case BP_DTYPE_INT64: return "int64";
-    case BP_DTYPE_FLOAT32: return "float32";
-    case BP_DTYPE_FLOAT64: return "float64";
-    case BP_DTYPE_FLOAT16: return "float16";
-    case BP_DTYPE_BFLOAT16: return "bfloat16";
-    case BP_DTYPE_INT8: return "int8";
-    case BP_DTYPE_UINT8: return "uint8";
-    case BP_DTYPE_INT16: return "int16";
-    default: return "unknown";
+    case BP_DTYPE_BOOL:
+      return "bool";
+    case BP_DTYPE_INT32:
+      return "int32";
+    case BP_DTYPE_INT64:
+      return "int64";
+    case BP_DTYPE_FLOAT32:
+      return "float32";
+    case BP_DTYPE_FLOAT64:
+      return "float64";
+    case BP_DTYPE_FLOAT16:
+      return "float16";
+    case BP_DTYPE_BFLOAT16:
+      return "bfloat16";
+    case BP_DTYPE_INT8:
+      return "int8";
+    case BP_DTYPE_UINT8:
+      return "uint8";
+    case BP_DTYPE_INT16:
+      return "int16";
+    default:
+      return "unknown";
   }
 }
 
 inline std::size_t dtype_size(bp_dtype d) {
   switch (d) {
-    case BP_DTYPE_BOOL: return 1;
-    case BP_DTYPE_INT32: return 4;
-    case BP_DTYPE_INT64: return 8;
-    case BP_DTYPE_FLOAT32: return 4;
-    case BP_DTYPE_FLOAT64: return 8;
-    case BP_DTYPE_FLOAT16: return 2;
-    case BP_DTYPE_BFLOAT16: return 2;
-    case BP_DTYPE_INT8: return 1;
-    case BP_DTYPE_UINT8: return 1;
-    case BP_DTYPE_INT16: return 2;
-    default: return 0;
+    case BP_DTYPE_BOOL:
+      return 1;
+    case BP_DTYPE_INT32:
+      return 4;
+    case BP_DTYPE_INT64:
+      return 8;
+    case BP_DTYPE_FLOAT32:
+      return 4;
+    case BP_DTYPE_FLOAT64:
+      return 8;
+    case BP_DTYPE_FLOAT16:
+      return 2;
+    case BP_DTYPE_BFLOAT16:
+      return 2;
+    case BP_DTYPE_INT8:
+      return 1;
+    case BP_DTYPE_UINT8:
+      return 1;
+    case BP_DTYPE_INT16:
+      return 2;
+    default:
+      return 0;
   }
 }
 
@@ -89,32 +111,74 @@ inline bp_dtype from_dl(bp_dl_dtype t) {
 
 constexpr bp_dl_dtype to_dl(bp_dtype d) {
   switch (d) {
-    case BP_DTYPE_BOOL: return {6, 8, 1};
-    case BP_DTYPE_INT32: return {0, 32, 1};
-    case BP_DTYPE_INT64: return {0, 64, 1};
-    case BP_DTYPE_FLOAT32: return {2, 32, 1};
-    case BP_DTYPE_FLOAT64: return {2, 64, 1};
-    case BP_DTYPE_FLOAT16: return {2, 16, 1};
-    case BP_DTYPE_BFLOAT16: return {4, 16, 1};
-    case BP_DTYPE_INT8: return {0, 8, 1};
-    case BP_DTYPE_UINT8: return {1, 8, 1};
-    case BP_DTYPE_INT16: return {0, 16, 1};
-    default: return {0, 0, 0};
+    case BP_DTYPE_BOOL:
+      return {6, 8, 1};
+    case BP_DTYPE_INT32:
+      return {0, 32, 1};
+    case BP_DTYPE_INT64:
+      return {0, 64, 1};
+    case BP_DTYPE_FLOAT32:
+      return {2, 32, 1};
+    case BP_DTYPE_FLOAT64:
+      return {2, 64, 1};
+    case BP_DTYPE_FLOAT16:
+      return {2, 16, 1};
+    case BP_DTYPE_BFLOAT16:
+      return {4, 16, 1};
+    case BP_DTYPE_INT8:
+      return {0, 8, 1};
+    case BP_DTYPE_UINT8:
+      return {1, 8, 1};
+    case BP_DTYPE_INT16:
+      return {0, 16, 1};
+    default:
+      return {0, 0, 0};
   }
 }
 
 // C++ type <-> bp_dtype.
-template <class T> struct dtype_of;
-template <> struct dtype_of<bool> { static constexpr bp_dtype value = BP_DTYPE_BOOL; };
-template <> struct dtype_of<int32_t> { static constexpr bp_dtype value = BP_DTYPE_INT32; };
-template <> struct dtype_of<int64_t> { static constexpr bp_dtype value = BP_DTYPE_INT64; };
-template <> struct dtype_of<float> { static constexpr bp_dtype value = BP_DTYPE_FLOAT32; };
-template <> struct dtype_of<double> { static constexpr bp_dtype value = BP_DTYPE_FLOAT64; };
-template <> struct dtype_of<Half> { static constexpr bp_dtype value = BP_DTYPE_FLOAT16; };
-template <> struct dtype_of<BFloat16> { static constexpr bp_dtype value = BP_DTYPE_BFLOAT16; };
-template <> struct dtype_of<int8_t> { static constexpr bp_dtype value = BP_DTYPE_INT8; };
-template <> struct dtype_of<uint8_t> { static constexpr bp_dtype value = BP_DTYPE_UINT8; };
-template <> struct dtype_of<int16_t> { static constexpr bp_dtype value = BP_DTYPE_INT16; };
+template <class T>
+struct dtype_of;
+template <>
+struct dtype_of<bool> {
+  static constexpr bp_dtype value = BP_DTYPE_BOOL;
+};
+template <>
+struct dtype_of<int32_t> {
+  static constexpr bp_dtype value = BP_DTYPE_INT32;
+};
+template <>
+struct dtype_of<int64_t> {
+  static constexpr bp_dtype value = BP_DTYPE_INT64;
+};
+template <>
+struct dtype_of<float> {
+  static constexpr bp_dtype value = BP_DTYPE_FLOAT32;
+};
+template <>
+struct dtype_of<double> {
+  static constexpr bp_dtype value = BP_DTYPE_FLOAT64;
+};
+template <>
+struct dtype_of<Half> {
+  static constexpr bp_dtype value = BP_DTYPE_FLOAT16;
+};
+template <>
+struct dtype_of<BFloat16> {
+  static constexpr bp_dtype value = BP_DTYPE_BFLOAT16;
+};
+template <>
+struct dtype_of<int8_t> {
+  static constexpr bp_dtype value = BP_DTYPE_INT8;
+};
+template <>
+struct dtype_of<uint8_t> {
+  static constexpr bp_dtype value = BP_DTYPE_UINT8;
+};
+template <>
+struct dtype_of<int16_t> {
+  static constexpr bp_dtype value = BP_DTYPE_INT16;
+};
 
 // Calls f(T{}) with the C++ type of `d`, for the dtypes of ABI 1 (bool,
 // int32, int64, float32, float64); throws Unsupported otherwise. Kernels
@@ -122,11 +186,16 @@ template <> struct dtype_of<int16_t> { static constexpr bp_dtype value = BP_DTYP
 template <class F>
 decltype(auto) visit_dtype(bp_dtype d, F&& f) {
   switch (d) {
-    case BP_DTYPE_BOOL: return f(bool{});
-    case BP_DTYPE_INT32: return f(int32_t{});
-    case BP_DTYPE_INT64: return f(int64_t{});
-    case BP_DTYPE_FLOAT32: return f(float{});
-    case BP_DTYPE_FLOAT64: return f(double{});
+    case BP_DTYPE_BOOL:
+      return f(bool{});
+    case BP_DTYPE_INT32:
+      return f(int32_t{});
+    case BP_DTYPE_INT64:
+      return f(int64_t{});
+    case BP_DTYPE_FLOAT32:
+      return f(float{});
+    case BP_DTYPE_FLOAT64:
+      return f(double{});
     default:
       throw Unsupported(std::string("dtype ") + dtype_name(d) + " is not handled here");
   }
@@ -136,12 +205,18 @@ decltype(auto) visit_dtype(bp_dtype d, F&& f) {
 template <class F>
 decltype(auto) visit_any_dtype(bp_dtype d, F&& f) {
   switch (d) {
-    case BP_DTYPE_FLOAT16: return f(Half{});
-    case BP_DTYPE_BFLOAT16: return f(BFloat16{});
-    case BP_DTYPE_INT8: return f(int8_t{});
-    case BP_DTYPE_UINT8: return f(uint8_t{});
-    case BP_DTYPE_INT16: return f(int16_t{});
-    default: return visit_dtype(d, std::forward<F>(f));
+    case BP_DTYPE_FLOAT16:
+      return f(Half{});
+    case BP_DTYPE_BFLOAT16:
+      return f(BFloat16{});
+    case BP_DTYPE_INT8:
+      return f(int8_t{});
+    case BP_DTYPE_UINT8:
+      return f(uint8_t{});
+    case BP_DTYPE_INT16:
+      return f(int16_t{});
+    default:
+      return visit_dtype(d, std::forward<F>(f));
   }
 }
 
@@ -168,7 +243,10 @@ class TensorRef {
   // Address of the first element (for a plugin whose memory handles are
   // host addresses).
   void* base() const { return static_cast<char*>(t_->data) + t_->byte_offset; }
-  template <class T> T* data() const { return static_cast<T*>(base()); }
+  template <class T>
+  T* data() const {
+    return static_cast<T*>(base());
+  }
 
   // Row-major contiguous (size-1 dims may have any stride).
   bool is_contiguous() const {

@@ -11,9 +11,9 @@
 #pragma once
 
 #include <backplane/plugin.h>
+
 #include <backplane/sdk/strided.hpp>
 #include <backplane/sdk/tensor.hpp>
-
 #include <cstring>
 #include <vector>
 
@@ -58,8 +58,7 @@ struct WideKernel {
 // dtype are converted to contiguous buffers of the compute dtype (outputs
 // too, when the op reads them: scatter updates self), the kernel runs on
 // those, and the outputs are converted back.
-inline bp_status run_widened(const WideKernel& wide, const bp_kernel_call& call,
-                             bp_error* error) {
+inline bp_status run_widened(const WideKernel& wide, const bp_kernel_call& call, bp_error* error) {
   const bp_dtype narrow = static_cast<bp_dtype>(call.dtype);
   const bp_dtype wide_dt = compute_dtype(narrow);
   const int n = call.num_inputs + call.num_outputs;
@@ -69,7 +68,8 @@ inline bp_status run_widened(const WideKernel& wide, const bp_kernel_call& call,
   std::vector<std::vector<int64_t>> strides(static_cast<std::size_t>(n));
   const std::size_t item = dtype_size(wide_dt);
   for (int k = 0; k < n; ++k) {
-    const bp_tensor& orig = k < call.num_inputs ? call.inputs[k] : call.outputs[k - call.num_inputs];
+    const bp_tensor& orig =
+        k < call.num_inputs ? call.inputs[k] : call.outputs[k - call.num_inputs];
     const TensorRef ref(orig);
     if (ref.dtype() != narrow) continue;
     const bool output = k >= call.num_inputs;
