@@ -204,14 +204,7 @@ class FuzzCommand : public Command {
     o.on_case_start = [&](uint64_t k) { note_case(k, o.seed, o.replay_command); };
     install_crash_handler();
 
-    std::cout << "fuzz: backend " << dut->name() << " against " << ref->name() << ", seed "
-              << o.seed;
-    if (case_)
-      std::cout << ", case " << *case_;
-    else if (cases_)
-      std::cout << ", " << *cases_ << " cases";
-    if (o.seconds > 0) std::cout << ", at most " << o.seconds << " s";
-    std::cout << " (replay with --seed " << o.seed << ")" << std::endl;
+    print_start("backend " + dut->name() + " against " + ref->name(), o.seed, o.seconds);
     const conformance::fuzz::Summary s = conformance::fuzz::run(o, std::cout, std::cerr);
     conformance::fuzz::print_summary(std::cout, s);
     return s.failed == 0 ? kExitOk : kExitFailed;
@@ -219,6 +212,17 @@ class FuzzCommand : public Command {
 
  private:
   static int usage(const std::string& message) { return usage_error_of("fuzz", message); }
+
+  // "fuzz: WHAT, seed S, N cases, at most T s (replay with --seed S)".
+  void print_start(const std::string& what, uint64_t seed, double seconds) const {
+    std::cout << "fuzz: " << what << ", seed " << seed;
+    if (case_)
+      std::cout << ", case " << *case_;
+    else if (cases_)
+      std::cout << ", " << *cases_ << " cases";
+    if (seconds > 0) std::cout << ", at most " << seconds << " s";
+    std::cout << " (replay with --seed " << seed << ")" << std::endl;
+  }
 
   // --target checkpoint: the loader fuzzer, tensors loaded onto --backend's device.
   int run_checkpoint(const BackendFlags& flags) {
@@ -237,13 +241,7 @@ class FuzzCommand : public Command {
     for (const auto& opt : flags.options) o.replay_command += " --backend-option " + opt;
     o.on_case_start = [&](uint64_t k) { note_case(k, o.seed, o.replay_command); };
     install_crash_handler();
-    std::cout << "fuzz: the checkpoint loader onto " << dut->name() << ", seed " << o.seed;
-    if (case_)
-      std::cout << ", case " << *case_;
-    else if (cases_)
-      std::cout << ", " << *cases_ << " cases";
-    if (o.seconds > 0) std::cout << ", at most " << o.seconds << " s";
-    std::cout << " (replay with --seed " << o.seed << ")" << std::endl;
+    print_start("the checkpoint loader onto " + dut->name(), o.seed, o.seconds);
     const conformance::fuzz::CheckpointSummary s =
         conformance::fuzz::run_checkpoint(o, std::cout, std::cerr);
     conformance::fuzz::print_summary(std::cout, s);

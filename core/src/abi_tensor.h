@@ -10,6 +10,8 @@
 #include <backplane/sdk/tensor.hpp>
 #include <span>
 
+#include "runtime.h"
+
 namespace bp::detail {
 
 // DLPack's code, bits and lanes of each dtype, by enum value.
@@ -42,7 +44,7 @@ inline bp_tensor abi_descriptor(const Tensor& t, int32_t dl_device_type) {
 // Same, seen with another shape and strides (broadcast operands).
 inline bp_tensor abi_descriptor_as(const Tensor& t, const DimVector& shape,
                                    const DimVector& strides, int32_t dl_device_type) {
-  bp_tensor d = describe(t, dl_device_type);
+  bp_tensor d = abi_descriptor(t, dl_device_type);
   d.ndim = static_cast<int32_t>(shape.size());
   d.shape = const_cast<int64_t*>(shape.data());
   d.strides = const_cast<int64_t*>(strides.data());

@@ -9,7 +9,8 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "../internal.h"
+#include "boundary.h"
+#include "plugin_files.h"
 
 namespace fs = std::filesystem;
 

@@ -10,7 +10,8 @@
 #include <fstream>
 #include <iterator>
 
-#include "../internal.h"
+#include "boundary.h"
+#include "plugin_files.h"
 
 namespace bp::detail {
 

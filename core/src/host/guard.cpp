@@ -6,7 +6,7 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "../internal.h"
+#include "boundary.h"
 
 namespace bp {
 

@@ -6,7 +6,8 @@
 #include <backplane/dispatcher.h>
 #include <backplane/error.h>
 
-#include "../internal.h"
+#include "../abi_tensor.h"
+#include "boundary.h"
 
 namespace bp {
 

@@ -10,7 +10,8 @@
 #include <sstream>
 #include <vector>
 
-#include "../internal.h"
+#include "boundary.h"
+#include "plugin_files.h"
 #include "plugin_probe.h"
 
 namespace fs = std::filesystem;

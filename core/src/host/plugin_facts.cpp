@@ -8,7 +8,10 @@
 #include <optional>
 #include <string>
 
-#include "../internal.h"
+#include "../abi_tensor.h"
+#include "../named_dispatch.h"
+#include "../printing.h"
+#include "boundary.h"
 #include "plugin_probe.h"
 
 namespace bp::detail {
