@@ -23,12 +23,14 @@ namespace bp::cuda {
   X(cudnnGetErrorString)                                                                           \
   X(cudnnCreateTensorDescriptor)                                                                   \
   X(cudnnDestroyTensorDescriptor)                                                                  \
+  X(cudnnSetTensor4dDescriptorEx)                                                                  \
   X(cudnnCreateFilterDescriptor)                                                                   \
   X(cudnnDestroyFilterDescriptor)                                                                  \
   X(cudnnSetFilter4dDescriptor)                                                                    \
   X(cudnnCreateConvolutionDescriptor)                                                              \
   X(cudnnDestroyConvolutionDescriptor)                                                             \
   X(cudnnSetConvolution2dDescriptor)                                                               \
+  X(cudnnSetConvolutionGroupCount)                                                                 \
   X(cudnnSetConvolutionMathType)                                                                   \
   X(cudnnFindConvolutionForwardAlgorithm)                                                          \
   X(cudnnConvolutionForward)                                                                       \

@@ -1,6 +1,9 @@
 // Rendezvous stores: where the ranks leave their addresses for each other.
 // Gloo ships file and hash stores; env:// and tcp:// need one over TCP,
 // served by rank 0 (as PyTorch's TCPStore is).
+// First: Boost.Asio 1.74 uses std::exchange without including <utility>.
+#include <utility>
+// Then Gloo, the standard library and Boost.
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/rendezvous/store.h>
 
