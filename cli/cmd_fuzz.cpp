@@ -187,20 +187,12 @@ class FuzzCommand : public Command {
         code != kExitOk)
       return code;
 
-    o.seed = seed_.value_or(std::random_device{}() * 0x100000000ull + std::random_device{}());
-    o.cases = cases_;
-    o.seconds = seconds_.value_or(cases_ || case_ ? 0 : 60);
-    o.only_case = case_;
-    o.verbose = verbose_;
+    set_common(o, flags, "");
     o.skip = skip_;
     o.shrink_seconds = shrink_seconds_;
     o.poison = poison_;
-    o.replay_command = "backplane fuzz --backend " + flags.backend;
-    for (const auto& p : flags.plugin_paths) o.replay_command += " --plugin-path " + p;
-    for (const auto& opt : flags.options) o.replay_command += " --backend-option " + opt;
     if (compare_to_ != kDefaultBackend) o.replay_command += " --compare-to " + compare_to_;
     if (asan_) o.replay_command += " --asan";
-    std::snprintf(g_crash_note, sizeof g_crash_note, "%s", "");
     o.on_case_start = [&](uint64_t k) { note_case(k, o.seed, o.replay_command); };
     install_crash_handler();
 
@@ -212,6 +204,22 @@ class FuzzCommand : public Command {
 
  private:
   static int usage(const std::string& message) { return usage_error_of("fuzz", message); }
+
+  // What both targets take alike from the options: the seed (drawn when not
+  // given), the cases, the time limit, a replay, verbosity, and the replay
+  // line with the backend's flags (`target`: "" or "--target NAME ").
+  template <class Options>
+  void set_common(Options& o, const BackendFlags& flags, const char* target) const {
+    o.seed = seed_.value_or(std::random_device{}() * 0x100000000ull + std::random_device{}());
+    o.cases = cases_;
+    o.seconds = seconds_.value_or(cases_ || case_ ? 0 : 60);
+    o.only_case = case_;
+    o.verbose = verbose_;
+    o.replay_command = std::string("backplane fuzz ") + target + "--backend " + flags.backend;
+    for (const auto& p : flags.plugin_paths) o.replay_command += " --plugin-path " + p;
+    for (const auto& opt : flags.options) o.replay_command += " --backend-option " + opt;
+    std::snprintf(g_crash_note, sizeof g_crash_note, "%s", "");
+  }
 
   // "fuzz: WHAT, seed S, N cases, at most T s (replay with --seed S)".
   void print_start(const std::string& what, uint64_t seed, double seconds) const {
@@ -231,14 +239,7 @@ class FuzzCommand : public Command {
     Device device;
     if (int code = load(flags.backend, "backend", dut, device); code != kExitOk) return code;
     o.device = device;
-    o.seed = seed_.value_or(std::random_device{}() * 0x100000000ull + std::random_device{}());
-    o.cases = cases_;
-    o.seconds = seconds_.value_or(cases_ || case_ ? 0 : 60);
-    o.only_case = case_;
-    o.verbose = verbose_;
-    o.replay_command = "backplane fuzz --target checkpoint --backend " + flags.backend;
-    for (const auto& p : flags.plugin_paths) o.replay_command += " --plugin-path " + p;
-    for (const auto& opt : flags.options) o.replay_command += " --backend-option " + opt;
+    set_common(o, flags, "--target checkpoint ");
     o.on_case_start = [&](uint64_t k) { note_case(k, o.seed, o.replay_command); };
     install_crash_handler();
     print_start("the checkpoint loader onto " + dut->name(), o.seed, o.seconds);

@@ -23,15 +23,10 @@ int exit_code(conformance::LoadStatus s) {
 
 }  // namespace
 
-int load_device(const std::string& spec, const char* command, const char* role, Backend*& out,
-                Device& device, std::string& why) {
-  return exit_code(conformance::load_device(spec, command, role, out, device, why));
-}
-
 int load_device_or_say(const std::string& spec, const char* command, const char* role,
                        Backend*& out, Device& device) {
   std::string why;
-  const int code = load_device(spec, command, role, out, device, why);
+  const int code = exit_code(conformance::load_device(spec, command, role, out, device, why));
   if (code != kExitOk) std::cerr << why << "\n";
   return code;
 }

@@ -11,13 +11,10 @@ namespace bp::cli {
 using conformance::BackendPair;
 
 // Loads the backend of `spec` (NAME, NAME:N, PATH or PATH:N) and picks its
-// device (0 without an index). On failure `why` says why ("[fuzz] the
-// backend cuda (...) has no device 0: it has 0: <the plugin's reason>"), and
-// kExitUsage (cannot load, bad index) or kExitNoDevice is returned.
-int load_device(const std::string& spec, const char* command, const char* role, Backend*& out,
-                Device& device, std::string& why);
-
-// load_device, printing why on stderr when it fails.
+// device (0 without an index) (conformance::load_device). On failure prints
+// why on stderr ("[fuzz] the backend cuda (...) has no device 0 (it has 0):
+// <the plugin's reason>") and returns kExitUsage (cannot load, bad index) or
+// kExitNoDevice.
 int load_device_or_say(const std::string& spec, const char* command, const char* role,
                        Backend*& out, Device& device);
 

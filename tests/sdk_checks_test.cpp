@@ -94,7 +94,7 @@ TEST(SdkChecks, OpNamesAreTheCoresForEveryOp) {
 
 // The SDK's error idiom: BP_SDK_REQUIRE names the innermost OpScope, the
 // default name outside every scope, and a kernel entered through
-// kernel_thunk names its call's op.
+// scoped_kernel_thunk names its call's op.
 void checks_positive(const KernelCall& c) {
   BP_SDK_REQUIRE(c.attrs().num_ints > 0 && c.attrs().ints[0] > 0, "ints[0] must be positive");
 }
@@ -127,7 +127,7 @@ TEST(SdkChecks, ErrorsNameTheCurrentOp) {
   err.struct_size = sizeof err;
   err.message = buf;
   err.capacity = sizeof buf;
-  EXPECT_EQ(bp::sdk::kernel_thunk<&checks_positive>(nullptr, &call.raw, &err),
+  EXPECT_EQ(bp::sdk::scoped_kernel_thunk<&checks_positive>(nullptr, &call.raw, &err),
             BP_STATUS_INVALID_ARGUMENT);
   EXPECT_STREQ(buf, "[cumsum] ints[0] must be positive");
   EXPECT_STREQ(bp::sdk::current_op(), "plugin");

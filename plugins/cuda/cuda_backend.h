@@ -29,7 +29,7 @@ using bp::sdk::TensorRef;
 // ---------------------------------------------------------------------------
 
 // Every message starts with the op or entry point the calling thread runs
-// (bp::sdk::OpScope, set by kernel_entry and each entry point), raised with
+// (bp::sdk::OpScope, set by the SDK's scoped_kernel_thunk and each entry point), raised with
 // the SDK's BP_SDK_REQUIRE / BP_SDK_UNSUPPORTED; outside every scope, "cuda".
 using bp::sdk::current_op;
 using bp::sdk::OpScope;
@@ -265,18 +265,11 @@ inline constexpr uint32_t kNumericDtypes =
     kFloatDtypes | BP_DTYPE_BIT(BP_DTYPE_INT32) | BP_DTYPE_BIT(BP_DTYPE_INT64);
 inline constexpr uint32_t kBaseDtypes = kNumericDtypes | BP_DTYPE_BIT(BP_DTYPE_BOOL);
 
-// The C entry of a kernel: names the op for error messages, then runs Fn
-// with exceptions turned into a status.
-template <bp::sdk::KernelFn Fn>
-bp_status kernel_entry(void*, const bp_kernel_call* call, bp_error* error) noexcept {
-  OpScope scope(op_name(call->op));
-  return bp::sdk::guarded(error, [&] { Fn(KernelCall(*call)); });
-}
-
 template <bp::sdk::KernelFn Fn>
 void add_kernel(Registrar& r, bp_op op, uint32_t dtype_mask, const char* origin,
                 uint32_t flags = 0) {
-  r.add_raw(op, dtype_mask, &kernel_entry<Fn>, nullptr, origin, flags);
+  // The SDK's scoped entry names the op in every message the kernel raises.
+  r.add_raw(op, dtype_mask, &bp::sdk::scoped_kernel_thunk<Fn>, nullptr, origin, flags);
 }
 
 void register_copy_kernels(Registrar& r);

@@ -23,9 +23,9 @@ void add_kernel(Registrar& r, bp_op op, DtypeSet set, const char* origin = nullp
   const uint32_t mask = dtype_mask(set);
   const uint32_t narrow = BP_DTYPE_BIT(BP_DTYPE_FLOAT16) | BP_DTYPE_BIT(BP_DTYPE_BFLOAT16);
   if (mask & ~narrow)
-    r.add_raw(op, mask & ~narrow, &bp::sdk::kernel_thunk<Fn>, nullptr, origin, flags);
+    r.add_raw(op, mask & ~narrow, &bp::sdk::scoped_kernel_thunk<Fn>, nullptr, origin, flags);
   if (mask & narrow)
-    r.add_raw(op, mask & narrow, &bp::sdk::kernel_thunk<Fn>, nullptr, origin,
+    r.add_raw(op, mask & narrow, &bp::sdk::scoped_kernel_thunk<Fn>, nullptr, origin,
               flags | BP_KERNEL_EMULATED);
 }
 

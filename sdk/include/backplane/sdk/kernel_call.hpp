@@ -72,12 +72,20 @@ class KernelCall {
 
 using KernelFn = void (*)(const KernelCall&);
 
-// The entry of a kernel registered with Registrar::add: the call's op is the
-// current op (OpScope) while Fn runs, so its checks name it.
+// The entry of a kernel registered with Registrar::add.
 template <KernelFn Fn>
 bp_status kernel_thunk(void*, const bp_kernel_call* call, bp_error* error) noexcept {
-  const OpScope scope(op_name(call->op));
   return guarded(error, [&] { Fn(KernelCall(*call)); });
+}
+
+// kernel_thunk with the call's op as the current op (OpScope) while Fn runs,
+// for a plugin whose kernels check with BP_SDK_REQUIRE and so do not name
+// the op themselves (register it with add_raw). It costs a thread-local
+// write on entry and exit, which kernels that name their op do not pay.
+template <KernelFn Fn>
+bp_status scoped_kernel_thunk(void* ctx, const bp_kernel_call* call, bp_error* error) noexcept {
+  const OpScope scope(op_name(call->op));
+  return kernel_thunk<Fn>(ctx, call, error);
 }
 
 // The one-input form of a BP_KERNEL_SCALAR_OPERAND call made again with two
@@ -121,7 +129,6 @@ class ScalarOperandCall {
 // that reads its operands in host memory takes scalars unchanged.
 template <KernelFn Fn>
 bp_status scalar_operand_thunk(void*, const bp_kernel_call* call, bp_error* error) noexcept {
-  const OpScope scope(op_name(call->op));
   return guarded(error, [&] {
     if (call->num_inputs != 1 || call->num_outputs != 1 || call->attrs->num_scalars < 2) {
       Fn(KernelCall(*call));

@@ -7,8 +7,9 @@
 //     BP_SDK_REQUIRE(bytes <= limit, "asked for " << bytes << " bytes");
 //   }                                        // "[allocate] asked for ..."
 //
-// A kernel entry sets the scope to its call's op (bp::sdk::op_name(c.op())),
-// so a helper's check names the op without being told it. Where the op is
+// A kernel registered through bp::sdk::scoped_kernel_thunk<Fn> (add_raw)
+// runs with the scope set to its call's op (bp::sdk::op_name(c.op())), so a
+// helper's check names the op without being told it. Where the op is
 // at hand, BP_SDK_CHECK(cond, op, ...) (checks.hpp) names it explicitly.
 #pragma once
 
