@@ -12,6 +12,8 @@ namespace bp::bench {
 inline constexpr int64_t kLargeElems = int64_t{16} << 20;
 // Bytes one large add moves: read two operands, write one.
 inline constexpr int64_t kLargeAddBytes = 3 * kLargeElems * int64_t{sizeof(float)};
+// The mid-size elementwise adds (bench_elementwise.cpp): 4K to 1M floats.
+inline constexpr int64_t kMidSizes[] = {4096, 16384, 32768, 65536, 262144, 1048576};
 
 // The strided-vs-dense pairs: float32 adds of side x side, the largest
 // 2048 x 2048 (4M elements); bytes moved: read two operands, write one.
@@ -53,9 +55,10 @@ inline constexpr int kOptimTensors = 8;
 inline constexpr int64_t kOptimElems = int64_t{1} << 19, kOptimSmall = 512;
 // Registers them (bench_nn.cpp).
 void register_nn_benchmarks();
-void register_matmul_benchmarks();  // bench_matmul.cpp
-void register_sparse_benchmarks();  // bench_sparse.cpp
-void register_optim_benchmarks();   // bench_optim.cpp
+void register_matmul_benchmarks();       // bench_matmul.cpp
+void register_sparse_benchmarks();       // bench_sparse.cpp
+void register_optim_benchmarks();        // bench_optim.cpp
+void register_elementwise_benchmarks();  // bench_elementwise.cpp
 
 // Registers the */<backend> device benchmarks when the selected backend is not
 // the default CPU one; returns its name (empty when none).

@@ -193,6 +193,7 @@ void register_benchmarks() {
   register_matmul_benchmarks();
   register_sparse_benchmarks();
   register_optim_benchmarks();
+  register_elementwise_benchmarks();
 #ifdef BACKPLANE_BENCH_WITH_LIBTORCH
   register_libtorch_benchmarks();
 #endif
@@ -324,6 +325,16 @@ int main(int argc, char** argv) {
               false);
   print_ratio(reporter, "add_16M backplane/plain_loop", "add_16M/backplane", "add_16M/plain_loop",
               true);
+  print_ratio(reporter, "add_16M fresh/into existing", "add_16M_fresh/backplane",
+              "add_16M/backplane", true);
+  for (const int64_t n : bp::bench::kMidSizes) {
+    const std::string s = std::to_string(n);
+    const double bytes = 3.0 * static_cast<double>(n) * 4;
+    print_ratio(reporter, ("add " + s + " fresh/serial loop").c_str(),
+                ("add_mid/fresh/" + s).c_str(), ("add_mid/serial_loop/" + s).c_str(), true, bytes);
+    print_ratio(reporter, ("add " + s + " out/serial loop").c_str(), ("add_mid/out/" + s).c_str(),
+                ("add_mid/serial_loop/" + s).c_str(), true, bytes);
+  }
   for (const bp::bench::SquareSize& size : bp::bench::kSquareSizes) {
     const std::string n = size.name;
     print_ratio(reporter, ("strided_add_" + n + " / add_" + n).c_str(),

@@ -117,6 +117,35 @@ TEST(CpuOnednnKernels, Binary) {
     }
 }
 
+// float32 ADD..DIV on each side of the plugin's thresholds: one thread below
+// 32768 elements, OpenMP threads from there, oneDNN's binary primitive from
+// 2^20 (cpu_onednn.h); dense and broadcast operands.
+TEST(CpuOnednnKernels, BinaryOnBothSidesOfItsThresholds) {
+  using L = Layout;
+  const Shape shapes[] = {{32767}, {32768}, {1023, 1025}, {1024, 1025}};
+  const L cases[][3] = {{L::contiguous, L::contiguous, L::contiguous},
+                        {L::contiguous, L::broadcast, L::contiguous},
+                        {L::transposed, L::contiguous, L::contiguous}};
+  const bp_dtype d = BP_DTYPE_FLOAT32;
+  for (bp_op op : {BP_OP_ADD, BP_OP_SUB, BP_OP_MUL, BP_OP_DIV})
+    for (const Shape& shape : shapes)
+      for (const auto& c : cases)
+        for (double alpha : {1.0, 2.0}) {
+          if (alpha != 1 && (op == BP_OP_MUL || op == BP_OP_DIV)) continue;
+          SCOPED_TRACE(str("op ", op, " numel ", shape.size() == 1 ? shape[0] : shape[0] * shape[1],
+                           " ", layout_name(c[0]), ",", layout_name(c[1]), " alpha ", alpha));
+          Buf a = make(d, shape, c[0], 1);
+          Buf b = make(d, shape, c[1], 2, op == BP_OP_DIV);
+          Buf out = make(d, shape, c[2], 3);
+          const auto want = collect(
+              shape, [&](const Shape& i) { return binary_ref(op, d, a.get(i), b.get(i), alpha); });
+          const bp_attrs attrs =
+              alpha == 1 && op == BP_OP_ADD ? attrs_with({}) : attrs_with({fscalar(alpha)});
+          run(op, d, {&a, &b}, out, attrs);
+          expect_values(out, want);
+        }
+}
+
 TEST(CpuOnednnKernels, Relu) {
   for (bp_dtype d : {BP_DTYPE_INT32, BP_DTYPE_INT64, BP_DTYPE_FLOAT32, BP_DTYPE_FLOAT64})
     for (const Shape& shape : kShapes)

@@ -151,6 +151,45 @@ TEST(Pooling, OwnKernelsRunWithGradAndAreRecordedByName) {
   EXPECT_EQ(y.to_vector<double>(), std::vector<double>(4, 1.0));
 }
 
+// cpu_onednn's float32 max pool over dense rows (16 columns at a time,
+// branch-free) against its float64 one (the SDK's plain loop), on data
+// with ties, NaN and -inf: the same values and the same indices (the first
+// maximum in window order, a NaN taking the window), for every geometry.
+TEST(Pooling, Float32RowsKernelKeepsThePlainLoopsRule) {
+  std::vector<float> data;
+  bp::manual_seed(3);
+  const int64_t c = 3, h = 7, w = 41;
+  const std::vector<double> r = bp::rand({2 * c * h * w}).to_vector<double>();
+  for (double u : r) {
+    const int v = static_cast<int>(u * 9);  // 0..8: ties in -3..3, then NaN and -inf
+    data.push_back(v == 7 ? std::nanf("") : v == 8 ? -INFINITY : static_cast<float>(v - 3));
+  }
+  const Tensor x = bp::from_vector(data, {2, c, h, w});
+  for (const bp::Size2 k :
+       {bp::Size2(1), bp::Size2(2), bp::Size2(3), bp::Size2(3, 2), bp::Size2(5)})
+    for (const int64_t stride : {1, 2, 3})
+      for (const bp::Size2 pad : {bp::Size2(0), bp::Size2(1), bp::Size2(1, 0)}) {
+        if (pad[0] * 2 > k[0] || pad[1] * 2 > k[1]) continue;
+        for (const bool ceil : {false, true})
+          for (const bool transposed : {false, true}) {
+            SCOPED_TRACE(testing::Message()
+                         << "kernel " << k[0] << "x" << k[1] << " stride " << stride << " pad "
+                         << pad[0] << "," << pad[1] << (ceil ? " ceil" : "")
+                         << (transposed ? " transposed" : ""));
+            const Tensor in = transposed ? x.transpose(2, 3).contiguous().transpose(2, 3) : x;
+            auto [v32, i32] = bp::max_pool2d_with_indices(in, k, bp::Size2(stride), pad, 1, ceil);
+            auto [v64, i64] = bp::max_pool2d_with_indices(in.to(bp::DType::Float64), k,
+                                                          bp::Size2(stride), pad, 1, ceil);
+            EXPECT_EQ(i32.to_vector<int64_t>(), i64.to_vector<int64_t>());
+            const std::vector<double> a = v32.to_vector<double>(), b = v64.to_vector<double>();
+            ASSERT_EQ(a.size(), b.size());
+            for (std::size_t e = 0; e < a.size(); ++e)
+              EXPECT_TRUE(a[e] == b[e] || (std::isnan(a[e]) && std::isnan(b[e])))
+                  << "element " << e << ": " << a[e] << " vs " << b[e];
+          }
+      }
+}
+
 TEST(BatchNorm, TrainingRunsOnednnForwardAndBackward) {
   Tensor x = bp::randn({4, 3, 5, 5}).requires_grad_();
   Tensor w = bp::ones({3}).requires_grad_();

@@ -78,6 +78,17 @@ std::optional<bp_memory_stats> Backend::memory_stats(int device) const {
   return stats.value;
 }
 
+bool Backend::empty_cache(int device) const {
+  BP_CHECK(device >= 0 && device < device_count_, "[empty_cache] backend '", name_,
+           "' has no device ", device, " (it has ", device_count_, ")");
+  if (!BP_HAS_FIELD(api_, bp_plugin, empty_cache) || api_->empty_cache == nullptr) return false;
+  detail::ErrorBuffer err;
+  const bp_status st =
+      detail::guarded(err.get(), [&] { return api_->empty_cache(api_->ctx, device, err.get()); });
+  detail::check_status(st, "empty_cache", name_, err);
+  return true;
+}
+
 void* Backend::allocate(int device, std::size_t nbytes, bp_stream stream,
                         std::size_t* lead_out) const {
   BP_CHECK(device >= 0 && device < device_count_, "[allocate] backend '", name_, "' has no device ",

@@ -133,4 +133,12 @@ void synchronize(Device device) { detail::acquire_backend(device)->synchronize(d
 
 void synchronize() { synchronize(default_device()); }
 
+std::optional<bp_memory_stats> memory_stats(Device device) {
+  return detail::acquire_backend(device)->memory_stats(device.index);
+}
+
+bool empty_cache(Device device) {
+  return detail::acquire_backend(device)->empty_cache(device.index);
+}
+
 }  // namespace bp

@@ -2,10 +2,19 @@
 // AVX-512 loads want), plain malloc for small ones that ask for no more than
 // its natural 16 (aligned_alloc takes glibc's slow memalign path, which
 // dominated the cost of a tiny op), recently freed blocks kept for reuse
-// (up to 256 bytes per thread and size class, 4 KiB and up shared), with
-// the statistics memory_stats reports.
+// (up to 256 bytes per thread and size class, 4 KiB to 4 MiB by exact size,
+// larger ones by size class up to a bound), with the statistics
+// memory_stats reports.
+#include "allocator.h"
+
+#include <sys/sysinfo.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <bit>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 
 #include "cpu_onednn.h"
@@ -21,8 +30,7 @@ constexpr std::size_t kMallocAlignment = 16;
 std::size_t block_alignment(std::size_t nbytes) { return nbytes >= 512 ? 64 : kMallocAlignment; }
 constexpr std::size_t kLargeBlock = std::size_t{4} << 20;
 constexpr std::size_t kLargeStep = std::size_t{2} << 20;
-constexpr std::size_t kCachedBlocks = 8;
-constexpr std::size_t kCachedBytes = std::size_t{1} << 30;
+constexpr std::size_t kLargeStepsUpTo = std::size_t{16} << 20;
 constexpr std::size_t kMediumBlock = std::size_t{4} << 10;
 constexpr std::size_t kMediumBlocks = 32;
 constexpr std::size_t kMediumBytes = std::size_t{32} << 20;
@@ -131,6 +139,77 @@ HostAllocator::~HostAllocator() {
   for (const Cached& b : medium_) std::free(b.ptr);
 }
 
+LargeCacheLimits LargeCacheLimits::for_this_machine() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  const std::size_t total = pages > 0 && page > 0
+                                ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page)
+                                : std::size_t{8} << 30;
+  return {std::min(total / 8, std::size_t{4} << 30), total / 16};
+}
+
+std::size_t HostAllocator::large_class(std::size_t n) {
+  if (n <= kLargeStepsUpTo) return rounded_size(n, kLargeStep);
+  // 2^k < n <= 2^(k+1): steps of 2^(k-3), eight classes per doubling.
+  const int k = static_cast<int>(std::bit_width(n - 1)) - 1;
+  return rounded_size(n, std::size_t{1} << (k - 3));
+}
+
+namespace {
+// MemAvailable of /proc/meminfo in bytes (free memory plus what the kernel
+// can reclaim at once, such as clean page cache); `fallback` when unreadable.
+std::size_t mem_available(std::size_t fallback) {
+  std::FILE* f = std::fopen("/proc/meminfo", "r");
+  if (f == nullptr) return fallback;
+  char line[128];
+  std::size_t kb = 0;
+  bool found = false;
+  while (!found && std::fgets(line, sizeof line, f) != nullptr)
+    found = std::sscanf(line, "MemAvailable: %zu kB", &kb) == 1;
+  std::fclose(f);
+  return found ? kb << 10 : fallback;
+}
+}  // namespace
+
+bool HostAllocator::under_pressure() const {
+  if (limits_.keep_free_bytes == 0) return false;
+  // sysinfo's free figure first (a system call, well under a microsecond
+  // beside the free of a block of megabytes); only when it is low, the
+  // kernel's estimate of what is available, page cache it can drop included.
+  struct sysinfo si {};
+  if (sysinfo(&si) != 0) return false;
+  const std::size_t unit = si.mem_unit == 0 ? 1 : si.mem_unit;
+  const std::size_t free_now =
+      (static_cast<std::size_t>(si.freeram) + static_cast<std::size_t>(si.bufferram)) * unit;
+  if (free_now >= limits_.keep_free_bytes) return false;
+  return mem_available(free_now) < limits_.keep_free_bytes;
+}
+
+std::vector<HostAllocator::Cached> HostAllocator::take_cached_locked() {
+  std::vector<Cached> drop;
+  drop.swap(cache_);
+  drop.insert(drop.end(), medium_.begin(), medium_.end());
+  medium_.clear();
+  cached_bytes_ = medium_bytes_ = 0;
+  return drop;
+}
+
+void HostAllocator::release(const std::vector<Cached>& blocks, Counters& c) {
+  for (const Cached& b : blocks) {
+    std::free(b.ptr);
+    add(c.reserved, -static_cast<int64_t>(b.size));
+  }
+  cache_releases_.fetch_add(static_cast<int64_t>(blocks.size()), std::memory_order_relaxed);
+}
+
+void HostAllocator::empty_cache() {
+  std::vector<Cached> drop;
+  {
+    std::lock_guard lock(cache_mu_);
+    drop = take_cached_locked();
+  }
+  release(drop, local(this_thread().recent));
+}
+
 void* HostAllocator::allocate(std::size_t nbytes, std::size_t alignment) {
   const std::size_t a = effective_alignment(alignment, nbytes);
   if (kSmallCacheOn && nbytes <= kSmallMax) {
@@ -156,33 +235,26 @@ void* HostAllocator::allocate(std::size_t nbytes, std::size_t alignment) {
     return p;
   }
   std::size_t n = rounded_size(nbytes == 0 ? 1 : nbytes, a);
-  // Large blocks come in 2 MiB steps (a multiple of every alignment asked
-  // for), so that deallocate, which is not told the alignment, finds the
-  // same size; only blocks of the default alignment are cached and reused.
+  // Large blocks come in size classes of 2 MiB steps or more (a multiple of
+  // every alignment asked for), so that deallocate, which is not told the
+  // alignment, finds the same class; only blocks of the default alignment
+  // are taken from the caches.
   const bool large = n >= kLargeBlock;
   const bool cacheable = large && a <= block_alignment(n);
   const bool medium = !large && n >= kMediumBlock && a <= block_alignment(n);
-  if (large) n = rounded_size(n, std::max(a, kLargeStep));
+  if (large) n = large_class(rounded_size(n, std::max(a, kLargeStep)));
   void* p = nullptr;
   bool reused = false;
-  if (medium) {
+  if (medium || cacheable) {
+    std::vector<Cached>& list = medium ? medium_ : cache_;
     std::lock_guard lock(cache_mu_);
-    for (std::size_t i = medium_.size(); i-- > 0;)
-      if (medium_[i].size == n) {
-        p = medium_[i].ptr;
-        medium_bytes_ -= n;
-        medium_.erase(medium_.begin() + static_cast<std::ptrdiff_t>(i));
-        reused = true;
-        break;
-      }
-  }
-  if (cacheable) {
-    std::lock_guard lock(cache_mu_);
-    for (std::size_t i = 0; i < cache_.size(); ++i)
-      if (cache_[i].size == n) {
-        p = cache_[i].ptr;
-        cached_bytes_ -= n;
-        cache_.erase(cache_.begin() + static_cast<std::ptrdiff_t>(i));
+    // The most recently freed block of the size: its pages are the likeliest
+    // to be in cache.
+    for (std::size_t i = list.size(); i-- > 0;)
+      if (list[i].size == n) {
+        p = list[i].ptr;
+        (medium ? medium_bytes_ : cached_bytes_) -= n;
+        list.erase(list.begin() + static_cast<std::ptrdiff_t>(i));
         reused = true;
         break;
       }
@@ -195,15 +267,9 @@ void* HostAllocator::allocate(std::size_t nbytes, std::size_t alignment) {
       std::vector<Cached> drop;
       {
         std::lock_guard lock(cache_mu_);
-        drop.swap(cache_);
-        drop.insert(drop.end(), medium_.begin(), medium_.end());
-        medium_.clear();
-        cached_bytes_ = medium_bytes_ = 0;
+        drop = take_cached_locked();
       }
-      for (const Cached& b : drop) {
-        std::free(b.ptr);
-        add(c.reserved, -static_cast<int64_t>(b.size));
-      }
+      release(drop, c);
       p = a <= kMallocAlignment ? std::malloc(n) : std::aligned_alloc(a, n);
     }
     if (p == nullptr) throw std::bad_alloc();
@@ -241,13 +307,29 @@ void HostAllocator::deallocate(void* ptr, std::size_t nbytes) {
   const std::size_t n = nbytes == 0 ? 1 : nbytes;
   std::size_t block = rounded_size(n, block_alignment(n));
   if (block >= kLargeBlock) {
-    block = rounded_size(block, kLargeStep);
-    std::lock_guard lock(cache_mu_);
-    if (cache_.size() < kCachedBlocks && cached_bytes_ + block <= kCachedBytes) {
-      cache_.push_back({ptr, block});  // still reserved
-      cached_bytes_ += block;
-      return;
+    block = large_class(rounded_size(block, kLargeStep));
+    std::vector<Cached> drop;
+    const bool keep = block <= limits_.limit_bytes && !under_pressure();
+    {
+      std::lock_guard lock(cache_mu_);
+      if (keep) {
+        cache_.push_back({ptr, block});  // still reserved
+        cached_bytes_ += block;
+        // Over the bound: the least recently freed blocks go back.
+        std::size_t k = 0;
+        std::size_t bytes = cached_bytes_;
+        while (bytes > limits_.limit_bytes) bytes -= cache_[k++].size;
+        if (k > 0) {
+          drop.assign(cache_.begin(), cache_.begin() + static_cast<std::ptrdiff_t>(k));
+          cache_.erase(cache_.begin(), cache_.begin() + static_cast<std::ptrdiff_t>(k));
+          cached_bytes_ = bytes;
+        }
+      } else if (block <= limits_.limit_bytes) {
+        drop = take_cached_locked();  // memory is short: give back what the caches hold
+      }
     }
+    release(drop, c);
+    if (keep) return;
   } else if (block >= kMediumBlock) {
     std::lock_guard lock(cache_mu_);
     while (!medium_.empty() &&
@@ -258,6 +340,7 @@ void HostAllocator::deallocate(void* ptr, std::size_t nbytes) {
       medium_bytes_ -= old.size;
       add(c.reserved, -static_cast<int64_t>(old.size));
       std::free(old.ptr);
+      cache_releases_.fetch_add(1, std::memory_order_relaxed);
     }
     medium_.push_back({ptr, block});  // still reserved
     medium_bytes_ += block;
@@ -266,6 +349,38 @@ void HostAllocator::deallocate(void* ptr, std::size_t nbytes) {
   add(c.reserved, -static_cast<int64_t>(block));
   std::free(ptr);
 }
+
+namespace {
+// Never destroyed: a kernel may run from a static destructor at exit.
+HostAllocator& scratch_allocator() {
+  static auto* a = new HostAllocator();
+  return *a;
+}
+}  // namespace
+
+void ScratchFree::operator()(void* p) const noexcept { scratch_allocator().deallocate(p, nbytes); }
+
+Scratch scratch_memory(const dnnl::memory::desc& md) {
+  const std::size_t n = md.get_size();
+  Scratch s;
+  if (n == 0) return s;
+  s.buffer =
+      std::unique_ptr<void, ScratchFree>(scratch_allocator().allocate(n, 64), ScratchFree{n});
+  s.memory = dnnl::memory(md, dnnl_engine(), s.buffer.get());
+  return s;
+}
+
+dnnl::primitive_attr scratchpad_attr() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+Scratch scratchpad_for(const dnnl::primitive_desc_base& pd) {
+  return scratch_memory(pd.scratchpad_desc());
+}
+
+void empty_scratch_cache() { scratch_allocator().empty_cache(); }
 
 void HostAllocator::stats(bp_memory_stats& out) const {
   int64_t allocated = 0, reserved = 0, allocs = 0;
@@ -287,6 +402,16 @@ void HostAllocator::stats(bp_memory_stats& out) const {
   // Large blocks come from the cache when one of their size was freed.
   if (BP_HAS_FIELD(&out, bp_memory_stats, num_system_allocs))
     out.num_system_allocs = static_cast<uint64_t>(system_allocs_.load(std::memory_order_relaxed));
+  std::size_t cached = 0;
+  {
+    std::lock_guard lock(cache_mu_);
+    cached = cached_bytes_ + medium_bytes_;
+  }
+  if (BP_HAS_FIELD(&out, bp_memory_stats, cached_bytes)) out.cached_bytes = cached;
+  if (BP_HAS_FIELD(&out, bp_memory_stats, cache_limit_bytes))
+    out.cache_limit_bytes = limits_.limit_bytes + kMediumBytes;
+  if (BP_HAS_FIELD(&out, bp_memory_stats, num_cache_releases))
+    out.num_cache_releases = static_cast<uint64_t>(cache_releases_.load(std::memory_order_relaxed));
 }
 
 }  // namespace bp::cpu

@@ -142,7 +142,7 @@ void binary_typed(const KernelCall& c) {
     if (c.attrs().num_scalars > 0) alpha = bp::sdk::scalar_as<T>(c.scalar(0));
   }
   if constexpr (std::is_same_v<T, float>) {
-    if (n >= kDnnlMinElements && try_dnnl_binary(Op, out, a, b, alpha)) return;
+    if (n >= kDnnlBinaryMinElements && try_dnnl_binary(Op, out, a, b, alpha)) return;
   }
   if (alpha != T(1)) {
     binary_map<T, T>(out, a, b, BinaryFn<T, Op, true>{alpha});

@@ -59,25 +59,25 @@ memory::desc weight_md(const TensorRef& w, int64_t groups) {
 memory::desc any_like(const memory::desc& md) { return memory::desc(md.dims(), dt::f32, tag::any); }
 
 // Memory of `want`'s layout holding the user's data: the user's own when the
-// layouts agree, else a reordered copy.
-memory to_layout(const memory::desc& want, const memory::desc& user_desc, void* data) {
+// layouts agree, else a reordered copy (in scratch memory).
+Scratch to_layout(const memory::desc& want, const memory::desc& user_desc, void* data) {
   dnnl::engine& eng = dnnl_engine();
   memory user(user_desc, eng, data);
-  if (want == user_desc) return user;
-  memory m(want, eng);
-  dnnl::reorder(user, m).execute(dnnl_stream(), user, m);
+  if (want == user_desc) return {user, {}};
+  Scratch m = scratch_memory(want);
+  dnnl::reorder(user, m.memory).execute(dnnl_stream(), user, m.memory);
   return m;
 }
 
 // Memory for a result of layout `want`, written to the user's afterwards by finish().
-memory result(const memory::desc& want, const memory::desc& user_desc, void* data) {
-  if (want == user_desc) return memory(user_desc, dnnl_engine(), data);
-  return memory(want, dnnl_engine());
+Scratch result(const memory::desc& want, const memory::desc& user_desc, void* data) {
+  if (want == user_desc) return {memory(user_desc, dnnl_engine(), data), {}};
+  return scratch_memory(want);
 }
-void finish(const memory& m, const memory::desc& user_desc, void* data) {
-  if (m.get_desc() == user_desc) return;
+void finish(const Scratch& m, const memory::desc& user_desc, void* data) {
+  if (m.memory.get_desc() == user_desc) return;
   memory user(user_desc, dnnl_engine(), data);
-  dnnl::reorder(m, user).execute(dnnl_stream(), const_cast<memory&>(m), user);
+  dnnl::reorder(m.memory, user).execute(dnnl_stream(), const_cast<memory&>(m.memory), user);
 }
 
 dnnl::convolution_forward::primitive_desc forward_pd(const memory::desc& src,
@@ -93,7 +93,7 @@ dnnl::convolution_forward::primitive_desc forward_pd(const memory::desc& src,
                                              dnnl::algorithm::convolution_direct, any_like(src),
                                              any_like(wei), any_like(dst), p.strides(), p.dilates(),
                                              p.padding(), p.padding());
-  return {desc, dnnl_engine()};
+  return {desc, scratchpad_attr(), dnnl_engine()};
 }
 
 // Whether a 4-D float32 operand holds an inf or a NaN (all exponent bits
@@ -144,13 +144,16 @@ void conv2d_forward(const KernelCall& c) {
     decline("core::conv2d");
   }
   if (is_reference_impl(pd)) decline("core::conv2d");
-  const memory src = to_layout(pd.src_desc(), xs, x.base());
-  const memory wei = to_layout(pd.weights_desc(), ws, w.base());
-  const memory bias = to_layout(pd.bias_desc(), bs, b.base());
-  const memory dst = result(pd.dst_desc(), ys, out.base());
-  dnnl::convolution_forward(pd).execute(
-      dnnl_stream(),
-      {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, dst}});
+  const Scratch src = to_layout(pd.src_desc(), xs, x.base());
+  const Scratch wei = to_layout(pd.weights_desc(), ws, w.base());
+  const Scratch bias = to_layout(pd.bias_desc(), bs, b.base());
+  const Scratch dst = result(pd.dst_desc(), ys, out.base());
+  const Scratch pad = scratchpad_for(pd);
+  dnnl::convolution_forward(pd).execute(dnnl_stream(), {{DNNL_ARG_SRC, src},
+                                                        {DNNL_ARG_WEIGHTS, wei},
+                                                        {DNNL_ARG_BIAS, bias},
+                                                        {DNNL_ARG_DST, dst},
+                                                        {DNNL_ARG_SCRATCHPAD, pad}});
   finish(dst, ys, out.base());
   bp::sdk::nn::conv2d_padding_nan<float>(args, w, out);  // oneDNN skips padding taps
 }
@@ -173,10 +176,12 @@ void conv2d_backward(const KernelCall& c) {
     hint = forward_pd(xs, ws, nullptr, gs, p);
     data_pd = {{dnnl::algorithm::convolution_direct, any_like(xs), any_like(ws), any_like(gs),
                 p.strides(), p.dilates(), p.padding(), p.padding()},
+               scratchpad_attr(),
                dnnl_engine(),
                hint};
     weights_pd = {{dnnl::algorithm::convolution_direct, any_like(xs), any_like(ws), any_like(gs),
                    p.strides(), p.dilates(), p.padding(), p.padding()},
+                  scratchpad_attr(),
                   dnnl_engine(),
                   hint};
   } catch (const dnnl::error&) {
@@ -185,19 +190,26 @@ void conv2d_backward(const KernelCall& c) {
   if (is_reference_impl(data_pd) || is_reference_impl(weights_pd)) decline("core::conv2d_backward");
   dnnl::stream& s = dnnl_stream();
   if (want_x) {
-    const memory dy = to_layout(data_pd.diff_dst_desc(), gs, g.base());
-    const memory wei = to_layout(data_pd.weights_desc(), ws, w.base());
-    const memory dx = result(data_pd.diff_src_desc(), gxs, gx.base());
-    dnnl::convolution_backward_data(data_pd).execute(
-        s, {{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DIFF_SRC, dx}});
+    const Scratch dy = to_layout(data_pd.diff_dst_desc(), gs, g.base());
+    const Scratch wei = to_layout(data_pd.weights_desc(), ws, w.base());
+    const Scratch dx = result(data_pd.diff_src_desc(), gxs, gx.base());
+    const Scratch pad = scratchpad_for(data_pd);
+    dnnl::convolution_backward_data(data_pd).execute(s, {{DNNL_ARG_DIFF_DST, dy},
+                                                         {DNNL_ARG_WEIGHTS, wei},
+                                                         {DNNL_ARG_DIFF_SRC, dx},
+                                                         {DNNL_ARG_SCRATCHPAD, pad}});
     finish(dx, gxs, gx.base());
   }
   if (!want_w) return;
-  const memory dy = to_layout(weights_pd.diff_dst_desc(), gs, g.base());
-  const memory src = to_layout(weights_pd.src_desc(), xs, x.base());
-  const memory dw = result(weights_pd.diff_weights_desc(), gws, gw.base());
+  const Scratch dy = to_layout(weights_pd.diff_dst_desc(), gs, g.base());
+  const Scratch src = to_layout(weights_pd.src_desc(), xs, x.base());
+  const Scratch dw = result(weights_pd.diff_weights_desc(), gws, gw.base());
+  const Scratch pad = scratchpad_for(weights_pd);
   dnnl::convolution_backward_weights(weights_pd)
-      .execute(s, {{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_WEIGHTS, dw}});
+      .execute(s, {{DNNL_ARG_DIFF_DST, dy},
+                   {DNNL_ARG_SRC, src},
+                   {DNNL_ARG_DIFF_WEIGHTS, dw},
+                   {DNNL_ARG_SCRATCHPAD, pad}});
   finish(dw, gws, gw.base());
   if ((p.ph != 0 || p.pw != 0) && has_nonfinite(g))  // oneDNN skips padding taps
     bp::sdk::nn::conv2d_backward_weight_padding_nan<float>(args, g, gw);

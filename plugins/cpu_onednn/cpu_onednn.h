@@ -32,12 +32,32 @@ using bp::sdk::KernelCall;
 using bp::sdk::Registrar;
 using bp::sdk::TensorRef;
 
+// A function built once per instruction set named (GCC's target_clones,
+// e.g. BP_CPU_CLONES("arch=haswell", "default")), the loader picking the
+// one for the machine. Not under the sanitizers, whose runtimes start after
+// the clones are resolved, nor with compilers other than GCC.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__) && \
+    !defined(__SANITIZE_THREAD__) && !defined(__clang__)
+#define BP_CPU_CLONES(...) __attribute__((target_clones(__VA_ARGS__)))
+#else
+#define BP_CPU_CLONES(...)
+#endif
+
 // Below this many elements a oneDNN primitive costs more in fixed overhead
 // (memory objects, argument map, dispatch: ~1-3 us) than the plugin's own
 // loop spends on the whole tensor.
 inline constexpr int64_t kDnnlMinElements = 32768;
-// Below this many elements waking the OpenMP team costs more than it saves.
-inline constexpr int64_t kParallelMinElements = 65536;
+// Below this many elements waking the OpenMP team costs more than it saves:
+// an add of 32K floats (in cache) into an existing output took 0.81 of a
+// serial loop's time on two threads and 1.02-1.07 on one, 16K floats
+// 1.05-1.09 on one and 1.33-1.45 on two (backplane-bench's add_mid, 2-core
+// AMD EPYC, docs/performance.md).
+inline constexpr int64_t kParallelMinElements = 32768;
+// float32 ADD..DIV of at least this many elements go to oneDNN's binary
+// primitive; below it the plugin's loop over OpenMP threads was as fast or
+// faster (32K-64K floats: 0.66-0.75 of a serial loop's time against
+// 0.88-1.2 through oneDNN).
+inline constexpr int64_t kDnnlBinaryMinElements = int64_t{1} << 20;
 // Below this many multiply-adds (m*n*k) the plugin's matmul loop wins.
 inline constexpr int64_t kDnnlMinMatmulFlops = 32768;
 
@@ -53,6 +73,27 @@ dnnl::stream& dnnl_stream();
 // Runs a cached single-input primitive: src (layout src_md) -> dst (dst_md).
 void execute_src_dst(const dnnl::primitive& prim, const dnnl::memory::desc& src_md, void* src,
                      const dnnl::memory::desc& dst_md, void* dst);
+
+// Memory for oneDNN's temporaries: an operand reordered into a primitive's
+// layout, a result in it, a primitive's scratchpad. The blocks come from
+// the plugin's cache of freed blocks (allocator.cpp), not oneDNN's malloc:
+// a fresh large block faults a page per 4 KiB on first touch, and a
+// convolution makes several every call. Empty for a zero-size descriptor.
+struct ScratchFree {
+  std::size_t nbytes = 0;
+  void operator()(void* p) const noexcept;
+};
+struct Scratch {
+  dnnl::memory memory;
+  std::unique_ptr<void, ScratchFree> buffer;
+  operator const dnnl::memory&() const { return memory; }  // for execute()'s argument maps
+};
+Scratch scratch_memory(const dnnl::memory::desc& md);
+// The scratchpad memory a primitive made with scratchpad_attr() needs.
+dnnl::primitive_attr scratchpad_attr();
+Scratch scratchpad_for(const dnnl::primitive_desc_base& pd);
+// Gives the temporaries' cached blocks back (the plugin's empty_cache).
+void empty_scratch_cache();
 
 // Everything that decides a primitive's shape. Plain bytes so that hashing
 // and equality are a memcmp; value-initialise it so padding is zero.
@@ -468,69 +509,6 @@ using bp::sdk::kFloatDtypes;
 using bp::sdk::kNumericDtypes;
 namespace check = bp::sdk::check;  // the contract of each op (backplane/sdk/checks.hpp)
 using bp::sdk::TensorDesc;
-
-// ---------------------------------------------------------------------------
-// Host allocator (allocator.cpp)
-// ---------------------------------------------------------------------------
-
-// Aligned host memory with running statistics.
-class HostAllocator {
- public:
-  HostAllocator() = default;
-  HostAllocator(const HostAllocator&) = delete;
-  HostAllocator& operator=(const HostAllocator&) = delete;
-  ~HostAllocator();
-  void* allocate(std::size_t nbytes, std::size_t alignment);
-  void deallocate(void* ptr, std::size_t nbytes);
-  void stats(bp_memory_stats& out) const;
-
-  // One thread's counts. Only the owning thread writes them, with plain
-  // relaxed loads and stores: a locked increment per allocation was a
-  // visible share of a tiny op. A block freed by another thread is
-  // subtracted there, so one thread's figure may go negative; the sum is right.
-  struct Counters {
-    std::atomic<int64_t> allocated{0}, reserved{0}, allocs{0};
-  };
-  // A thread's counters of one allocator, keyed by its serial.
-  struct RecentCounters {
-    uint64_t serial = 0;
-    Counters* counters = nullptr;
-  };
-  static constexpr int kRecentAllocators = 4;
-
- private:
-  // This thread's counters of this allocator; `recent` is the thread's list
-  // of the allocators it used last, most recent first.
-  Counters& local(RecentCounters* recent);
-
-  // Tells this allocator's per-thread counters from those of an earlier
-  // instance that may have lived at the same address (a plugin reloaded
-  // while another instance's tensors live: DV-5).
-  static std::atomic<uint64_t> next_serial_;
-  const uint64_t serial_ = next_serial_.fetch_add(1, std::memory_order_relaxed);
-  mutable std::mutex mu_;
-  std::vector<std::unique_ptr<Counters>> threads_;  // kept after a thread exits
-
-  // Large blocks (kLargeBlock and up, in 2 MiB steps) freed recently, kept
-  // for the next request of the same size: a fresh one costs a page fault
-  // per 4 KiB on first touch (10 ms for the 77 MB output of a large
-  // convolution). At most kCachedBlocks blocks and kCachedBytes in all.
-  struct Cached {
-    void* ptr;
-    std::size_t size;
-  };
-  mutable std::mutex cache_mu_;
-  std::vector<Cached> cache_;
-  std::size_t cached_bytes_ = 0;
-  // Medium blocks (4 KiB up to kLargeBlock, exact sizes) freed recently:
-  // glibc's aligned path (memalign, and the consolidation a free of such a
-  // block triggers) costs about 0.4 us, a tenth of a 64 x 64 matmul. The
-  // most recently freed first; at most kMediumBlocks blocks and
-  // kMediumBytes in all.
-  std::vector<Cached> medium_;
-  std::size_t medium_bytes_ = 0;
-  std::atomic<int64_t> system_allocs_{0};
-};
 
 // ---------------------------------------------------------------------------
 // Devices (device.cpp) and kernel families

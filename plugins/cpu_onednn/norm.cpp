@@ -84,6 +84,7 @@ dnnl::batch_normalization_forward::primitive_desc bn_forward_pd(const memory::de
       inference ? scale_shift() | dnnl::normalization_flags::use_global_stats : scale_shift();
   return {{inference ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training, x,
            eps, flags},
+          scratchpad_attr(),
           dnnl_engine()};
 }
 
@@ -126,12 +127,14 @@ void batch_norm_forward_kernel(const KernelCall& c) {
     memory scale(channel_md(c.input(1)), eng, c.input(1).base()),
         shift(channel_md(c.input(2)), eng, c.input(2).base());
     memory mean(channel_md(m), eng, m.base()), var(channel_md(v), eng, v.base());
+    const Scratch pad = scratchpad_for(pd);
     dnnl::batch_normalization_forward(pd).execute(dnnl_stream(), {{DNNL_ARG_SRC, src},
                                                                   {DNNL_ARG_DST, dst},
                                                                   {DNNL_ARG_SCALE, scale},
                                                                   {DNNL_ARG_SHIFT, shift},
                                                                   {DNNL_ARG_MEAN, mean},
-                                                                  {DNNL_ARG_VARIANCE, var}});
+                                                                  {DNNL_ARG_VARIANCE, var},
+                                                                  {DNNL_ARG_SCRATCHPAD, pad}});
   });
 }
 
@@ -145,22 +148,26 @@ void batch_norm_backward_kernel(const KernelCall& c) {
     const float eps = static_cast<float>(a.eps);
     const auto hint = bn_forward_pd(xs, eps, false);
     const dnnl::batch_normalization_backward::primitive_desc pd(
-        {dnnl::prop_kind::backward, gs, xs, eps, scale_shift()}, dnnl_engine(), hint);
+        {dnnl::prop_kind::backward, gs, xs, eps, scale_shift()}, scratchpad_attr(), dnnl_engine(),
+        hint);
     if (is_reference_impl(pd)) decline_bn(op);
     dnnl::engine& eng = dnnl_engine();
     // grad_x goes to the caller's output when asked for, else to scratch.
     const memory::desc gxs = (a.output_mask & 1) ? data_md(gx) : pd.diff_src_desc();
     if (gxs != pd.diff_src_desc()) decline_bn(op);
     memory src(xs, eng, x.base()), dy(gs, eng, g.base());
-    memory dx = (a.output_mask & 1) ? memory(gxs, eng, gx.base()) : memory(gxs, eng);
+    Scratch dx =
+        (a.output_mask & 1) ? Scratch{memory(gxs, eng, gx.base()), {}} : scratch_memory(gxs);
     memory scale(channel_md(c.input(2)), eng, c.input(2).base());
     memory mean(channel_md(c.input(3)), eng, c.input(3).base()),
         var(channel_md(c.input(4)), eng, c.input(4).base());
     memory dscale(channel_md(c.output(1)), eng, c.output(1).base()),
         dshift(channel_md(c.output(2)), eng, c.output(2).base());
     // oneDNN asks for the shift it does not read in backward (use_shift).
-    memory shift(channel_md(c.input(2)), eng);
-    dnnl::batch_normalization_backward(pd).execute(dnnl_stream(), {{DNNL_ARG_SRC, src},
+    const Scratch shift = scratch_memory(channel_md(c.input(2)));
+    const Scratch pad = scratchpad_for(pd);
+    dnnl::batch_normalization_backward(pd).execute(dnnl_stream(), {{DNNL_ARG_SCRATCHPAD, pad},
+                                                                   {DNNL_ARG_SRC, src},
                                                                    {DNNL_ARG_DIFF_DST, dy},
                                                                    {DNNL_ARG_SCALE, scale},
                                                                    {DNNL_ARG_SHIFT, shift},

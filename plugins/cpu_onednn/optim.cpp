@@ -17,16 +17,9 @@ namespace {
 namespace optim = bp::sdk::optim;
 
 // The loops are built twice, for AVX2 with FMA and for the baseline, and
-// the loader picks one for the machine (GCC's target_clones): the
-// composite's kernels are oneDNN's, which choose their instruction set at
-// run time too. Not under the sanitizers, whose runtimes start after the
-// clones are resolved.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__) && \
-    !defined(__SANITIZE_THREAD__) && !defined(__clang__)
-#define BP_OPTIM_CLONES __attribute__((target_clones("arch=haswell", "default")))
-#else
-#define BP_OPTIM_CLONES
-#endif
+// the loader picks one for the machine (BP_CPU_CLONES): the composite's
+// kernels are oneDNN's, which choose their instruction set at run time too.
+#define BP_OPTIM_CLONES BP_CPU_CLONES("arch=haswell", "default")
 
 BP_OPTIM_CLONES void sgd_range(const optim::SgdArgs<float>& a, int64_t b, int64_t e) {
   optim::sgd_block(a, b, e);

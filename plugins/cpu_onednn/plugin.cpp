@@ -1,11 +1,31 @@
 // Entry point of the cpu_onednn plugin: host memory, one CPU device, and the
 // kernel families, each registered by its own file.
+#include "allocator.h"
 #include "cpu_onednn.h"
 
 namespace bp::cpu {
 
+namespace {
+// The large-block cache's bounds: the options cache_limit_mib and
+// cache_keep_free_mib over this machine's defaults.
+LargeCacheLimits cache_limits(const bp::sdk::Options& options) {
+  LargeCacheLimits l = LargeCacheLimits::for_this_machine();
+  constexpr long long kMaxMib = 1LL << 30;
+  l.limit_bytes = static_cast<std::size_t>(options.get_int(
+                      "cache_limit_mib", static_cast<long long>(l.limit_bytes >> 20), 0, kMaxMib))
+                  << 20;
+  l.keep_free_bytes =
+      static_cast<std::size_t>(options.get_int(
+          "cache_keep_free_mib", static_cast<long long>(l.keep_free_bytes >> 20), 0, kMaxMib))
+      << 20;
+  return l;
+}
+}  // namespace
+
 class CpuOnednnPlugin final : public bp::sdk::Plugin {
  public:
+  explicit CpuOnednnPlugin(const bp::sdk::Options& options) : allocator_(cache_limits(options)) {}
+
   const char* name() const override { return "cpu_onednn"; }
   const char* version() const override { return "0.1.0"; }
 
@@ -46,6 +66,21 @@ class CpuOnednnPlugin final : public bp::sdk::Plugin {
     allocator_.deallocate(ptr, nbytes);
   }
   void memory_stats(int32_t, bp_memory_stats& stats) override { allocator_.stats(stats); }
+  bool has_memory_cache() const override { return true; }
+  void empty_cache(int32_t) override {
+    allocator_.empty_cache();
+    empty_scratch_cache();  // oneDNN's temporaries (shared by every instance)
+  }
+
+  std::vector<bp_option_info> options() const override {
+    return {{"cache_limit_mib",
+             "most MiB of freed blocks of 4 MiB and up kept for reuse (default: an eighth of "
+             "this machine's memory, at most 4096; 0: none kept)"},
+            {"cache_keep_free_mib",
+             "memory pressure: while the system has fewer MiB than this available, freed "
+             "blocks go back at once and the cache is emptied (default: a sixteenth of this "
+             "machine's memory; 0: never)"}};
+  }
 
  private:
   HostAllocator allocator_;

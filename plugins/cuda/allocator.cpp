@@ -214,6 +214,16 @@ class CachingAllocator {
       out.num_system_allocs = pool.num_system_allocs;
   }
 
+  // Gives the cached large blocks of `device` back to the driver, after a
+  // device-wide wait (empty_cache). Small blocks stay: they are carved from
+  // shared slabs.
+  void empty_cache(int device) {
+    check_device(device);
+    std::lock_guard lock(mutex_);
+    set_device(device);
+    release_cached(pool_for(device));
+  }
+
   // Frees every segment, in use or not: only for the plugin's destruction,
   // when the core holds no storage of ours any more.
   void release_all() {
@@ -362,6 +372,8 @@ void* allocate(const Stream& s, std::size_t nbytes, std::size_t alignment) {
 void deallocate(void* ptr) { the_allocator().deallocate(ptr); }
 
 void memory_stats(int device, bp_memory_stats& stats) { the_allocator().stats(device, stats); }
+
+void empty_cache(int device) { the_allocator().empty_cache(device); }
 
 void forget_stream(int device, uint64_t stream_id) {
   the_allocator().forget_stream(device, stream_id);

@@ -189,6 +189,8 @@ std::string take_failure(Stream& s, const ErrorRecord& snapshot);
 void* allocate(const Stream& s, std::size_t nbytes, std::size_t alignment);
 void deallocate(void* ptr);
 void memory_stats(int device, bp_memory_stats& stats);
+// Gives the cached large blocks of `device` back to the driver.
+void empty_cache(int device);
 // stream_destroy calls this once the stream's work is done: its cached blocks
 // become free for every stream.
 void forget_stream(int device, uint64_t stream_id);

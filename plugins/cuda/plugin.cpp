@@ -217,6 +217,11 @@ class CudaPlugin final : public bp::sdk::Plugin {
     OpScope scope("memory_stats");
     bp::cuda::memory_stats(device, stats);
   }
+  bool has_memory_cache() const override { return true; }
+  void empty_cache(int32_t device) override {
+    OpScope scope("empty_cache");
+    bp::cuda::empty_cache(device);
+  }
 
   // Page-locked host memory for the core's staging buffers: copies from it
   // overlap with the next chunk's transfer.

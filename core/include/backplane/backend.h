@@ -85,6 +85,10 @@ class Backend : public RefCounted {
   const std::vector<std::pair<std::string, std::string>>& options() const { return options_; }
   // Allocator statistics, if the plugin keeps them.
   std::optional<bp_memory_stats> memory_stats(int device) const;
+  // Gives the free blocks the plugin's allocator keeps for reuse on
+  // `device` back to the system (empty_cache, ABI 2.9, optional); false
+  // when the plugin has no such cache. bp::empty_cache(Device) calls it.
+  bool empty_cache(int device) const;
 
   // Memory, through the plugin. Each throws a typed error on failure.
   // Handles are the plugin's (never dereferenced or offset here); a null
@@ -324,6 +328,13 @@ std::string file_sha256(const std::string& path);
 // --backend (see options.h) or set_default_backend; cpu_onednn otherwise.
 void set_default_backend(std::string_view name_or_path);
 Device default_device();
+
+// The allocator statistics of `device`'s backend (nullopt when it keeps
+// none), and a way to give its cached free blocks back to the system, as
+// torch.cuda.memory_stats and torch.cuda.empty_cache: false when the
+// backend's allocator keeps no cache.
+std::optional<bp_memory_stats> memory_stats(Device device);
+bool empty_cache(Device device);
 
 // The reference backend: the one ops run on when the selected backend lacks
 // them (--fallback warn|allow), and the one `backplane conformance` and

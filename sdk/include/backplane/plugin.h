@@ -46,7 +46,7 @@ extern "C" {
 #endif
 
 #define BP_ABI_MAJOR 2
-#define BP_ABI_MINOR 8
+#define BP_ABI_MINOR 9
 
 #define BP_PLUGIN_ENTRY_SYMBOL "bp_plugin_init"
 
@@ -488,6 +488,14 @@ typedef struct bp_memory_stats {
   uint64_t reserved_bytes;    /* bytes held from the system, cached blocks included */
   uint64_t num_allocs;        /* allocate() calls so far */
   uint64_t num_system_allocs; /* of which went to the system allocator */
+  /* (since 2.9) The allocator's cache of freed blocks: the part of
+   * reserved_bytes held free for reuse, the most it may hold (0: no
+   * bound, or no cache), and how many cached blocks it gave back to the
+   * system so far (over its bound, under memory pressure, or on
+   * empty_cache). */
+  uint64_t cached_bytes;
+  uint64_t cache_limit_bytes;
+  uint64_t num_cache_releases;
 } bp_memory_stats;
 
 /* A tolerance a backend declares for one op and dtype, looser than the
@@ -705,6 +713,13 @@ typedef struct bp_plugin {
    * asynchronous work without the host's clock. */
   bp_status (*event_elapsed)(void* ctx, int32_t device, bp_event start, bp_event end, double* ms,
                              bp_error* error);
+
+  /* Gives every free block the allocator of `device` keeps for reuse back
+   * to the system, as torch.cuda.empty_cache does; memory held by live
+   * allocations stays (since 2.9; optional: NULL for an allocator without
+   * a cache). The core calls it only when asked to (bp::empty_cache); a
+   * plugin still gives its cache back by itself when memory runs short. */
+  bp_status (*empty_cache)(void* ctx, int32_t device, bp_error* error);
 } bp_plugin;
 
 /*

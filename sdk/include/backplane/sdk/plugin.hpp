@@ -184,6 +184,11 @@ class Plugin {
     (void)stats;
     throw Unsupported("memory statistics are not tracked by this plugin");
   }
+  // Gives the allocator's cached free blocks of `device` back to the system
+  // (empty_cache, ABI 2.9); only called when has_memory_cache() says the
+  // allocator keeps such blocks.
+  virtual bool has_memory_cache() const { return false; }
+  virtual void empty_cache(int32_t device) { (void)device; }
 
   // Looser conformance tolerances for named (op, dtype) pairs; shown in the
   // conformance report. Empty by default.
@@ -227,6 +232,7 @@ class Plugin {
     table_.destroy = &destroy_c;
     table_.memory_stats = &memory_stats_c;
     table_.event_elapsed = has_event_timing() ? &event_elapsed_c : nullptr;
+    table_.empty_cache = has_memory_cache() ? &empty_cache_c : nullptr;
     tolerances_ = tolerances();
     table_.tolerances = tolerances_.empty() ? nullptr : tolerances_.data();
     table_.num_tolerances = static_cast<int32_t>(tolerances_.size());
@@ -374,6 +380,10 @@ class Plugin {
     return guarded(e, [&] {
       fill_within(s, [&](bp_memory_stats& full) { self(ctx)->memory_stats(d, full); });
     });
+  }
+
+  static bp_status empty_cache_c(void* ctx, int32_t d, bp_error* e) noexcept {
+    return guarded(e, [&] { self(ctx)->empty_cache(d); });
   }
 
   bp_plugin table_{};
