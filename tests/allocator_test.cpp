@@ -46,9 +46,10 @@ class Instance {
       p_ = nullptr;
     }
   }
+  // The library stays loaded, as the core keeps it: its statics (oneDNN's,
+  // the scratch cache) stay reachable.
   ~Instance() {
     if (p_ != nullptr && p_->destroy != nullptr) p_->destroy(p_->ctx);
-    if (handle_ != nullptr) dlclose(handle_);
   }
   Instance(const Instance&) = delete;
   Instance& operator=(const Instance&) = delete;
