@@ -307,7 +307,7 @@ void HostAllocator::deallocate(void* ptr, std::size_t nbytes) {
   const std::size_t n = nbytes == 0 ? 1 : nbytes;
   std::size_t block = rounded_size(n, block_alignment(n));
   if (block >= kLargeBlock) {
-    block = large_class(rounded_size(block, kLargeStep));
+    block = large_class(block);  // the class allocate() rounded the request to
     std::vector<Cached> drop;
     const bool keep = block <= limits_.limit_bytes && !under_pressure();
     {
@@ -331,19 +331,20 @@ void HostAllocator::deallocate(void* ptr, std::size_t nbytes) {
     release(drop, c);
     if (keep) return;
   } else if (block >= kMediumBlock) {
-    std::lock_guard lock(cache_mu_);
-    while (!medium_.empty() &&
-           (medium_.size() == kMediumBlocks || medium_bytes_ + block > kMediumBytes)) {
-      // Make room: the least recently freed blocks go back to the system.
-      const Cached old = medium_.front();
-      medium_.erase(medium_.begin());
-      medium_bytes_ -= old.size;
-      add(c.reserved, -static_cast<int64_t>(old.size));
-      std::free(old.ptr);
-      cache_releases_.fetch_add(1, std::memory_order_relaxed);
+    std::vector<Cached> drop;
+    {
+      std::lock_guard lock(cache_mu_);
+      while (!medium_.empty() &&
+             (medium_.size() == kMediumBlocks || medium_bytes_ + block > kMediumBytes)) {
+        // Make room: the least recently freed blocks go back to the system.
+        drop.push_back(medium_.front());
+        medium_bytes_ -= medium_.front().size;
+        medium_.erase(medium_.begin());
+      }
+      medium_.push_back({ptr, block});  // still reserved
+      medium_bytes_ += block;
     }
-    medium_.push_back({ptr, block});  // still reserved
-    medium_bytes_ += block;
+    release(drop, c);
     return;
   }
   add(c.reserved, -static_cast<int64_t>(block));
