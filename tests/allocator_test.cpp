@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
+#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
@@ -207,6 +208,11 @@ TEST(LargeBlockCache, AnOptionItCannotUseIsRefusedByName) {
 // Through the core: a training step whose tensors are 8 MiB each (an
 // elementwise model, SGD with momentum) allocates from the cache once warm.
 TEST(SteadyTrainingLoop, MakesNoSystemAllocationAndTouchesNoFreshPage) {
+  // One OpenMP thread: what is measured is the allocator, and LeakSanitizer's
+  // exit-time scan crashed reading an OpenMP worker's thread-local storage
+  // (the ASan preset). libgomp reads this when the plugin first loads, which
+  // in CTest's one-case processes is below.
+  setenv("OMP_NUM_THREADS", "1", 1);
   const bp::Device d = bp::default_device();
   constexpr int64_t kN = int64_t{2} << 20;  // 8 MiB of float32
   bp::manual_seed(0);
@@ -228,13 +234,22 @@ TEST(SteadyTrainingLoop, MakesNoSystemAllocationAndTouchesNoFreshPage) {
   rusage r1{};
   getrusage(RUSAGE_SELF, &r1);
   const bp_memory_stats s1 = *bp::memory_stats(d);
+#if defined(__SANITIZE_ADDRESS__)
+  // Under AddressSanitizer blocks of up to 256 bytes go to malloc every time
+  // (allocator.cpp: so that it sees a use after free), and its quarantine
+  // hands out fresh pages for them: only the large blocks' reuse is checked,
+  // as fewer faults than one fresh 8 MiB block per step.
+  constexpr long kFaultBound = 100 * 2048;
+#else
   EXPECT_EQ(s1.num_system_allocs, s0.num_system_allocs) << "a warm step went to the system";
+  constexpr long kFaultBound = 2048;
+#endif
   EXPECT_EQ(s1.reserved_bytes, s0.reserved_bytes);
   EXPECT_EQ(s1.num_cache_releases, s0.num_cache_releases);
   EXPECT_GT(s1.num_allocs, s0.num_allocs + 100 * 5) << "the steps allocated through the cache";
   // A fresh 8 MiB block faults 2048 pages of 4 KiB on first touch, and each
   // step makes several: fewer faults in all 100 steps are other memory.
-  EXPECT_LT(r1.ru_minflt - r0.ru_minflt, 2048)
+  EXPECT_LT(r1.ru_minflt - r0.ru_minflt, kFaultBound)
       << "minor page faults over 100 warm steps: " << (r1.ru_minflt - r0.ru_minflt);
   // empty_cache gives the cached blocks back: nothing cached, less reserved.
   ASSERT_GT(s1.cached_bytes, 0u);
