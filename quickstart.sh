@@ -23,7 +23,8 @@ packages=(cmake g++ make pkg-config python3 dpkg-dev file
           libboost-dev libboost-program-options-dev libboost-filesystem-dev libssl-dev
           libdnnl-dev ocl-icd-opencl-dev libdlpack-dev googletest libgtest-dev libbenchmark-dev
           opencl-c-headers pocl-opencl-icd libclblast-dev clinfo gnuplot-nox
-          nlohmann-json3-dev libgloo-dev)
+          nlohmann-json3-dev libgloo-dev
+          python3-dev python3-venv python3-pytest python3-numpy python3-torch)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -37,6 +38,22 @@ if [ ${#missing[@]} -gt 0 ]; then
     "${missing[@]}" >/dev/null
 else
   echo "== dependencies present"
+fi
+
+# --- the Python package's build tool -----------------------------------------
+# nanobind (the binding library) is not in Debian: pip installs it from PyPI
+# into a virtual environment in the build folder, made with
+# --system-site-packages so that Debian's numpy, torch and pytest stay
+# visible to the interpreter the package is built for (/usr/bin/python3).
+# A virtual environment rather than a user-wide install: Debian's Python
+# refuses pip outside one (PEP 668), and nothing outside the build changes.
+python_env="$build_dir/python-env"
+nanobind_version=3.1.0
+if ! "$python_env/bin/python3" -c "import nanobind" 2>/dev/null; then
+  echo "== Python: nanobind $nanobind_version from PyPI into $python_env"
+  mkdir -p "$build_dir"
+  /usr/bin/python3 -m venv --system-site-packages "$python_env"
+  "$python_env/bin/pip" install --quiet --disable-pip-version-check "nanobind==$nanobind_version"
 fi
 
 # --- build -------------------------------------------------------------------

@@ -59,6 +59,7 @@ void register_matmul_benchmarks();       // bench_matmul.cpp
 void register_sparse_benchmarks();       // bench_sparse.cpp
 void register_optim_benchmarks();        // bench_optim.cpp
 void register_elementwise_benchmarks();  // bench_elementwise.cpp
+void register_dlpack_benchmarks();       // bench_dlpack.cpp
 
 // Registers the */<backend> device benchmarks when the selected backend is not
 // the default CPU one; returns its name (empty when none).

@@ -2,6 +2,7 @@
 // same process and run, so ratios compare like with like. Built only when
 // CMake finds Torch.
 #include <ATen/ATen.h>
+#include <ATen/DLConvertor.h>
 #include <benchmark/benchmark.h>
 #if __has_include(<torch/optim/adam.h>)
 #include <torch/optim/adam.h>
@@ -37,6 +38,15 @@ void add_16M_libtorch(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(state.iterations() * kLargeAddBytes);
+}
+
+// The same DLPack round trip as bench_dlpack.cpp's.
+void dlpack_round_trip_libtorch(benchmark::State& state) {
+  at::Tensor a = at::ones({4, 4}, at::kFloat);
+  for (auto _ : state) {
+    at::Tensor b = at::fromDLPack(at::toDLPack(a));
+    benchmark::DoNotOptimize(b.unsafeGetTensorImpl());
+  }
 }
 
 // Recording one autograd node per op.
@@ -221,6 +231,7 @@ void register_libtorch_benchmarks() {
   benchmark::RegisterBenchmark("tiny_add_grad/libtorch", tiny_add_grad_libtorch);
   benchmark::RegisterBenchmark("mlp_step/libtorch", mlp_step_libtorch)->UseRealTime();
   benchmark::RegisterBenchmark("tiny_add/libtorch", tiny_add_libtorch);
+  benchmark::RegisterBenchmark("dlpack_round_trip/libtorch", dlpack_round_trip_libtorch);
   benchmark::RegisterBenchmark("add_16M/libtorch", add_16M_libtorch)->UseRealTime();
 }
 

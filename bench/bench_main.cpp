@@ -194,6 +194,7 @@ void register_benchmarks() {
   register_sparse_benchmarks();
   register_optim_benchmarks();
   register_elementwise_benchmarks();
+  register_dlpack_benchmarks();
 #ifdef BACKPLANE_BENCH_WITH_LIBTORCH
   register_libtorch_benchmarks();
 #endif
@@ -321,6 +322,8 @@ int main(int argc, char** argv) {
   std::printf("\nRatios from this run (time per iteration, wall clock):\n");
   print_ratio(reporter, "tiny_add backplane/libtorch", "tiny_add/backplane", "tiny_add/libtorch",
               false);
+  print_ratio(reporter, "dlpack round trip bp/libtorch", "dlpack_round_trip/backplane",
+              "dlpack_round_trip/libtorch", false);
   print_ratio(reporter, "tiny a + 2.0 / a + b", "tiny_add_scalar/backplane", "tiny_add/backplane",
               false);
   print_ratio(reporter, "add_16M backplane/plain_loop", "add_16M/backplane", "add_16M/plain_loop",

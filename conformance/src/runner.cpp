@@ -85,6 +85,7 @@ Suite default_suite() {
   add_autograd_cases(suite);
   add_limit_cases(suite);
   add_lifecycle_cases(suite);
+  add_dlpack_cases(suite);
   add_composite_cases(suite);
   add_nn_cases(suite);
   add_sort_cases(suite);

@@ -89,6 +89,50 @@ bool Backend::empty_cache(int device) const {
   return true;
 }
 
+bool Backend::imports_memory() const {
+  return BP_HAS_FIELD(api_, bp_plugin, release_import) && api_->import_memory != nullptr &&
+         api_->release_import != nullptr;
+}
+
+void* Backend::import_memory(int device, void* external, std::size_t nbytes) const {
+  BP_CHECK(device >= 0 && device < device_count_, "[import_memory] backend '", name_,
+           "' has no device ", device, " (it has ", device_count_, ")");
+  if (!imports_memory())
+    throw ValueError("[import_memory] backend '" + name_ +
+                     "' does not import memory it did not allocate (its plugin has no "
+                     "import_memory, ABI 2.10)");
+  void* handle = nullptr;
+  detail::ErrorBuffer err;
+  detail::check_status(detail::guarded(err.get(),
+                                       [&] {
+                                         return api_->import_memory(api_->ctx, device, external,
+                                                                    nbytes, &handle, err.get());
+                                       }),
+                       "import_memory", name_, err);
+  if (handle == nullptr)
+    throw PluginError("[import_memory] backend '" + name_ + "' returned no handle");
+  return handle;
+}
+
+void Backend::release_import(int device, void* mem, bp_stream stream, const bp_stream* users,
+                             std::size_t num_users) const noexcept {
+  // The owner frees the memory as soon as this returns: every stream that
+  // used it must be done with it first.
+  auto wait = [&](bp_stream s) {
+    detail::ErrorBuffer err;
+    const bp_status st = detail::guarded(
+        err.get(), [&] { return api_->stream_synchronize(api_->ctx, device, s, err.get()); });
+    if (st == BP_STATUS_OK) return;
+    std::lock_guard lock(deferred_mu_);
+    if (pending_error_.empty())
+      pending_error_ = "[synchronize] backend '" + name_ + "': " + err.message();
+    has_pending_error_.store(true, std::memory_order_release);
+  };
+  wait(stream);
+  for (std::size_t k = 0; k < num_users; ++k) wait(users[k]);
+  detail::guarded(nullptr, [&] { return api_->release_import(api_->ctx, device, mem); });
+}
+
 void* Backend::allocate(int device, std::size_t nbytes, bp_stream stream,
                         std::size_t* lead_out) const {
   BP_CHECK(device >= 0 && device < device_count_, "[allocate] backend '", name_, "' has no device ",

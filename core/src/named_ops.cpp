@@ -387,8 +387,8 @@ bool run_named(std::string_view name, const Found& found, const std::vector<Tens
   if (st == BP_STATUS_UNSUPPORTED && may_decline) return false;
   detail::check_status(st, op, b.name(), err);
   for (const Tensor& t : outputs) t.impl()->version->bump();
-  if (detail::t_kernel_recording != nullptr)
-    detail::t_kernel_recording->note_named(b.id(), name, static_cast<int>(dtype));
+  if (debug::KernelRecording* r = detail::kernel_recording())
+    r->note_named(b.id(), name, static_cast<int>(dtype));
   return true;
 }
 

@@ -31,8 +31,25 @@ StorageImpl::StorageImpl(IntrusivePtr<Backend> backend, Device device, std::size
   data_ = backend_->allocate(device.index, nbytes ? nbytes : 1, stream, &offset_);
 }
 
+StorageImpl::StorageImpl(IntrusivePtr<Backend> backend, Device device, void* handle,
+                         std::size_t nbytes, bp_stream stream, ExternalOwner owner)
+    : backend_(std::move(backend)),
+      device_(device),
+      nbytes_(nbytes),
+      data_(handle),
+      stream_(stream),
+      external_(new ExternalOwner(owner)) {}
+
 StorageImpl::~StorageImpl() {
   StreamUsers* u = users_.load(std::memory_order_acquire);
+  if (__builtin_expect(external_ != nullptr, 0)) {
+    backend_->release_import(device_.index, data_, stream_, u ? u->streams.data() : nullptr,
+                             u ? u->streams.size() : 0);
+    if (external_->release) external_->release(external_->owner);
+    delete external_;
+    delete u;
+    return;
+  }
   if (u == nullptr) {
     backend_->deallocate(device_.index, data_, nbytes_ ? nbytes_ : 1, stream_);
     return;

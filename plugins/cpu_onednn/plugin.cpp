@@ -65,6 +65,9 @@ class CpuOnednnPlugin final : public bp::sdk::Plugin {
   void deallocate(int32_t, bp_stream, void* ptr, std::size_t nbytes) override {
     allocator_.deallocate(ptr, nbytes);
   }
+  // Host memory of another library (DLPack kDLCPU): its address is the
+  // handle, and every kernel takes any address aligned to its element.
+  bool has_memory_import() const override { return true; }
   void memory_stats(int32_t, bp_memory_stats& stats) override { allocator_.stats(stats); }
   bool has_memory_cache() const override { return true; }
   void empty_cache(int32_t) override {

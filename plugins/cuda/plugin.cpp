@@ -222,6 +222,24 @@ class CudaPlugin final : public bp::sdk::Plugin {
     OpScope scope("empty_cache");
     bp::cuda::empty_cache(device);
   }
+  // DLPack's kDLCUDA data is a device address: it must be memory of this
+  // device (or managed memory) that the runtime knows.
+  bool has_memory_import() const override { return true; }
+  void* import_memory(int32_t device, void* external, std::size_t) override {
+    OpScope scope("import_memory");
+    cudaPointerAttributes attrs{};
+    if (cudaPointerGetAttributes(&attrs, external) != cudaSuccess) {
+      (void)cudaGetLastError();
+      BP_SDK_UNSUPPORTED("the address is not memory the CUDA runtime knows");
+    }
+    BP_SDK_REQUIRE(attrs.type == cudaMemoryTypeDevice || attrs.type == cudaMemoryTypeManaged,
+                   "the address is not device memory (cudaPointerGetAttributes type "
+                       << static_cast<int>(attrs.type) << ")");
+    BP_SDK_REQUIRE(
+        attrs.type == cudaMemoryTypeManaged || attrs.device == device,
+        "the address is memory of CUDA device " << attrs.device << ", not of device " << device);
+    return external;
+  }
 
   // Page-locked host memory for the core's staging buffers: copies from it
   // overlap with the next chunk's transfer.

@@ -74,6 +74,30 @@ class OpenclPlugin final : public bp::sdk::Plugin {
   void deallocate(int32_t index, bp_stream stream, void* mem, std::size_t) override {
     bp::opencl::deallocate(index, stream, as_mem(mem));
   }
+  // DLPack's kDLOpenCL data is a cl_mem: one of this device's context, at
+  // least as large as what the core uses, held (retained) while in use.
+  bool has_memory_import() const override { return true; }
+  void* import_memory(int32_t index, void* external, std::size_t nbytes) override {
+    OpScope scope("import_memory");
+    const Device& d = device(index);
+    cl_mem m = as_mem(external);
+    cl_context context = nullptr;
+    const cl_int st = clGetMemObjectInfo(m, CL_MEM_CONTEXT, sizeof(context), &context, nullptr);
+    BP_SDK_REQUIRE(st == CL_SUCCESS,
+                   "the handle is not a cl_mem (clGetMemObjectInfo: " << cl_error_name(st) << ")");
+    BP_SDK_REQUIRE(context == d.context,
+                   "the cl_mem belongs to another OpenCL context than "
+                   "device "
+                       << index << "'s; create it in that context");
+    std::size_t size = 0;
+    BP_CL_CHECK(clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof(size), &size, nullptr));
+    BP_SDK_REQUIRE(size >= nbytes,
+                   "the cl_mem has " << size << " bytes and the tensor reaches " << nbytes);
+    BP_CL_CHECK(clRetainMemObject(m));
+    return external;
+  }
+  void release_import(int32_t, void* mem) override { clReleaseMemObject(as_mem(mem)); }
+
   void copy_from_host(int32_t index, bp_stream stream, void* mem, uint64_t offset, const void* host,
                       std::size_t n) override {
     OpScope scope("copy_from_host");

@@ -34,6 +34,7 @@
 #define COUNT_NEGATIVE 17
 #define STRUCT_HUGE 18
 #define ALLOC_NULL 19
+#define IMPORT_HALF 20
 
 #ifndef BROKEN
 #error "BROKEN must name the way this plugin is broken"
@@ -83,6 +84,11 @@ bp_status register_throws(void*, const bp_registrar*, bp_error*) { throw 42; }
 
 bp_status allocate_null(void*, int32_t, bp_stream, size_t, size_t, void** out, bp_error*) {
   *out = nullptr;
+  return BP_STATUS_OK;
+}
+
+bp_status import_any(void*, int32_t, void* external, size_t, void** out, bp_error*) {
+  *out = external;
   return BP_STATUS_OK;
 }
 
@@ -147,6 +153,11 @@ extern "C" BP_PLUGIN_EXPORT bp_status bp_plugin_init(const bp_host*, const bp_pl
       break;
     case ALLOC_NULL:
       table.allocate = &allocate_null;
+      break;
+    case IMPORT_HALF:
+      // import_memory without release_import (ABI 2.10): the pair goes together.
+      table.import_memory = &import_any;
+      table.release_import = nullptr;
       break;
     default:
       break;

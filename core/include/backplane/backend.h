@@ -89,6 +89,18 @@ class Backend : public RefCounted {
   // `device` back to the system (empty_cache, ABI 2.9, optional); false
   // when the plugin has no such cache. bp::empty_cache(Device) calls it.
   bool empty_cache(int device) const;
+  // Whether the plugin wraps memory it did not allocate (import_memory,
+  // ABI 2.10, optional): what bp::from_dlpack needs.
+  bool imports_memory() const;
+  // A handle for the first `nbytes` of `external`, memory of this backend's
+  // DLPack device type on `device` (ValueError when the plugin imports
+  // nothing; the plugin's error when it refuses the memory).
+  void* import_memory(int device, void* external, std::size_t nbytes) const;
+  // Lets go of an imported handle: waits for the work `stream` and `users`
+  // enqueued on it (a failure found there is raised by the next
+  // synchronisation), then tells the plugin.
+  void release_import(int device, void* mem, bp_stream stream, const bp_stream* users,
+                      std::size_t num_users) const noexcept;
 
   // Memory, through the plugin. Each throws a typed error on failure.
   // Handles are the plugin's (never dereferenced or offset here); a null

@@ -5,6 +5,7 @@
 #include <backplane/backend.h>
 #include <backplane/device.h>
 #include <backplane/dispatcher.h>
+#include <backplane/dlpack.h>
 #include <backplane/dtype.h>
 #include <backplane/error.h>
 #include <backplane/fallback.h>

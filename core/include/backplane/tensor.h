@@ -51,6 +51,16 @@ class StorageImpl : public RefCounted {
  public:
   // Allocates `nbytes` on `device` for work on `stream` (ABI 2.0 handle).
   StorageImpl(IntrusivePtr<Backend> backend, Device device, std::size_t nbytes, bp_stream stream);
+  // Memory another library owns (bp::from_dlpack): `handle` is what the
+  // backend's import_memory made of it. When the storage dies, the backend
+  // lets go of the handle once the streams that used it are done, and then
+  // `release(owner)` hands the memory back.
+  struct ExternalOwner {
+    void (*release)(void* owner) noexcept = nullptr;
+    void* owner = nullptr;
+  };
+  StorageImpl(IntrusivePtr<Backend> backend, Device device, void* handle, std::size_t nbytes,
+              bp_stream stream, ExternalOwner owner);
   ~StorageImpl() override;
   // From a per-thread cache of freed objects (tensor.cpp).
   static void* operator new(std::size_t size);
@@ -72,6 +82,8 @@ class StorageImpl : public RefCounted {
   // Marks the memory as used by `stream`: when freed, it is not reused
   // until the work enqueued on `stream` by then has finished.
   void record_stream(bp_stream stream);
+  // Whether the memory is another library's (the ExternalOwner constructor).
+  bool imported() const noexcept { return external_ != nullptr; }
 
  private:
   IntrusivePtr<Backend> backend_;
@@ -88,6 +100,7 @@ class StorageImpl : public RefCounted {
     std::vector<bp_stream> streams;
   };
   std::atomic<StreamUsers*> users_{nullptr};
+  ExternalOwner* external_ = nullptr;  // set only for imported memory
 };
 
 struct AutogradMeta;  // autograd.h; allocated only for tensors in a graph

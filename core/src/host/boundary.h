@@ -99,17 +99,25 @@ auto guarded(bp_error* err, F&& f) noexcept -> decltype(f()) {
     return R{};
 }
 
-// The calling thread's kernel recording (debug::KernelRecording), or null:
-// initial-exec, so that testing it is one load, without a call into the
-// dynamic loader.
-extern constinit thread_local debug::KernelRecording* t_kernel_recording
-    __attribute__((tls_model("initial-exec")));
+// The calling thread's kernel recording (debug::KernelRecording), or null.
+// A kernel call first reads g_kernel_recordings, the number of recordings
+// alive in the process (one load of a global), and looks up the thread-local
+// only when one is: the thread-local's lookup in a shared library is a call
+// into the dynamic loader. (An initial-exec thread-local would avoid that
+// call, but would put libbackplane's whole TLS block in the static TLS that
+// a library opened with dlopen, as Python opens backplane._C, cannot get.)
+extern std::atomic<int> g_kernel_recordings;
+extern constinit thread_local debug::KernelRecording* t_kernel_recording;
+inline debug::KernelRecording* kernel_recording() noexcept {
+  if (__builtin_expect(g_kernel_recordings.load(std::memory_order_relaxed) == 0, 1)) return nullptr;
+  return t_kernel_recording;
+}
 
 // A kernel call on backend `backend`, guarded; noted when the thread records.
 inline bp_status call_plugin_kernel(bp_kernel_fn fn, void* ctx, const bp_kernel_call& call,
                                     bp_error* err, int backend) noexcept {
-  if (__builtin_expect(t_kernel_recording != nullptr, 0))
-    t_kernel_recording->note(backend, call.op, call.dtype);
+  if (debug::KernelRecording* r = kernel_recording(); __builtin_expect(r != nullptr, 0))
+    r->note(backend, call.op, call.dtype);
   return guarded(err, [&] { return fn(ctx, &call, err); });
 }
 

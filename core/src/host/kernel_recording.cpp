@@ -1,6 +1,6 @@
 // Which kernels a thread's ops reach (debug::KernelRecording, backplane/debug.h).
-// call_plugin_kernel (internal.h) tests t_kernel_recording before each
-// kernel call and notes the kernel when it is set.
+// call_plugin_kernel (boundary.h) asks kernel_recording() before each
+// kernel call and notes the kernel when the thread records.
 #include <backplane/backend.h>
 #include <backplane/debug.h>
 #include <backplane/dispatcher.h>
@@ -12,17 +12,21 @@
 namespace bp {
 
 namespace detail {
-constinit thread_local debug::KernelRecording* t_kernel_recording
-    __attribute__((tls_model("initial-exec"))) = nullptr;
+std::atomic<int> g_kernel_recordings{0};
+constinit thread_local debug::KernelRecording* t_kernel_recording = nullptr;
 }  // namespace detail
 
 namespace debug {
 
 KernelRecording::KernelRecording() : outer_(detail::t_kernel_recording) {
   detail::t_kernel_recording = this;
+  detail::g_kernel_recordings.fetch_add(1, std::memory_order_relaxed);
 }
 
-KernelRecording::~KernelRecording() { detail::t_kernel_recording = outer_; }
+KernelRecording::~KernelRecording() {
+  detail::g_kernel_recordings.fetch_sub(1, std::memory_order_relaxed);
+  detail::t_kernel_recording = outer_;
+}
 
 void KernelRecording::note(int backend, int op, int dtype) noexcept {
   // Builtin ops only: a named op's call carries no name to report.

@@ -181,6 +181,14 @@ PluginFacts validate_plugin(const bp_plugin* api, const std::string& path,
     if (e.missing(*api))
       throw destroy_and_refuse(api, path,
                                std::string("required function '") + e.name + "' is NULL");
+  // Optional entries that go in pairs.
+  if (BP_HAS_FIELD(api, bp_plugin, release_import) &&
+      (api->import_memory == nullptr) != (api->release_import == nullptr))
+    throw destroy_and_refuse(api, path,
+                             api->import_memory ? "it gives import_memory without release_import "
+                                                  "(ABI 2.10: both or neither)"
+                                                : "it gives release_import without import_memory "
+                                                  "(ABI 2.10: both or neither)");
   PluginFacts facts;
   if (const std::string why = read_facts(api, facts); !why.empty())
     throw destroy_and_refuse(api, path, why);

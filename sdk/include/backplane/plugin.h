@@ -46,7 +46,7 @@ extern "C" {
 #endif
 
 #define BP_ABI_MAJOR 2
-#define BP_ABI_MINOR 9
+#define BP_ABI_MINOR 10
 
 #define BP_PLUGIN_ENTRY_SYMBOL "bp_plugin_init"
 
@@ -720,6 +720,25 @@ typedef struct bp_plugin {
    * a cache). The core calls it only when asked to (bp::empty_cache); a
    * plugin still gives its cache back by itself when memory runs short. */
   bp_status (*empty_cache)(void* ctx, int32_t device, bp_error* error);
+
+  /* Memory this plugin did not allocate, used as a tensor's storage: what
+   * importing a DLPack tensor needs (since 2.10; optional: both NULL for a
+   * plugin that imports nothing, and the core then refuses such imports
+   * naming the backend). `external` is memory of the plugin's own
+   * dl_device_type on `device`, as DLPack's `data` gives it there (a host
+   * address for kDLCPU, a device address for kDLCUDA, a cl_mem for
+   * kDLOpenCL); the core uses its first `nbytes` bytes. import_memory
+   * checks what it can (that the memory is of this device, large enough)
+   * and writes to *out a handle that the core then uses wherever a handle
+   * from allocate() goes (bp_tensor.data, copies, memset, host_pointer),
+   * except deallocate: the core calls release_import instead, once the
+   * work enqueued on every stream that used the memory has finished, and
+   * gives the memory back to its owner after that. The handle may be
+   * `external` itself. An imported address need only be aligned to its
+   * element type, not to allocate()'s 16 or 64 bytes. */
+  bp_status (*import_memory)(void* ctx, int32_t device, void* external, size_t nbytes, void** out,
+                             bp_error* error);
+  void (*release_import)(void* ctx, int32_t device, void* mem);
 } bp_plugin;
 
 /*

@@ -132,6 +132,7 @@ void add_op_cases(Suite& suite);
 void add_limit_cases(Suite& suite);
 // Unloading and reloading the backend under test (DV-4, DV-5).
 void add_lifecycle_cases(Suite& suite);
+void add_dlpack_cases(Suite& suite);
 void add_composite_cases(Suite& suite);
 // The CNN layers (NN-4, NN-5): cases_nn.cpp, cases_nn_torch.cpp.
 void add_nn_cases(Suite& suite);

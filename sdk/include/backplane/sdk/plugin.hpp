@@ -189,6 +189,21 @@ class Plugin {
   // allocator keeps such blocks.
   virtual bool has_memory_cache() const { return false; }
   virtual void empty_cache(int32_t device) { (void)device; }
+  // Memory this plugin did not allocate (import_memory, ABI 2.10): a plugin
+  // that returns true from has_memory_import wraps `external` (memory of
+  // its dl_device_type, as DLPack's data gives it) in a handle the core uses
+  // like allocate()'s, and release_import lets go of it; the core never
+  // passes such a handle to deallocate. The default handle is `external`.
+  virtual bool has_memory_import() const { return false; }
+  virtual void* import_memory(int32_t device, void* external, std::size_t nbytes) {
+    (void)device;
+    (void)nbytes;
+    return external;
+  }
+  virtual void release_import(int32_t device, void* mem) {
+    (void)device;
+    (void)mem;
+  }
 
   // Looser conformance tolerances for named (op, dtype) pairs; shown in the
   // conformance report. Empty by default.
@@ -233,6 +248,8 @@ class Plugin {
     table_.memory_stats = &memory_stats_c;
     table_.event_elapsed = has_event_timing() ? &event_elapsed_c : nullptr;
     table_.empty_cache = has_memory_cache() ? &empty_cache_c : nullptr;
+    table_.import_memory = has_memory_import() ? &import_memory_c : nullptr;
+    table_.release_import = has_memory_import() ? &release_import_c : nullptr;
     tolerances_ = tolerances();
     table_.tolerances = tolerances_.empty() ? nullptr : tolerances_.data();
     table_.num_tolerances = static_cast<int32_t>(tolerances_.size());
@@ -384,6 +401,16 @@ class Plugin {
 
   static bp_status empty_cache_c(void* ctx, int32_t d, bp_error* e) noexcept {
     return guarded(e, [&] { self(ctx)->empty_cache(d); });
+  }
+  static bp_status import_memory_c(void* ctx, int32_t d, void* external, size_t n, void** out,
+                                   bp_error* e) noexcept {
+    return guarded(e, [&] { *out = self(ctx)->import_memory(d, external, n); });
+  }
+  static void release_import_c(void* ctx, int32_t d, void* mem) noexcept {
+    try {
+      self(ctx)->release_import(d, mem);
+    } catch (...) {
+    }
   }
 
   bp_plugin table_{};
