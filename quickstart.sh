@@ -49,11 +49,17 @@ fi
 # refuses pip outside one (PEP 668), and nothing outside the build changes.
 python_env="$build_dir/python-env"
 nanobind_version=3.1.0
+# Without PyPI (no network, a proxy pip does not trust) the rest is built and
+# tested all the same, and this says that the Python package is left out.
 if ! "$python_env/bin/python3" -c "import nanobind" 2>/dev/null; then
   echo "== Python: nanobind $nanobind_version from PyPI into $python_env"
   mkdir -p "$build_dir"
-  /usr/bin/python3 -m venv --system-site-packages "$python_env"
-  "$python_env/bin/pip" install --quiet --disable-pip-version-check "nanobind==$nanobind_version"
+  [ -x "$python_env/bin/pip" ] || /usr/bin/python3 -m venv --system-site-packages "$python_env"
+  if ! "$python_env/bin/pip" install --quiet --disable-pip-version-check --timeout 30 \
+         "nanobind==$nanobind_version" > "$build_dir/python-env.log" 2>&1; then
+    echo "== Python: pip could not install nanobind ($(tail -n 1 "$build_dir/python-env.log"));" \
+         "the Python package and its tests are left out (log: $build_dir/python-env.log)"
+  fi
 fi
 
 # --- build -------------------------------------------------------------------

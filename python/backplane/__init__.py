@@ -317,6 +317,8 @@ if _os.environ.get("BACKPLANE_BACKEND") or _os.environ.get("BACKPLANE_FALLBACK")
     init(backend=_os.environ.get("BACKPLANE_BACKEND") or "cpu_onednn",
          fallback=_os.environ.get("BACKPLANE_FALLBACK") or "deny")
 
+from . import nn, optim  # noqa: E402  (they use the Tensor methods set above)
+
 # PyTorch's short names, last: they shadow builtins in this module's namespace.
 float, double, half = _C.float32, _C.float64, _C.float16
 long, int, short = _C.int64, _C.int32, _C.int16

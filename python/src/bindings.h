@@ -68,5 +68,6 @@ void bind_types(nb::module_& m);      // dtype, device, errors, backends, grad m
 void bind_tensor(nb::module_& m);     // Tensor: views, ops, autograd, printing
 void bind_factories(nb::module_& m);  // tensor, zeros, arange, rand, *_like
 void bind_dlpack(nb::module_& m);     // __dlpack__, __dlpack_device__, from_dlpack
+void bind_nn(nb::module_& m);         // functional ops, initialisers, optimisers
 
 }  // namespace bp::python

@@ -7,4 +7,5 @@ NB_MODULE(_C, m) {
   bp::python::bind_tensor(m);
   bp::python::bind_factories(m);
   bp::python::bind_dlpack(m);
+  bp::python::bind_nn(m);
 }

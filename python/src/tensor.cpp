@@ -128,6 +128,10 @@ nb::object grad_or_none(const Tensor& t) {
 
 void bind_tensor(nb::module_& m) {
   nb::class_<Tensor> c(m, "Tensor");
+  // Tensor(other): the same tensor (memory, version counter, autograd), for
+  // subclasses such as backplane.nn.Parameter.
+  c.def(nb::init<const Tensor&>(), nb::arg("data"));
+  m.def("_set_data", [](Tensor& t, const Tensor& src) { nn::set_data(t, src); });
   // --- metadata ----------------------------------------------------------
   c.def("_sizes", [](const T& t) { return int_tuple(t.sizes()); })
       .def("stride", [](const T& t) { return int_tuple(t.strides()); })
