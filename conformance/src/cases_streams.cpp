@@ -110,9 +110,12 @@ void reuse_waits_for_user_stream(const Context& ctx) {
   const Stream user = Stream::create(ctx.device());
   const int64_t n = 1 << 16;
   Tensor x = full({n}, 5.0, ctx.options());
+  Event filled(ctx.device());  // `user` reads x only after its fill (DV-7)
+  filled.record();
   Tensor y;
   {
     StreamGuard on(user);
+    filled.block(user);
     keep_busy(ctx);
     y = x * 2;
     x.record_stream(user);
