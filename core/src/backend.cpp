@@ -124,9 +124,7 @@ void Backend::release_import(int device, void* mem, bp_stream stream, const bp_s
         err.get(), [&] { return api_->stream_synchronize(api_->ctx, device, s, err.get()); });
     if (st == BP_STATUS_OK) return;
     std::lock_guard lock(deferred_mu_);
-    if (pending_error_.empty())
-      pending_error_ = "[synchronize] backend '" + name_ + "': " + err.message();
-    has_pending_error_.store(true, std::memory_order_release);
+    keep_pending_error_locked("[synchronize] backend '" + name_ + "': " + err.message());
   };
   wait(stream);
   for (std::size_t k = 0; k < num_users; ++k) wait(users[k]);
@@ -198,8 +196,7 @@ std::size_t Backend::check_guard(int device, void* mem, std::size_t nbytes,
     // The read reached the stream's earlier failure, which the plugin has
     // now handed over: the next synchronisation raises it, as it would have.
     std::lock_guard lock(deferred_mu_);
-    if (pending_error_.empty()) pending_error_ = e.what();
-    has_pending_error_.store(true, std::memory_order_release);
+    keep_pending_error_locked(e.what());
   } catch (...) {
     // The memory could not be read back: nothing to say about it.
   }
@@ -263,9 +260,7 @@ void Backend::reap_deferred_frees(bool wait) const noexcept {
           // The user stream's work is over, so the memory is free; the
           // plugin has handed its failure to us: the next synchronisation
           // raises it.
-          if (pending_error_.empty())
-            pending_error_ = "[synchronize] backend '" + name_ + "': " + err.message();
-          has_pending_error_.store(true, std::memory_order_release);
+          keep_pending_error_locked("[synchronize] backend '" + name_ + "': " + err.message());
         }
         if (!ready) break;
       }
@@ -394,6 +389,11 @@ bp_stream Backend::create_stream(int device) {
   std::lock_guard lock(streams_mu_);
   streams_.emplace_back(device, s);
   return s;
+}
+
+void Backend::keep_pending_error_locked(std::string message) const noexcept {
+  if (pending_error_.empty()) pending_error_ = std::move(message);
+  has_pending_error_.store(true, std::memory_order_release);
 }
 
 void Backend::raise_pending_error() const {

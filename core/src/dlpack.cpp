@@ -173,19 +173,14 @@ DLManagedTensor* to_dlpack(const Tensor& t, int32_t consumer) {
   e->shape = i.sizes;
   e->strides = i.strides;
   DLTensor& dt = e->managed.dl_tensor;
-  if (host) {
-    dt.data = b.host_pointer(d.index, st.data(), offset);
-    dt.device = {kDLCPU, 0};
-    dt.byte_offset = 0;
-  } else if (dl::is_address_type(consumer)) {
-    dt.data = static_cast<char*>(st.data()) + offset;
-    dt.device = {static_cast<DLDeviceType>(consumer), d.index};
-    dt.byte_offset = 0;
-  } else {
-    dt.data = st.data();
-    dt.device = {static_cast<DLDeviceType>(consumer), d.index};
-    dt.byte_offset = offset;
-  }
+  // The host address of the first element, a device address plus the
+  // offset, or an opaque handle with the offset beside it (cl_mem).
+  const bool address = !host && dl::is_address_type(consumer);
+  dt.data = host      ? b.host_pointer(d.index, st.data(), offset)
+            : address ? static_cast<char*>(st.data()) + offset
+                      : st.data();
+  dt.device = host ? DLDevice{kDLCPU, 0} : DLDevice{static_cast<DLDeviceType>(consumer), d.index};
+  dt.byte_offset = host || address ? 0 : offset;
   dt.ndim = static_cast<int32_t>(e->shape.size());
   const bp_dl_dtype k = detail::kDlDtypes[static_cast<int>(i.dtype)];
   dt.dtype = {k.code, k.bits, k.lanes};
@@ -206,8 +201,7 @@ Tensor from_dlpack(DLManagedTensor* src, std::optional<Device> device) {
   const int64_t item = static_cast<int64_t>(itemsize(dtype));
   const std::size_t rank = static_cast<std::size_t>(dt.ndim);
   DimVector shape(IntArrayRef(dt.shape, rank)), strides;
-  for (int k = 0; k < dt.ndim; ++k)
-    BP_CHECK(shape[k] >= 0, "[from_dlpack] negative size ", shape[k], " in dimension ", k);
+  const int64_t n = checked_numel(shape, "from_dlpack");
   if (dt.strides != nullptr) {
     strides = DimVector(IntArrayRef(dt.strides, rank));
     for (int k = 0; k < dt.ndim; ++k)
@@ -218,16 +212,14 @@ Tensor from_dlpack(DLManagedTensor* src, std::optional<Device> device) {
     strides = contiguous_strides(shape);  // DLPack: null strides are compact row-major
   }
   const Device target = target_device(dt.device, device);
-  const int64_t n = bp::numel(shape);
   if (n == 0) {
     // Nothing to share: an empty tensor of the shape, and the memory back now.
     Tensor t = empty(shape, TensorOptions().dtype(dtype).device(target));
     release_managed(src);
     return t;
   }
-  int64_t hi = 0;  // the farthest element any index reaches
-  for (int k = 0; k < dt.ndim; ++k)
-    if (shape[k] > 1) hi += (shape[k] - 1) * strides[k];
+  // The farthest element any index reaches (no stride is negative here).
+  const int64_t hi = checked_extent(shape, strides, 0, "from_dlpack").second;
   const bool address = dl::is_address_type(dt.device.device_type);
   BP_CHECK(dt.data != nullptr, "[from_dlpack] data is null for ", n, " elements");
   BP_CHECK(dt.byte_offset % static_cast<uint64_t>(item) == 0, "[from_dlpack] byte_offset ",

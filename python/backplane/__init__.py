@@ -122,7 +122,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False):
     with __dlpack__ (a numpy array, a torch tensor)."""
     if isinstance(data, Tensor):
         t = data.detach().clone()
-    elif hasattr(data, "__dlpack__") and not isinstance(data, (list, tuple)):
+    elif hasattr(data, "__dlpack__"):
         t = from_dlpack(data).clone()
     else:
         return _C._tensor(data, dtype, device, requires_grad)

@@ -67,6 +67,22 @@ std::vector<optim::ParamGroup> to_groups(nb::handle params) {
   return groups;
 }
 
+// Adam and AdamW take the same arguments.
+template <class Opt, class Base>
+void bind_adam(nb::module_& m, const char* name) {
+  nb::class_<Opt, Base>(m, name).def(
+      "__init__",
+      [](Opt* self, nb::handle params, double lr, double b1, double b2, double eps,
+         std::optional<double> wd, bool amsgrad, bool maximize) {
+        optim::AdamOptions o;
+        o.lr = lr, o.beta1 = b1, o.beta2 = b2, o.eps = eps, o.weight_decay = wd,
+        o.amsgrad = amsgrad, o.maximize = maximize;
+        new (self) Opt(to_groups(params), o);
+      },
+      nb::arg("params"), nb::arg("lr"), nb::arg("beta1"), nb::arg("beta2"), nb::arg("eps"),
+      maybe("weight_decay"), nb::arg("amsgrad"), nb::arg("maximize"));
+}
+
 }  // namespace
 
 void bind_nn(nb::module_& m) {
@@ -208,33 +224,8 @@ void bind_nn(nb::module_& m) {
         o.nesterov = nesterov, o.maximize = maximize;
         new (self) optim::SGD(to_groups(params), o);
       });
-  auto adam_options = [](double lr, double b1, double b2, double eps, std::optional<double> wd,
-                         bool amsgrad, bool maximize) {
-    optim::AdamOptions o;
-    o.lr = lr, o.beta1 = b1, o.beta2 = b2, o.eps = eps, o.weight_decay = wd, o.amsgrad = amsgrad,
-    o.maximize = maximize;
-    return o;
-  };
-  nb::class_<optim::Adam, optim::Optimizer>(m, "_Adam")
-      .def(
-          "__init__",
-          [adam_options](optim::Adam* self, nb::handle params, double lr, double b1, double b2,
-                         double eps, std::optional<double> wd, bool amsgrad, bool maximize) {
-            new (self) optim::Adam(to_groups(params),
-                                   adam_options(lr, b1, b2, eps, wd, amsgrad, maximize));
-          },
-          nb::arg("params"), nb::arg("lr"), nb::arg("beta1"), nb::arg("beta2"), nb::arg("eps"),
-          maybe("weight_decay"), nb::arg("amsgrad"), nb::arg("maximize"));
-  nb::class_<optim::AdamW, optim::Adam>(m, "_AdamW")
-      .def(
-          "__init__",
-          [adam_options](optim::AdamW* self, nb::handle params, double lr, double b1, double b2,
-                         double eps, std::optional<double> wd, bool amsgrad, bool maximize) {
-            new (self) optim::AdamW(to_groups(params),
-                                    adam_options(lr, b1, b2, eps, wd, amsgrad, maximize));
-          },
-          nb::arg("params"), nb::arg("lr"), nb::arg("beta1"), nb::arg("beta2"), nb::arg("eps"),
-          maybe("weight_decay"), nb::arg("amsgrad"), nb::arg("maximize"));
+  bind_adam<optim::Adam, optim::Optimizer>(m, "_Adam");
+  bind_adam<optim::AdamW, optim::Adam>(m, "_AdamW");
 }
 
 }  // namespace bp::python

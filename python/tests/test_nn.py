@@ -73,7 +73,7 @@ def test_relu_inplace_after_conv_changes_the_conv_output_and_keeps_gradients(tor
     same = r(out)
     assert same is out and r(out)._version == out._version
     tr(tout)
-    assert out.grad_fn.name() == tout.grad_fn.name().replace("Backward0", "Backward0")
+    assert out.grad_fn.name() == tout.grad_fn.name()
     out.sum().backward()
     tout.sum().backward()
     assert close(c.weight.grad, tc.weight.grad)

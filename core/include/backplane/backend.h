@@ -195,6 +195,9 @@ class Backend : public RefCounted {
   mutable std::atomic<bool> has_pending_error_{false};
   // Throws the kept failure, if there is one (every synchronisation ends with it).
   void raise_pending_error() const;
+  // Keeps a failure found where it cannot be raised (the first one kept
+  // wins), for the next synchronisation to raise; deferred_mu_ held.
+  void keep_pending_error_locked(std::string message) const noexcept;
   // For a guarded allocation (backplane/debug.h): reads its guard back,
   // records a change, and returns the size to free.
   std::size_t check_guard(int device, void* mem, std::size_t nbytes,

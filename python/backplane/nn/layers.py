@@ -1,7 +1,7 @@
 """The layers: PyTorch 1.13's names, arguments, parameter names and text."""
 import math
 
-from .. import _C
+from .. import _C, no_grad
 from . import functional as F
 from . import init
 from .module import Module, Parameter
@@ -11,8 +11,12 @@ def _pair(v):
     return tuple(v) if isinstance(v, (tuple, list)) else (v, v)
 
 
+def _make(kind, *shape):
+    return _C._factory(kind, list(shape), None, None, False)
+
+
 def _empty(*shape):
-    return _C._factory("empty", list(shape), None, None, False)
+    return _make("empty", *shape)
 
 
 def _bound_init(weight, bias, fan_in):
@@ -170,14 +174,14 @@ class BatchNorm2d(Module):
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         if affine:
-            self.weight = Parameter(_C._factory("ones", [num_features], None, None, False))
-            self.bias = Parameter(_C._factory("zeros", [num_features], None, None, False))
+            self.weight = Parameter(_make("ones", num_features))
+            self.bias = Parameter(_make("zeros", num_features))
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
         if track_running_stats:
-            self.register_buffer("running_mean", _C._factory("zeros", [num_features], None, None, False))
-            self.register_buffer("running_var", _C._factory("ones", [num_features], None, None, False))
+            self.register_buffer("running_mean", _make("zeros", num_features))
+            self.register_buffer("running_var", _make("ones", num_features))
             self.register_buffer("num_batches_tracked", _C._full([], 0, _C.int64, None, False))
         else:
             self.register_buffer("running_mean", None)
@@ -207,8 +211,8 @@ class LayerNorm(Module):
         self.normalized_shape, self.eps = tuple(normalized_shape), eps
         self.elementwise_affine = elementwise_affine
         if elementwise_affine:
-            self.weight = Parameter(_C._factory("ones", list(self.normalized_shape), None, None, False))
-            self.bias = Parameter(_C._factory("zeros", list(self.normalized_shape), None, None, False))
+            self.weight = Parameter(_make("ones", *self.normalized_shape))
+            self.bias = Parameter(_make("zeros", *self.normalized_shape))
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -273,10 +277,8 @@ class Embedding(Module):
         self.weight = Parameter(_empty(num_embeddings, embedding_dim))
         init.normal_(self.weight)
         if padding_idx is not None:
-            prev = _C.is_grad_enabled()
-            _C._set_grad_enabled(False)
-            self.weight[padding_idx].fill_(0)
-            _C._set_grad_enabled(prev)
+            with no_grad():
+                self.weight[padding_idx].fill_(0)
 
     def forward(self, input):
         return F.embedding(input, self.weight, self.padding_idx)

@@ -1,7 +1,7 @@
 """Module, Parameter and the containers, as PyTorch 1.13's torch.nn.Module."""
 from collections import OrderedDict
 
-from .. import _C
+from .. import _C, no_grad
 from .._C import Tensor
 
 
@@ -208,14 +208,10 @@ class Module:
         if errors:
             raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t" +
                                "\n\t".join(errors))
-        prev = _C.is_grad_enabled()
-        _C._set_grad_enabled(False)
-        try:
+        with no_grad():
             for k, t in own.items():
                 if k in state_dict:
                     t.copy_(state_dict[k])
-        finally:
-            _C._set_grad_enabled(prev)
         from collections import namedtuple
         return namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])(
             missing, unexpected)

@@ -1,5 +1,5 @@
 """backplane.optim: PyTorch 1.13's optimisers (the C++ core's updates) and LR schedulers."""
-from .. import _C
+from .. import _C, enable_grad
 from . import lr_scheduler
 
 _BOOL_OPTIONS = {"nesterov", "maximize", "amsgrad"}
@@ -33,7 +33,7 @@ class Optimizer:
     def step(self, closure=None):
         loss = None
         if closure is not None:
-            with _C_enable_grad():
+            with enable_grad():
                 loss = closure()
         self._impl.step()
         return loss
@@ -49,15 +49,6 @@ class Optimizer:
                 if k != "params":
                     lines.append(f"    {k}: {g[k]}")
         return "\n".join(lines) + "\n)"
-
-
-class _C_enable_grad:
-    def __enter__(self):
-        self.prev = _C.is_grad_enabled()
-        _C._set_grad_enabled(True)
-
-    def __exit__(self, *exc):
-        _C._set_grad_enabled(self.prev)
 
 
 def _params(params):
